@@ -1,0 +1,26 @@
+# Set-up and run targets. Each target creates the virtual environment on first use.
+# PYTHON: any Python >= 3.12 (pyenv users: .python-version selects 3.12 in this folder).
+PYTHON ?= python3.12
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+OUT    ?= out
+
+.PHONY: example test clean
+
+$(BIN)/hybridpriv: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+# The main job on the built-in example: choose a mean estimator for a public group
+# beside private groups of different epsilons, without touching private data.
+example: $(BIN)/hybridpriv
+	$(BIN)/hybridpriv select --out $(OUT)/example
+
+# The full test suite on both cores.
+test: $(BIN)/hybridpriv
+	$(BIN)/python -m pytest -n 2 -q
+
+clean:
+	rm -rf $(VENV) $(OUT)
