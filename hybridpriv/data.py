@@ -1,0 +1,181 @@
+"""Simulated datasets and the sources that generate them.
+
+A *source* is anything the evaluation engine can ask for the dataset of one
+``(chain, draw)`` index: a fixed known distribution (:class:`IIDSource`), or the posterior
+predictive of a PyMC model of public knowledge (:class:`hybridpriv.models.GroupedPosterior`).
+The engine owns the seeds: it hands :meth:`DatasetSource.generate` a numpy ``Generator``
+keyed by ``(seed, chain, draw)``, so a dataset does not depend on chunking or on which
+worker made it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .privacy import Bounds, Group, check_groups
+
+__all__ = ["DatasetSource", "GroupedDataset", "IIDSource", "STATISTICS", "sample_statistic"]
+
+#: Statistics a dataset's truth is computed for.
+STATISTICS = ("mean", "median")
+
+
+def sample_statistic(values: Sequence[np.ndarray], statistic: str) -> float:
+    """The statistic of all records pooled (the simulated dataset's own value)."""
+    pooled = np.concatenate([np.ravel(v) for v in values])
+    if statistic == "mean":
+        return float(pooled.mean())
+    if statistic == "median":
+        return float(np.median(pooled))
+    raise ValueError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+
+
+@dataclass(frozen=True)
+class GroupedDataset:
+    """One simulated dataset.
+
+    Parameters
+    ----------
+    values
+        One 1-D float array per group, in group order, inside the bounds.
+    population
+        The data distribution's own values (``"mean"``, ``"median"``, ``"variance"``) of the
+        distribution the records were drawn from, after clamping to the bounds.
+    """
+
+    values: tuple[np.ndarray, ...]
+    population: Mapping[str, float] = field(default_factory=dict)
+
+    def truth(self, statistic: str, target: str = "population") -> float:
+        """The value an estimator of ``statistic`` is scored against.
+
+        ``target="population"`` uses the generating distribution's value (the papers'
+        convention); ``target="sample"`` uses the pooled records of this dataset.
+        """
+        if target == "sample":
+            return sample_statistic(self.values, statistic)
+        if target == "population":
+            if statistic not in self.population:
+                raise ValueError(f"this dataset has no population {statistic!r}; use target='sample'")
+            return float(self.population[statistic])
+        raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
+
+
+@runtime_checkable
+class DatasetSource(Protocol):
+    """What the evaluation engine needs from a source of simulated datasets."""
+
+    groups: tuple[Group, ...]
+    bounds: Bounds
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(chains, draws)``: the index space of available datasets."""
+        ...
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
+        """The dataset at ``(chain, draw)``, using only ``rng`` for randomness."""
+        ...
+
+
+class IIDSource:
+    """Datasets drawn afresh from one known distribution, clamped to the bounds.
+
+    Parameters
+    ----------
+    groups, bounds
+        The setting.
+    sampler
+        ``sampler(rng, size) -> ndarray`` drawing unclamped records.
+    population
+        The clamped distribution's ``mean``, ``median`` and ``variance`` (see
+        :func:`clamped_normal_moments` for a normal distribution).
+    draws
+        How many datasets the source offers (one chain).
+    public_values
+        Optional fixed records for public groups, by group name (kept in every dataset).
+    """
+
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        bounds: Bounds | tuple[float, float],
+        sampler: Callable[[np.random.Generator, int], np.ndarray],
+        population: Mapping[str, float],
+        draws: int,
+        public_values: Mapping[str, np.ndarray] | None = None,
+    ) -> None:
+        self.groups = check_groups(groups)
+        self.bounds = Bounds.from_pair(bounds)
+        if not callable(sampler):
+            raise TypeError(f"sampler must be callable, got {sampler!r}")
+        self.sampler = sampler
+        self.population = dict(population)
+        if not isinstance(draws, int) or draws < 1:
+            raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
+        self.draws = draws
+        self.public_values = {}
+        for name, vals in (public_values or {}).items():
+            g = next((g for g in self.groups if g.name == name), None)
+            if g is None:
+                raise ValueError(f"public_values names unknown group {name!r}")
+            if not g.is_public:
+                raise ValueError(f"public_values given for group {name!r}, which is not public (epsilon={g.epsilon:g})")
+            arr = self.bounds.check(np.asarray(vals, dtype=float), f"public_values[{name!r}]")
+            if arr.shape != (g.size,):
+                raise ValueError(f"public_values[{name!r}] must have {g.size} records, got shape {arr.shape}")
+            self.public_values[name] = arr
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (1, self.draws)
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
+        values = []
+        for g in self.groups:
+            if g.name in self.public_values:
+                values.append(self.public_values[g.name])
+            else:
+                x = np.asarray(self.sampler(rng, g.size), dtype=float)
+                values.append(np.clip(x, self.bounds.lower, self.bounds.upper))
+        return GroupedDataset(tuple(values), self.population)
+
+
+def clamped_normal_moments(mu: float, sigma: float, bounds: Bounds) -> dict[str, float]:
+    """Mean, median and variance of ``clip(X, a, b)`` for ``X ~ Normal(mu, sigma^2)``.
+
+    Closed form: with ``alpha = (a - mu)/sigma``, ``beta = (b - mu)/sigma``,
+    ``E[Y] = a Phi(alpha) + b (1 - Phi(beta)) + mu (Phi(beta) - Phi(alpha)) + sigma (phi(alpha) - phi(beta))``
+    and the second moment likewise; the median is ``clip(mu, a, b)``.
+    """
+    from scipy import stats
+
+    a, b = bounds.lower, bounds.upper
+    al, be = (a - mu) / sigma, (b - mu) / sigma
+    Pa, Pb = stats.norm.cdf(al), stats.norm.cdf(be)
+    pa, pb = stats.norm.pdf(al), stats.norm.pdf(be)
+    mid = Pb - Pa
+    # moments of the part inside (a, b): E[X 1{a<X<b}], E[X^2 1{a<X<b}]
+    m1 = mu * mid + sigma * (pa - pb)
+    m2 = (mu**2 + sigma**2) * mid + 2 * mu * sigma * (pa - pb) + sigma**2 * (al * pa - be * pb)
+    mean = a * Pa + b * (1 - Pb) + m1
+    second = a * a * Pa + b * b * (1 - Pb) + m2
+    return {"mean": float(mean), "median": float(min(max(mu, a), b)), "variance": float(max(second - mean**2, 0.0))}
+
+
+def normal_source(
+    groups: Sequence[Group], bounds: Bounds | tuple[float, float], mu: float, sigma: float, draws: int
+) -> IIDSource:
+    """An :class:`IIDSource` of ``Normal(mu, sigma^2)`` records clamped to ``bounds``."""
+    b = Bounds.from_pair(bounds)
+    if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"normal_source needs finite mu and sigma > 0, got mu={mu!r}, sigma={sigma!r}")
+    return IIDSource(groups, b, lambda rng, n: rng.normal(mu, sigma, n), clamped_normal_moments(mu, sigma, b), draws)
+
+
+__all__ += ["clamped_normal_moments", "normal_source"]

@@ -1,0 +1,93 @@
+"""Plain baselines a reader expects: everyone at the smallest epsilon, and public records only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..mechanisms import smith_quantile
+from ..privacy import Bounds, Group, Guarantee, smallest_private_epsilon
+from .base import Estimator
+
+__all__ = ["PublicMean", "PublicMedian", "UniformMean", "UniformMedian"]
+
+
+class _Uniform(Estimator):
+    def __init__(
+        self, groups: Sequence[Group], bounds: Bounds | tuple[float, float], relation: str = "add-remove", clamp: bool = False
+    ) -> None:
+        super().__init__(groups, bounds, clamp)
+        self.relation = self._check_relation(relation)
+        self.epsilon = smallest_private_epsilon(self.groups)
+
+    @property
+    def guarantee(self) -> dict[str, Guarantee]:
+        return {g.name: Guarantee(self.epsilon, 0.0, self.relation) for g in self.groups}
+
+
+class UniformMean(_Uniform):
+    """Every record treated at the smallest epsilon: ``(sum of all + Lap(Delta/epsilon_min)) / N``.
+
+    Guarantee: ``epsilon_min``-DP for every record (public records included).
+    """
+
+    statistic = "mean"
+    label = "uniform-mean"
+
+    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        total = sum(x.sum(axis=1) for x in data)
+        n = float(self.sizes.sum())
+        if np.isinf(self.epsilon):
+            return total / n
+        scale = self.bounds.sum_sensitivity(self.relation) / self.epsilon
+        return (total + scale * rng.laplace(size=total.shape)) / n
+
+
+class UniformMedian(_Uniform):
+    """Smith's median of all records pooled, at the smallest epsilon.
+
+    Guarantee: ``epsilon_min``-DP for every record.
+    """
+
+    statistic = "median"
+    label = "uniform-median"
+
+    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        x = np.concatenate(data, axis=1)
+        if np.isinf(self.epsilon):
+            return np.median(x, axis=1)
+        return smith_quantile(x, 0.5, self.epsilon, self.bounds, rng)
+
+
+class _Public(Estimator):
+    def __init__(self, groups: Sequence[Group], bounds: Bounds | tuple[float, float], clamp: bool = False) -> None:
+        super().__init__(groups, bounds, clamp)
+        self._public = [k for k, g in enumerate(self.groups) if g.is_public]
+        if not self._public:
+            raise ValueError(f"{type(self).__name__} needs at least one public group (epsilon=inf), got none")
+
+    @property
+    def guarantee(self) -> dict[str, Guarantee]:
+        # private records are never read: the release does not depend on them at all
+        return {g.name: Guarantee(g.epsilon if g.is_public else 0.0) for g in self.groups}
+
+
+class PublicMean(_Public):
+    """Mean of the public records only (no noise); private records are ignored."""
+
+    statistic = "mean"
+    label = "public-mean"
+
+    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        return np.concatenate([data[k] for k in self._public], axis=1).mean(axis=1)
+
+
+class PublicMedian(_Public):
+    """Median of the public records only (no noise); private records are ignored."""
+
+    statistic = "median"
+    label = "public-median"
+
+    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        return np.median(np.concatenate([data[k] for k in self._public], axis=1), axis=1)

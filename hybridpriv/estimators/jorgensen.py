@@ -1,0 +1,205 @@
+"""Jorgensen et al. (2015) personalised-DP baselines: the Sample mechanism and the PE median."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from numbers import Real
+
+import numpy as np
+
+from ..mechanisms import interval_exponential_mechanism
+from ..privacy import Bounds, Group, Guarantee, check_epsilon
+from ..theory import pdp_keep_probabilities, pdp_optimal_threshold
+from .base import Estimator, resolve_sigma2
+
+__all__ = ["PDPSample", "PEMedian", "THRESHOLD_RULES", "pe_median_costs"]
+
+#: Named threshold rules of :class:`PDPSample`.
+THRESHOLD_RULES = ("min", "avg", "max", "opt")
+
+
+class PDPSample(Estimator):
+    """Jorgensen et al.'s Sample mechanism applied to the mean.
+
+    Every record of group ``i`` is kept independently with probability
+    ``p_i = min(1, (e^{epsilon_i} - 1)/(e^t - 1))`` (public records always), and the
+    ``t``-DP Laplace mean of the kept records is released, as in Ferrando et al.:
+    ``(sum of kept + Lap(Delta/t)) / M`` with ``M`` the number kept.  If nothing is kept the
+    release is the midpoint of the bounds (a data-independent output).
+
+    Parameters
+    ----------
+    groups, bounds
+        The setting.
+    threshold
+        ``"min"`` (smallest epsilon), ``"avg"`` (average of the finite epsilons), ``"max"``
+        (largest finite epsilon), ``"opt"`` (minimises :func:`hybridpriv.theory.pdp_sample_variance`,
+        needs ``sigma2``) or a number ``t > 0``.
+    sigma2
+        Variance of the records, for ``threshold="opt"`` (a number or a fitted model).
+    relation
+        Neighbouring relation of the sum's sensitivity (see :class:`WeightedMean`).
+    clamp
+        Clip records into the bounds instead of raising.
+
+    Guarantee
+    ---------
+    Group ``i`` gets ``ln(1 + p_i (e^t - 1)) = min(epsilon_i, t)`` (Jorgensen et al., sampling
+    amplification).  The denominator ``M`` is the true kept count, as in the seed paper;
+    ``docs/limitations.md`` discusses what that means for add/remove neighbours.
+    """
+
+    statistic = "mean"
+
+    def __init__(
+        self,
+        groups: Sequence[Group],
+        bounds: Bounds | tuple[float, float],
+        threshold: str | float = "opt",
+        sigma2: object = None,
+        relation: str = "add-remove",
+        clamp: bool = False,
+    ) -> None:
+        super().__init__(groups, bounds, clamp)
+        self.relation = self._check_relation(relation)
+        self.sensitivity = self.bounds.sum_sensitivity(self.relation)
+        eps = self.epsilons
+        finite = eps[np.isfinite(eps)]
+        if isinstance(threshold, str):
+            if threshold not in THRESHOLD_RULES:
+                raise ValueError(f"threshold must be one of {THRESHOLD_RULES} or a number > 0, got {threshold!r}")
+            self.label = f"pdp-{threshold}"
+            if finite.size == 0:
+                t = 1.0  # only public groups: nothing is subsampled and t only scales the noise
+            elif threshold == "min":
+                t = float(finite.min())
+            elif threshold == "max":
+                t = float(finite.max())
+            elif threshold == "avg":
+                t = float(finite.mean())
+            else:
+                if sigma2 is None:
+                    raise ValueError("threshold='opt' needs sigma2 (the records' variance), got None")
+                t = pdp_optimal_threshold(self.sizes, eps, resolve_sigma2(sigma2), self.sensitivity)
+        elif isinstance(threshold, Real) and not isinstance(threshold, bool):
+            t = check_epsilon(threshold, "threshold", allow_inf=False)
+            self.label = f"pdp-{t:g}"
+        else:
+            raise TypeError(f"threshold must be one of {THRESHOLD_RULES} or a number > 0, got {threshold!r}")
+        self.threshold_rule = threshold
+        self.threshold = t
+        self.keep_probabilities = pdp_keep_probabilities(eps, t)
+
+    @property
+    def guarantee(self) -> dict[str, Guarantee]:
+        t = self.threshold
+        return {
+            g.name: Guarantee(float(np.log1p(p * np.expm1(t))), 0.0, self.relation)
+            for g, p in zip(self.groups, self.keep_probabilities)
+        }
+
+    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        trials = data[0].shape[0]
+        kept_sum = np.zeros(trials)
+        kept_n = np.zeros(trials)
+        for x, p in zip(data, self.keep_probabilities):
+            if p >= 1.0:
+                kept_sum += x.sum(axis=1)
+                kept_n += x.shape[1]
+            else:
+                keep = rng.random(x.shape) < p
+                kept_sum += np.where(keep, x, 0.0).sum(axis=1)
+                kept_n += keep.sum(axis=1)
+        noisy = kept_sum + (self.sensitivity / self.threshold) * rng.laplace(size=trials)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = noisy / kept_n
+        return np.where(kept_n > 0, out, self.bounds.midpoint)
+
+
+def pe_median_costs(sorted_eps: np.ndarray) -> np.ndarray:
+    """Cost of making a point of each interval the median, for records sorted by value.
+
+    Parameters
+    ----------
+    sorted_eps
+        Shape ``(trials, N)``: the epsilon of each record, records sorted by value
+        (``inf`` for public records, which can never change).
+
+    Returns
+    -------
+    Shape ``(trials, N + 1)``: entry ``j`` is the smallest total epsilon of records that must
+    change so that a point strictly between the ``j``-th and ``(j+1)``-th smallest records
+    becomes the median (the ``m = ceil(N/2)``-th smallest; the lower median for even ``N``);
+    ``inf`` when impossible.  For ``j < m`` the ``m - j`` cheapest records above the point
+    must move to it (or below it); for ``j >= m`` the ``j - m + 1`` cheapest records below it.
+    """
+    eps = np.asarray(sorted_eps, dtype=float)
+    trials, n = eps.shape
+    m = (n + 1) // 2
+    levels = np.unique(eps[np.isfinite(eps)])
+    if levels.size == 0:
+        costs = np.full((trials, n + 1), np.inf)
+        return costs
+    onehot = (eps[..., None] == levels).astype(np.int64)  # (T, N, E)
+    below = np.concatenate([np.zeros((trials, 1, levels.size), np.int64), np.cumsum(onehot, axis=1)], axis=1)
+    above = below[:, -1:, :] - below  # records with rank > j, (T, N+1, E)
+    j = np.arange(n + 1)
+    need_above = np.maximum(m - j, 0)
+    need_below = np.maximum(j - m + 1, 0)
+    use_above = j < m
+    counts = np.where(use_above[None, :, None], above, below)
+    need = np.where(use_above, need_above, need_below)[None, :]
+    before = np.cumsum(counts, axis=-1) - counts
+    take = np.clip(need[..., None] - before, 0, counts)
+    costs = (take * levels).sum(axis=-1).astype(float)
+    costs[need > counts.sum(axis=-1)] = np.inf
+    return costs
+
+
+class PEMedian(Estimator):
+    """Jorgensen et al.'s personalised exponential mechanism (PE) for the median.
+
+    The score of an output ``o`` is minus the smallest total epsilon of records that must
+    change for ``o`` to become the median (public records can never change); ``o`` is drawn
+    with density ``∝ exp(score/2)`` over the bounds, exactly, by intervals between the sorted
+    records (:func:`pe_median_costs`).
+
+    Parameters
+    ----------
+    groups, bounds, clamp
+        The setting.
+
+    Guarantee
+    ---------
+    ``epsilon_i``-DP for every record of group ``i`` under replace-one neighbours: changing
+    that record changes every score by at most ``epsilon_i``, the normaliser by at most a
+    factor ``e^{epsilon_i/2}``.
+    """
+
+    statistic = "median"
+    label = "pe-median"
+
+    def __init__(self, groups: Sequence[Group], bounds: Bounds | tuple[float, float], clamp: bool = False) -> None:
+        super().__init__(groups, bounds, clamp)
+        self._record_eps = np.repeat(self.epsilons, self.sizes)
+
+    @property
+    def guarantee(self) -> dict[str, Guarantee]:
+        return {g.name: Guarantee(g.epsilon, 0.0, "replace") for g in self.groups}
+
+    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
+        x = np.concatenate(data, axis=1)
+        if np.isinf(self._record_eps).all():
+            return np.median(x, axis=1)
+        order = np.argsort(x, axis=1, kind="stable")
+        xs = np.take_along_axis(x, order, axis=1)
+        costs = pe_median_costs(self._record_eps[order])
+        trials = x.shape[0]
+        edges = np.concatenate(
+            [np.full((trials, 1), self.bounds.lower), xs, np.full((trials, 1), self.bounds.upper)], axis=1
+        )
+        try:
+            return interval_exponential_mechanism(edges, -costs / 2.0, rng)
+        except ValueError as exc:  # only with ties that leave every feasible interval empty
+            raise ValueError(f"PE median is undefined for these data (every feasible interval is empty): {exc}") from None

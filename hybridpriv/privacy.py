@@ -1,0 +1,310 @@
+"""Privacy groups, data bounds and per-group guarantees.
+
+A *group* is a set of records that share one privacy requirement: a size, an epsilon
+(``math.inf`` for public records) and an optional delta.  *Bounds* declare the range
+``[lower, upper]`` every record lies in; clamping records into it is an explicit step
+(:meth:`Bounds.clamp`), never a silent one.
+
+Every validation error names the parameter and the bad value, for example
+``epsilon must be > 0, got -1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = [
+    "Bounds",
+    "Group",
+    "Guarantee",
+    "NEIGHBOUR_RELATIONS",
+    "check_epsilon",
+    "check_groups",
+    "check_group_data",
+    "check_positive",
+    "smallest_private_epsilon",
+]
+
+#: Neighbouring relations an estimator can declare.  ``"add-remove"``: the neighbour has one
+#: record of a group more or less (sensitivity of a sum: ``max(|a|, |b|)``);
+#: ``"replace"``: one record of a group is changed to another value in the bounds
+#: (sensitivity of a sum: ``b - a``).
+NEIGHBOUR_RELATIONS = ("add-remove", "replace")
+
+
+def _is_real(x: object) -> bool:
+    return isinstance(x, Real) and not isinstance(x, bool)
+
+
+def check_epsilon(epsilon: object, name: str = "epsilon", allow_inf: bool = True) -> float:
+    """Return ``epsilon`` as a float after checking it is a number > 0 (``inf`` = public)."""
+    if not _is_real(epsilon):
+        raise TypeError(f"{name} must be a real number, got {epsilon!r}")
+    value = float(epsilon)  # type: ignore[arg-type]
+    if math.isnan(value):
+        raise ValueError(f"{name} must be > 0, got nan")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {epsilon!r}")
+    if math.isinf(value) and not allow_inf:
+        raise ValueError(f"{name} must be finite, got {epsilon!r}")
+    return value
+
+
+def check_positive(value: object, name: str, allow_zero: bool = False) -> float:
+    """Return ``value`` as a finite float after checking it is > 0 (or >= 0)."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What a mechanism promises one group.
+
+    Parameters
+    ----------
+    epsilon, delta
+        The (epsilon, delta)-DP guarantee for every record of the group.  ``epsilon = inf``
+        means no promise (public records).
+    relation
+        The neighbouring relation the promise is for, one of :data:`NEIGHBOUR_RELATIONS`.
+    """
+
+    epsilon: float
+    delta: float = 0.0
+    relation: str = "add-remove"
+
+    def __str__(self) -> str:
+        if math.isinf(self.epsilon):
+            return "public (no promise)"
+        d = f", delta={self.delta:g}" if self.delta else ""
+        return f"epsilon={self.epsilon:g}{d} ({self.relation})"
+
+
+@dataclass(frozen=True)
+class Group:
+    """A privacy group: records that share one privacy requirement.
+
+    Parameters
+    ----------
+    name
+        A label, unique within a study.
+    size
+        Number of records (a public quantity, as in the papers).
+    epsilon
+        The group's epsilon; ``math.inf`` marks public records.
+    delta
+        Optional delta for approximate DP (0 for pure DP).
+
+    Examples
+    --------
+    >>> Group("public", 200, math.inf).is_public
+    True
+    >>> Group("opt-in", 1000, 1.0)
+    Group(name='opt-in', size=1000, epsilon=1.0, delta=0.0)
+    """
+
+    name: str
+    size: int
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"group name must be a non-empty string, got {self.name!r}")
+        if not isinstance(self.size, Integral) or isinstance(self.size, bool):
+            raise TypeError(f"group {self.name!r}: size must be an integer, got {self.size!r}")
+        if self.size < 1:
+            raise ValueError(f"group {self.name!r}: size must be >= 1 (empty groups are not allowed), got {self.size!r}")
+        object.__setattr__(self, "size", int(self.size))
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, f"group {self.name!r}: epsilon"))
+        if not _is_real(self.delta):
+            raise TypeError(f"group {self.name!r}: delta must be a real number, got {self.delta!r}")
+        d = float(self.delta)
+        if not (0.0 <= d < 1.0):
+            raise ValueError(f"group {self.name!r}: delta must be in [0, 1), got {self.delta!r}")
+        object.__setattr__(self, "delta", d)
+
+    @property
+    def is_public(self) -> bool:
+        """True for public records (epsilon = inf)."""
+        return math.isinf(self.epsilon)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The declared range ``[lower, upper]`` of every record.
+
+    Parameters
+    ----------
+    lower, upper
+        Finite numbers with ``lower < upper``.
+
+    Notes
+    -----
+    The paper's sensitivity of a sum under add/remove-one neighbours is
+    ``r = max(|lower|, |upper|)``; under replace-one neighbours it is ``upper - lower``.
+    """
+
+    lower: float
+    upper: float
+
+    def __post_init__(self) -> None:
+        for name in ("lower", "upper"):
+            v = getattr(self, name)
+            if not _is_real(v):
+                raise TypeError(f"bounds {name} must be a real number, got {v!r}")
+            if not math.isfinite(float(v)):
+                raise ValueError(f"bounds {name} must be finite, got {v!r}")
+            object.__setattr__(self, name, float(v))
+        if not self.lower < self.upper:
+            raise ValueError(f"bounds must satisfy lower < upper, got [{self.lower:g}, {self.upper:g}]")
+
+    @classmethod
+    def from_pair(cls, pair: object) -> Bounds:
+        """Build from ``(lower, upper)`` or return an existing :class:`Bounds`."""
+        if isinstance(pair, Bounds):
+            return pair
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Iterable):
+            raise TypeError(f"bounds must be a pair (lower, upper), got {pair!r}")
+        items = list(pair)  # type: ignore[arg-type]
+        if len(items) != 2:
+            raise ValueError(f"bounds must be a pair (lower, upper), got {pair!r}")
+        return cls(items[0], items[1])
+
+    @property
+    def width(self) -> float:
+        return self.upper - self.lower
+
+    @property
+    def midpoint(self) -> float:
+        return 0.5 * (self.lower + self.upper)
+
+    def sum_sensitivity(self, relation: str = "add-remove") -> float:
+        """Sensitivity of a sum of records under ``relation`` (see :data:`NEIGHBOUR_RELATIONS`)."""
+        if relation == "add-remove":
+            return max(abs(self.lower), abs(self.upper))
+        if relation == "replace":
+            return self.width
+        raise ValueError(f"relation must be one of {NEIGHBOUR_RELATIONS}, got {relation!r}")
+
+    def clamp(self, values: np.ndarray) -> np.ndarray:
+        """Return ``values`` clipped into ``[lower, upper]`` (the documented clamping step).
+
+        NaN is an error, not something to clip.
+        """
+        arr = np.asarray(values, dtype=float)
+        if np.isnan(arr).any():
+            raise ValueError("values contain NaN; clamping does not repair missing values")
+        return np.clip(arr, self.lower, self.upper)
+
+    def check(self, values: np.ndarray, name: str = "data") -> np.ndarray:
+        """Return ``values`` as floats after checking they are finite and inside the bounds."""
+        arr = np.asarray(values, dtype=float)
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} contains NaN")
+        outside = (arr < self.lower) | (arr > self.upper)
+        if outside.any():
+            bad = arr[outside].flat[0]
+            raise ValueError(
+                f"{name} has {int(outside.sum())} value(s) outside bounds "
+                f"[{self.lower:g}, {self.upper:g}] (first: {bad:g}); clamp them with Bounds.clamp or clamp=True"
+            )
+        return arr
+
+
+def check_groups(groups: object) -> tuple[Group, ...]:
+    """Return ``groups`` as a tuple after checking it is a non-empty sequence of unique groups."""
+    if isinstance(groups, Group):
+        groups = [groups]
+    if not isinstance(groups, Sequence) or isinstance(groups, (str, bytes)):
+        raise TypeError(f"groups must be a sequence of Group, got {type(groups).__name__}")
+    if len(groups) == 0:
+        raise ValueError("groups must hold at least one group, got an empty sequence")
+    for g in groups:
+        if not isinstance(g, Group):
+            raise TypeError(f"groups must hold Group objects, got {g!r}")
+    names = [g.name for g in groups]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ValueError(f"group names must be unique, got duplicates {dup}")
+    return tuple(groups)
+
+
+def smallest_private_epsilon(groups: Sequence[Group]) -> float:
+    """The smallest epsilon among ``groups`` (``inf`` when all are public)."""
+    return min(g.epsilon for g in groups)
+
+
+def check_group_data(
+    data: object,
+    groups: Sequence[Group],
+    bounds: Bounds,
+    clamp: bool = False,
+) -> tuple[list[np.ndarray], bool]:
+    """Validate the data handed to an estimator.
+
+    Parameters
+    ----------
+    data
+        One array per group (a sequence in group order, or a mapping by group name), each of
+        shape ``(n_i,)`` or ``(trials, n_i)`` with ``n_i`` the group's declared size.
+    groups, bounds
+        The setting the estimator was built for.
+    clamp
+        Clip values into the bounds instead of raising on values outside them.
+
+    Returns
+    -------
+    arrays, batched
+        Float arrays of shape ``(trials, n_i)`` and whether the input had a trial axis.
+    """
+    if isinstance(data, Mapping):
+        missing = [g.name for g in groups if g.name not in data]
+        extra = [k for k in data if k not in {g.name for g in groups}]
+        if missing or extra:
+            raise ValueError(f"data must have one entry per group; missing {missing}, unknown {extra}")
+        data = [data[g.name] for g in groups]
+    if isinstance(data, np.ndarray) or not isinstance(data, Sequence) or isinstance(data, (str, bytes)):
+        raise TypeError("data must be a sequence with one array per group (or a mapping by group name)")
+    if len(data) != len(groups):
+        raise ValueError(f"data must hold one array per group: expected {len(groups)}, got {len(data)}")
+    arrays = []
+    ndims = set()
+    for g, x in zip(groups, data):
+        try:
+            arr = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"data for group {g.name!r} must be numeric: {exc}") from None
+        if arr.ndim not in (1, 2):
+            raise ValueError(f"data for group {g.name!r} must have shape (n,) or (trials, n), got {arr.shape}")
+        if arr.shape[-1] != g.size:
+            raise ValueError(f"data for group {g.name!r} must have {g.size} records (its declared size), got {arr.shape[-1]}")
+        if clamp:
+            arr = bounds.clamp(arr)
+        else:
+            arr = bounds.check(arr, name=f"data for group {g.name!r}")
+        ndims.add(arr.ndim)
+        arrays.append(arr)
+    if len(ndims) > 1:
+        raise ValueError("data arrays must all have a trial axis or none")
+    batched = ndims == {2}
+    if batched:
+        trials = {a.shape[0] for a in arrays}
+        if len(trials) > 1:
+            raise ValueError(f"data arrays must share the trial axis length, got {sorted(trials)}")
+        if trials == {0}:
+            raise ValueError("data must hold at least one trial, got 0")
+    else:
+        arrays = [a[np.newaxis, :] for a in arrays]
+    return arrays, batched

@@ -1,0 +1,202 @@
+"""Closed-form variances, optimal weights and thresholds.
+
+Pure NumPy/SciPy functions; the derivations are in ``docs/theory.md`` and every formula
+is checked against Monte Carlo of the estimators in ``tests/test_theory.py``.
+
+Notation: group ``i`` has ``n_i`` records, privacy parameter ``epsilon_i`` (``inf`` for
+public records), the records have variance ``sigma2`` and the per-group sum has
+sensitivity ``Delta`` (``r = max(|a|, |b|)`` in Ferrando et al.).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import optimize, signal, stats
+
+from .privacy import check_epsilon, check_positive
+
+__all__ = [
+    "group_mean_variances",
+    "mixed_mean_variance",
+    "mixed_mean_weights",
+    "pdp_count_pmf",
+    "pdp_keep_probabilities",
+    "pdp_optimal_threshold",
+    "pdp_sample_variance",
+]
+
+
+def _check_sizes_epsilons(sizes: Sequence[int], epsilons: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    n = np.asarray(sizes)
+    e = np.asarray(epsilons, dtype=float)
+    if n.ndim != 1 or e.ndim != 1:
+        raise ValueError("sizes and epsilons must be 1-D sequences")
+    if n.shape != e.shape:
+        raise ValueError(f"sizes and epsilons must have the same length, got {n.size} and {e.size}")
+    if n.size == 0:
+        raise ValueError("sizes must hold at least one group, got an empty sequence")
+    if not np.issubdtype(n.dtype, np.number) or np.isnan(n.astype(float)).any() or (n != np.round(n)).any():
+        raise ValueError(f"sizes must be whole numbers, got {list(sizes)!r}")
+    if (n < 1).any():
+        raise ValueError(f"sizes must be >= 1 (no empty groups), got {list(sizes)!r}")
+    for k, eps in enumerate(e):
+        check_epsilon(float(eps), f"epsilons[{k}]")
+    return n.astype(float), e
+
+
+def group_mean_variances(
+    sizes: Sequence[int], epsilons: Sequence[float], sigma2: float, sensitivity: float
+) -> np.ndarray:
+    """Variance of each group's noisy mean ``(Sigma_i + z_i)/n_i``, ``z_i ~ Lap(Delta/epsilon_i)``.
+
+    ``Var_i = (n_i sigma2 + 2 Delta^2 / epsilon_i^2) / n_i^2``; for a public group the noise
+    term vanishes (``epsilon_i = inf``).
+    """
+    n, e = _check_sizes_epsilons(sizes, epsilons)
+    s2 = check_positive(sigma2, "sigma2")
+    d = check_positive(sensitivity, "sensitivity")
+    noise = np.where(np.isinf(e), 0.0, 2.0 * d**2 / np.where(np.isinf(e), 1.0, e) ** 2)
+    return (n * s2 + noise) / n**2
+
+
+def mixed_mean_weights(
+    sizes: Sequence[int], epsilons: Sequence[float], sigma2: float, sensitivity: float
+) -> np.ndarray:
+    """Inverse-variance weights of the mixed mean (Ferrando et al., Section 2).
+
+    ``beta_i ∝ 1 / Var_i = n_i^2 / (n_i sigma2 + 2 Delta^2/epsilon_i^2)``, normalised to sum to 1.
+    Public groups (``epsilon_i = math.inf``) get ``beta_i ∝ n_i / sigma2``.
+
+    Examples
+    --------
+    >>> mixed_mean_weights([100, 100], [math.inf, math.inf], 1.0, 1.0)
+    array([0.5, 0.5])
+    """
+    inv = 1.0 / group_mean_variances(sizes, epsilons, sigma2, sensitivity)
+    return inv / inv.sum()
+
+
+def mixed_mean_variance(
+    sizes: Sequence[int],
+    epsilons: Sequence[float],
+    sigma2: float,
+    sensitivity: float,
+    weights: Sequence[float] | None = None,
+) -> float:
+    """Variance ``sum_i beta_i^2 Var_i`` of the mixed mean (optimal weights when ``weights`` is None).
+
+    With the optimal weights this equals ``1 / sum_i (1/Var_i)``.
+    """
+    var = group_mean_variances(sizes, epsilons, sigma2, sensitivity)
+    if weights is None:
+        return float(1.0 / np.sum(1.0 / var))
+    w = np.asarray(weights, dtype=float)
+    if w.shape != var.shape:
+        raise ValueError(f"weights must have one entry per group ({var.size}), got {w.size}")
+    return float(np.sum(w**2 * var))
+
+
+def pdp_keep_probabilities(epsilons: Sequence[float], threshold: float) -> np.ndarray:
+    """Jorgensen et al.'s Sample mechanism: ``p_i = min(1, (e^{epsilon_i} - 1)/(e^t - 1))``.
+
+    Public records (``epsilon_i = inf``) are always kept.  Computed with ``expm1`` in log
+    space so large thresholds do not overflow.
+    """
+    e = np.asarray(epsilons, dtype=float)
+    t = check_epsilon(threshold, "threshold", allow_inf=False)
+    with np.errstate(over="ignore"):
+        # log(e^eps - 1) - log(e^t - 1), stable for small and large arguments
+        def log_expm1(x: np.ndarray) -> np.ndarray:
+            x = np.asarray(x, dtype=float)
+            return np.where(x > 30, x + np.log1p(-np.exp(-np.minimum(x, 700))), np.log(np.expm1(np.minimum(x, 30))))
+
+        finite = np.where(np.isinf(e), t, e)
+        logp = log_expm1(finite) - log_expm1(np.asarray(t))
+    p = np.minimum(1.0, np.exp(np.minimum(logp, 0.0)))
+    return np.where(np.isinf(e), 1.0, p)
+
+
+def pdp_count_pmf(sizes: Sequence[int], probabilities: Sequence[float]) -> np.ndarray:
+    """Exact distribution of the number of kept records ``M = sum_i Binomial(n_i, p_i)``.
+
+    Returns ``pmf[m] = P(M = m)`` for ``m = 0..sum(n_i)`` (Poisson-binomial by convolution).
+    """
+    pmf = np.ones(1)
+    for n, p in zip(np.asarray(sizes, dtype=int), np.asarray(probabilities, dtype=float)):
+        if p >= 1.0:
+            pmf = np.concatenate([np.zeros(n), pmf])
+        elif p > 0.0:
+            pmf = signal.fftconvolve(pmf, stats.binom.pmf(np.arange(n + 1), n, p))
+            pmf = np.clip(pmf, 0.0, None)
+    return pmf / pmf.sum()
+
+
+def pdp_sample_variance(
+    sizes: Sequence[int],
+    epsilons: Sequence[float],
+    threshold: float,
+    sigma2: float,
+    sensitivity: float,
+) -> float:
+    """Variance of the Sample mechanism's mean, exact over the random number of kept records.
+
+    Records of group ``i`` are kept with probability ``p_i`` (:func:`pdp_keep_probabilities`);
+    the release is ``(sum of kept + Lap(Delta/t)) / M``.  Given ``M = m >= 1`` kept records
+    (kept independently of their values), the release is unbiased with variance
+    ``sigma2/m + 2 Delta^2/(t^2 m^2)``, so
+
+    ``V(t) = sum_{m >= 1} P(M = m) (sigma2/m + 2 Delta^2/(t^2 m^2))``.
+
+    The event ``M = 0`` (nothing kept; the estimator then returns the midpoint of the bounds)
+    is excluded; its probability is ``pdp_count_pmf(...)[0]`` and is negligible whenever a
+    group is public or large.
+    """
+    n, e = _check_sizes_epsilons(sizes, epsilons)
+    t = check_epsilon(threshold, "threshold", allow_inf=False)
+    s2 = check_positive(sigma2, "sigma2")
+    d = check_positive(sensitivity, "sensitivity")
+    pmf = pdp_count_pmf(n.astype(int), pdp_keep_probabilities(e, t))
+    m = np.arange(1, pmf.size)
+    w = pmf[1:]
+    return float(np.sum(w * (s2 / m + 2.0 * d**2 / (t**2 * m**2))))
+
+
+def pdp_optimal_threshold(
+    sizes: Sequence[int],
+    epsilons: Sequence[float],
+    sigma2: float,
+    sensitivity: float,
+    grid_size: int = 96,
+) -> float:
+    """The threshold ``t`` minimising :func:`pdp_sample_variance` over ``[min eps, max finite eps]``.
+
+    ``V(t)`` has kinks at the group epsilons, so the search evaluates a log-spaced grid plus
+    every group epsilon, then refines the best point with a bounded scalar minimisation
+    between its grid neighbours.  Thresholds above the largest finite epsilon subsample every
+    private group and are not searched; with only public groups the threshold is irrelevant
+    and the largest epsilon is returned as 1.0.
+    """
+    n, e = _check_sizes_epsilons(sizes, epsilons)
+    finite = e[np.isfinite(e)]
+    if finite.size == 0:
+        return 1.0
+    lo, hi = float(finite.min()), float(finite.max())
+    if lo == hi:
+        return lo
+    grid = np.unique(np.concatenate([np.geomspace(lo, hi, grid_size), finite]))
+    vals = np.array([pdp_sample_variance(n.astype(int), e, t, sigma2, sensitivity) for t in grid])
+    k = int(np.argmin(vals))
+    a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
+    if b > a:
+        res = optimize.minimize_scalar(
+            lambda lt: pdp_sample_variance(n.astype(int), e, math.exp(lt), sigma2, sensitivity),
+            bounds=(math.log(a), math.log(b)),
+            method="bounded",
+            options={"xatol": 1e-6},
+        )
+        if res.success and res.fun < vals[k]:
+            return float(math.exp(res.x))
+    return float(grid[k])
