@@ -1,0 +1,137 @@
+"""The ``hybridpriv`` command.
+
+``hybridpriv select [SPEC.toml] [--out DIR] [--draws N] [--trials T] [--seed S]``
+    Fit the PyMC model of what is public, simulate datasets from its posterior, evaluate
+    every candidate estimator on them and recommend one.  No SPEC: the built-in example.
+``hybridpriv study list`` / ``hybridpriv study run NAME [--quick] [--out DIR] [--seed S]``
+    Reproduce a paper's experiment.
+
+Bad input exits with status 2 and one line ``error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, status 2, no usage dump
+        self.exit(2, f"error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hybridpriv", description="Differential privacy for groups that need different protection.")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    s = sub.add_parser("select", help="choose a mechanism from what is public, spending no privacy budget")
+    s.add_argument("spec", nargs="?", help="SPEC.toml (default: the built-in example)")
+    s.add_argument("--out", default="out/select", help="output folder (default: out/select)")
+    s.add_argument("--draws", type=int, help="simulated datasets (posterior draws); overrides the SPEC")
+    s.add_argument("--trials", type=int, help="mechanism runs per dataset; overrides the SPEC")
+    s.add_argument("--seed", type=int, help="seed of everything; overrides the SPEC")
+    st = sub.add_parser("study", help="reproduce a paper's experiment")
+    stsub = st.add_subparsers(dest="study_command", parser_class=_Parser)
+    stsub.add_parser("list", help="list the registered studies")
+    r = stsub.add_parser("run", help="run a study")
+    r.add_argument("name")
+    r.add_argument("--quick", action="store_true", help="small settings (under a minute)")
+    r.add_argument("--out", default="out", help="output folder (default: out)")
+    r.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def _positive(value: int | None, name: str, minimum: int = 1) -> None:
+    if value is not None and value < minimum:
+        raise ValueError(f"--{name} must be >= {minimum}, got {value}")
+
+
+def _select(args: argparse.Namespace) -> int:
+    from .evaluate import evaluate
+    from .report import plot_decision, provenance, write_netcdf
+    from .select import decide, format_table
+    from .spec import builtin_example_path, load_spec
+    from .workflow import candidates_for, fit_model
+
+    started = time.perf_counter()
+    _positive(args.draws, "draws")
+    _positive(args.trials, "trials")
+    _positive(args.seed, "seed", minimum=0)
+    spec = load_spec(args.spec or builtin_example_path())
+    for key in ("draws", "trials", "seed"):
+        if getattr(args, key) is not None:
+            setattr(spec, key, getattr(args, key))
+    print(f"hybridpriv select: {spec.description or spec.source}")
+    for g in spec.groups:
+        kind = "public" if g.is_public else f"epsilon={g.epsilon:g}"
+        known = " (records known)" if g.name in spec.public_data else ""
+        print(f"  group {g.name:<10} n={g.size:<7} {kind}{known}")
+    print(f"fitting the model of public knowledge ({spec.chains} chains, {spec.draws} datasets) ...", flush=True)
+    posterior = fit_model(spec)
+    sigma2 = posterior.variance_posterior_mean
+    print(f"  posterior mean of the records' variance: {sigma2:.4g} (plugged into the weights)")
+    candidates = candidates_for(spec, posterior)
+    print(f"evaluating {len(candidates)} estimators x {spec.draws} datasets x {spec.trials} trials ...", flush=True)
+    ev = evaluate(candidates, posterior, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
+                  progress=True)
+    decision = decide(ev)
+    decision = decision.merge(ev[["estimate", "truth", "loss"]].drop_vars("statistic", errors="ignore"))
+    decision.attrs.update(provenance(spec.config(), spec.seed, started))
+    decision.attrs["recommended"] = str(decision["recommended"].item())
+    out = Path(args.out)
+    nc = write_netcdf(decision, out / "selection.nc")
+    png = plot_decision(decision, out / "selection.png", title=f"{spec.statistic} release: expected {spec.loss} error")
+    print()
+    print(format_table(decision))
+    print()
+    print(f"recommended: {decision.attrs['recommended']}  "
+          f"(P(best) = {float(decision.p_best.sel(estimator=decision.attrs['recommended'])):.2f})")
+    print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
+    return 0
+
+
+def _study(args: argparse.Namespace) -> int:
+    from .studies import STUDIES, run_study
+
+    if args.study_command == "list":
+        for name, study in STUDIES.items():
+            print(f"{name:<20} {study.description}")
+        return 0
+    if args.study_command == "run":
+        _positive(args.seed, "seed", minimum=0)
+        if args.name not in STUDIES:
+            raise ValueError(f"unknown study {args.name!r}; known: {', '.join(STUDIES)}")
+        started = time.perf_counter()
+        nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True)
+        print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
+        return 0
+    raise ValueError("study needs a subcommand: list or run NAME")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hybridpriv`` command; returns the exit status."""
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "select":
+            return _select(args)
+        if args.command == "study":
+            return _study(args)
+        parser.print_help()
+        return 0
+    except (ValueError, TypeError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
+

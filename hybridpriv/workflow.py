@@ -1,0 +1,63 @@
+"""The selection workflow as functions: SPEC -> fitted model -> candidates (used by the CLI).
+
+Kept apart from the CLI so researchers can run the same steps from Python::
+
+    spec = load_spec("my.toml")
+    posterior = fit_model(spec)
+    result = evaluate(candidates_for(spec, posterior), posterior, trials=spec.trials, seed=spec.seed)
+    decision = decide(result)
+"""
+
+from __future__ import annotations
+
+import math
+
+from .estimators import Estimator, default_estimators, make_estimator
+from .spec import SelectionSpec
+
+__all__ = ["candidates_for", "fit_model"]
+
+
+def fit_model(spec: SelectionSpec):  # -> hybridpriv.models.GroupedPosterior
+    """Build the PyMC model of what ``spec`` says is public and sample its posterior.
+
+    ``spec.draws`` simulated datasets are wanted, so each of ``spec.chains`` chains keeps
+    ``ceil(draws / chains)`` posterior draws.
+    """
+    from .models import GroupedDataModel, ReleasedMean
+
+    model = GroupedDataModel(
+        spec.groups,
+        spec.bounds,
+        family=_family(spec),
+        public_data=spec.public_data or None,
+        known_variance=spec.known_variance,
+        released_means=[ReleasedMean(**r) for r in spec.released_means],
+        clamp=spec.clamp,
+    )
+    per_chain = math.ceil(spec.draws / spec.chains)
+    return model.fit(draws=per_chain, tune=spec.tune, chains=spec.chains, seed=spec.seed)
+
+
+def _family(spec: SelectionSpec):
+    from .models import BetaFamily, NormalFamily
+
+    cls = {"normal": NormalFamily, "beta": BetaFamily}[spec.family]
+    options = dict(spec.family_options)
+    for key, value in options.items():
+        if isinstance(value, list):
+            options[key] = tuple(value)
+    try:
+        return cls(**options)
+    except TypeError as exc:
+        raise ValueError(f"spec: model.family_options for {spec.family!r}: {exc}") from None
+
+
+def candidates_for(spec: SelectionSpec, posterior: object) -> list[Estimator]:
+    """The estimators ``spec`` asks for (default: every built-in one for its statistic).
+
+    ``sigma2`` comes from the posterior: its posterior mean of the records' variance.
+    """
+    if spec.estimators is None:
+        return default_estimators(spec.groups, spec.bounds, spec.statistic, sigma2=posterior, relation=spec.relation)
+    return [make_estimator(n, spec.groups, spec.bounds, sigma2=posterior, relation=spec.relation) for n in spec.estimators]
