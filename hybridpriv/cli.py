@@ -55,7 +55,7 @@ def _select(args: argparse.Namespace) -> int:
     from .report import plot_decision, provenance, write_netcdf
     from .select import decide, format_table
     from .spec import builtin_example_path, load_spec
-    from .workflow import candidates_for, fit_model
+    from .workflow import candidates_for, datasets_for, fit_model
 
     started = time.perf_counter()
     _positive(args.draws, "draws")
@@ -71,12 +71,19 @@ def _select(args: argparse.Namespace) -> int:
         known = " (records known)" if g.name in spec.public_data else ""
         print(f"  group {g.name:<10} n={g.size:<7} {kind}{known}")
     print(f"fitting the model of public knowledge ({spec.chains} chains, {spec.draws} datasets) ...", flush=True)
+    _quiet_libraries()
     posterior = fit_model(spec)
+    diag = posterior.summary()
+    print(f"  posterior: {', '.join(f'{k} = {r["mean"]:.4g} ± {r["sd"]:.2g}' for k, r in diag.iterrows())}")
+    print(f"  diagnostics: max R-hat {diag.r_hat.max():.3f}, min bulk ESS {diag.ess_bulk.min():.0f}"
+          + ("   WARNING: R-hat > 1.01, raise model.tune" if diag.r_hat.max() > 1.01 else ""))
     sigma2 = posterior.variance_posterior_mean
     print(f"  posterior mean of the records' variance: {sigma2:.4g} (plugged into the weights)")
     candidates = candidates_for(spec, posterior)
-    print(f"evaluating {len(candidates)} estimators x {spec.draws} datasets x {spec.trials} trials ...", flush=True)
-    ev = evaluate(candidates, posterior, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
+    source = datasets_for(spec, posterior)
+    n_sets = source.shape[0] * source.shape[1]
+    print(f"evaluating {len(candidates)} estimators x {n_sets} datasets x {spec.trials} trials ...", flush=True)
+    ev = evaluate(candidates, source, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
                   progress=True)
     decision = decide(ev)
     decision = decision.merge(ev[["estimate", "truth", "loss"]].drop_vars("statistic", errors="ignore"))
@@ -88,8 +95,12 @@ def _select(args: argparse.Namespace) -> int:
     print()
     print(format_table(decision))
     print()
-    print(f"recommended: {decision.attrs['recommended']}  "
-          f"(P(best) = {float(decision.p_best.sel(estimator=decision.attrs['recommended'])):.2f})")
+    best = decision.attrs["recommended"]
+    print(f"recommended: {best}  (P(best) = {float(decision.p_best.sel(estimator=best)):.2f})")
+    close = [str(e) for e in decision.estimator.values
+             if e != best and float(decision.difference.sel(estimator=e)) < 2 * float(decision.difference_mcse.sel(estimator=e))]
+    if close:
+        print(f"  within 2 Monte Carlo s.e. of it: {', '.join(close)} (more --draws would separate them, or they are equivalent)")
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
@@ -110,6 +121,16 @@ def _study(args: argparse.Namespace) -> int:
         print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
         return 0
     raise ValueError("study needs a subcommand: list or run NAME")
+
+
+def _quiet_libraries() -> None:
+    """PyMC's sampler chatter goes to the log; the CLI prints its own diagnostics."""
+    import logging
+
+    import pymc  # noqa: F401  (pymc sets its logger level on import; override it afterwards)
+
+    for name in ("pymc", "pytensor"):
+        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -178,4 +178,29 @@ def normal_source(
     return IIDSource(groups, b, lambda rng, n: rng.normal(mu, sigma, n), clamped_normal_moments(mu, sigma, b), draws)
 
 
-__all__ += ["clamped_normal_moments", "normal_source"]
+class ThinnedSource:
+    """Evenly spaced draws of another source, every chain kept.
+
+    Posterior sampling is cheap and evaluation is not: fit a long chain (for well-mixed
+    diagnostics), then evaluate on ``draws`` datasets per chain spread evenly over it.
+    """
+
+    def __init__(self, source: DatasetSource, draws: int) -> None:
+        chains, total = source.shape
+        if not isinstance(draws, int) or not 1 <= draws <= total:
+            raise ValueError(f"draws must be an integer in [1, {total}], got {draws!r}")
+        self.source = source
+        self.groups = source.groups
+        self.bounds = source.bounds
+        self.index = np.unique(np.linspace(0, total - 1, draws).round().astype(int))
+        self._chains = chains
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self._chains, int(self.index.size))
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
+        return self.source.generate(chain, int(self.index[draw]), rng)
+
+
+__all__ += ["ThinnedSource", "clamped_normal_moments", "normal_source"]

@@ -85,21 +85,18 @@ def plot_decision(decision: xr.Dataset, path: str | Path, title: str | None = No
     d = decision.sortby("expected_loss")
     labels = [str(x) for x in d.estimator.values]
     y = np.arange(len(labels))
-    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(labels) + 1.6))
+    fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(labels) + 2.0))
     rec = decision.attrs.get("recommended")
     colors = ["tab:green" if lab == rec else "tab:blue" for lab in labels]
     ax.hlines(y, d.risk_low, d.risk_high, color="0.6", lw=3, label="5-95% over simulated datasets")
     ax.errorbar(d.expected_loss, y, xerr=2 * d.mcse, fmt="none", ecolor="k", capsize=3, label="±2 MC s.e.")
     ax.scatter(d.expected_loss, y, c=colors, zorder=3, label="expected loss")
-    for yi, lab in zip(y, labels):
-        ax.annotate(f"P(best)={float(d.p_best.sel(estimator=lab)):.2f}", (float(d.risk_high.sel(estimator=lab)), yi),
-                    xytext=(4, -3), textcoords="offset points", fontsize=8)
-    ax.set_yticks(y, labels)
+    ax.set_yticks(y, [f"{lab}\nP(best) {float(d.p_best.sel(estimator=lab)):.2f}" for lab in labels])
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel(f"{decision.attrs.get('loss', 'squared')} error (log scale)")
     ax.set_title(title or f"Mechanism selection: recommended {rec}")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.3 / len(labels)), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

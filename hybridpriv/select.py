@@ -84,13 +84,15 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
 def format_table(decision: xr.Dataset) -> str:
     """A plain-text table of a decision, sorted by expected loss, for the terminal."""
     order = decision["expected_loss"].sortby(decision["expected_loss"]).estimator.values
-    head = f"{'estimator':<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}{'vs best':>12}"
+    head = (f"{'estimator':<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
+            f"{'vs best (± MC s.e.)':>24}")
     lines = [head, "-" * len(head)]
     for lab in order:
         r = decision.sel(estimator=lab)
         mark = "  <- recommended" if str(lab) == decision.attrs.get("recommended") else ""
         lines.append(
             f"{str(lab):<18}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
-            f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}{float(r.difference):>+12.3g}{mark}"
+            f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}"
+            f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{mark}"
         )
     return "\n".join(lines)

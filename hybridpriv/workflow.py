@@ -15,14 +15,18 @@ import math
 from .estimators import Estimator, default_estimators, make_estimator
 from .spec import SelectionSpec
 
-__all__ = ["candidates_for", "fit_model"]
+__all__ = ["MIN_POSTERIOR_DRAWS", "candidates_for", "datasets_for", "fit_model"]
+
+#: Posterior draws kept per chain at least, whatever the number of datasets wanted, so that
+#: R-hat and ESS of the model are meaningful; datasets are then spread evenly over them.
+MIN_POSTERIOR_DRAWS = 500
 
 
 def fit_model(spec: SelectionSpec):  # -> hybridpriv.models.GroupedPosterior
     """Build the PyMC model of what ``spec`` says is public and sample its posterior.
 
-    ``spec.draws`` simulated datasets are wanted, so each of ``spec.chains`` chains keeps
-    ``ceil(draws / chains)`` posterior draws.
+    Each chain keeps ``max(MIN_POSTERIOR_DRAWS, ceil(draws / chains))`` draws; see
+    :func:`datasets_for` for the datasets evaluated.
     """
     from .models import GroupedDataModel, ReleasedMean
 
@@ -35,8 +39,15 @@ def fit_model(spec: SelectionSpec):  # -> hybridpriv.models.GroupedPosterior
         released_means=[ReleasedMean(**r) for r in spec.released_means],
         clamp=spec.clamp,
     )
-    per_chain = math.ceil(spec.draws / spec.chains)
+    per_chain = max(MIN_POSTERIOR_DRAWS, math.ceil(spec.draws / spec.chains))
     return model.fit(draws=per_chain, tune=spec.tune, chains=spec.chains, seed=spec.seed)
+
+
+def datasets_for(spec: SelectionSpec, posterior):  # -> DatasetSource
+    """``ceil(draws / chains)`` datasets per chain, evenly spaced over the posterior draws."""
+    from .data import ThinnedSource
+
+    return ThinnedSource(posterior, math.ceil(spec.draws / spec.chains))
 
 
 def _family(spec: SelectionSpec):
@@ -60,4 +71,8 @@ def candidates_for(spec: SelectionSpec, posterior: object) -> list[Estimator]:
     """
     if spec.estimators is None:
         return default_estimators(spec.groups, spec.bounds, spec.statistic, sigma2=posterior, relation=spec.relation)
-    return [make_estimator(n, spec.groups, spec.bounds, sigma2=posterior, relation=spec.relation) for n in spec.estimators]
+    ests = [make_estimator(n, spec.groups, spec.bounds, sigma2=posterior, relation=spec.relation) for n in spec.estimators]
+    for name, est in zip(spec.estimators, ests):
+        if est.statistic != spec.statistic:
+            raise ValueError(f"spec: estimator {name!r} estimates the {est.statistic}, but statistic = {spec.statistic!r}")
+    return ests

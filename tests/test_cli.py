@@ -1,0 +1,98 @@
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _bad_spec(tmp_path, body):
+    p = tmp_path / "bad.toml"
+    p.write_text(textwrap.dedent(body))
+    return str(p)
+
+
+GOOD = """
+bounds = [0, 10]
+[[groups]]
+name = "pub"
+size = 20
+epsilon = inf
+[[groups]]
+name = "priv"
+size = 50
+epsilon = 0.5
+"""
+
+
+@pytest.mark.parametrize(
+    "old, new, needle",
+    [
+        ("epsilon = 0.5", "epsilon = -2", "epsilon must be > 0, got -2"),
+        ("epsilon = 0.5", "epsilon = nan", "epsilon must be > 0, got nan"),
+        ("size = 50", "size = 0", "size must be >= 1"),
+        ("bounds = [0, 10]", "bounds = [5, 5]", "lower < upper, got [5, 5]"),
+        ("epsilon = 0.5", 'epsilon = 0.5\n[evaluation]\nestimators = ["magic"]', "unknown estimator 'magic'"),
+    ],
+)
+def test_bad_spec_exits_2_with_one_error_line(tmp_path, capsys, old, new, needle):
+    code, out, err = _run(capsys, "select", _bad_spec(tmp_path, GOOD.replace(old, new)), "--out", str(tmp_path))
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], err
+    assert "Traceback" not in err
+
+
+def test_missing_file_and_bad_flags(tmp_path, capsys):
+    code, _, err = _run(capsys, "select", str(tmp_path / "none.toml"))
+    assert code == 2 and err.startswith("error: spec file not found")
+    code, _, err = _run(capsys, "select", "--draws", "0")
+    assert code == 2 and err.strip() == "error: --draws must be >= 1, got 0"
+    code, _, err = _run(capsys, "study", "run", "no-such-study")
+    assert code == 2 and "unknown study 'no-such-study'" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["select", "--draws", "many"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip().startswith("error: argument --draws: invalid int value")
+
+
+def test_study_list(capsys):
+    code, out, _ = _run(capsys, "study", "list")
+    assert code == 0 and "ferrando-means" in out and "ferrando-medians" in out
+
+
+def test_study_run_is_reproducible(tmp_path, capsys):
+    for sub in ("a", "b"):
+        code, out, err = _run(capsys, "study", "run", "ferrando-medians", "--quick", "--out", str(tmp_path / sub), "--seed", "4")
+        assert code == 0, err
+    a = xr.open_dataset(tmp_path / "a" / "ferrando-medians.nc")
+    b = xr.open_dataset(tmp_path / "b" / "ferrando-medians.nc")
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    assert (tmp_path / "a" / "ferrando-medians.png").stat().st_size > 10_000
+    assert a.attrs["seed"] == 4 and "git_hash" in a.attrs and "hybridpriv_version" in a.attrs
+
+
+def test_select_builtin_example_writes_results(tmp_path, capsys):
+    code, out, err = _run(capsys, "select", "--out", str(tmp_path), "--draws", "40", "--trials", "5", "--seed", "1")
+    assert code == 0, err
+    assert "recommended:" in out and "weighted" in out
+    ds = xr.open_dataset(tmp_path / "selection.nc")
+    assert set(ds.estimator.values) >= {"weighted", "pdp-opt", "public-mean"}
+    assert ds.attrs["recommended"] in ds.estimator.values
+    assert ds["loss"].dims == ("estimator", "chain", "draw", "trial")
+    assert np.isfinite(ds["expected_loss"]).all()
+    assert (tmp_path / "selection.png").stat().st_size > 10_000
+
+
+def test_console_script_is_installed():
+    proc = subprocess.run([sys.executable, "-m", "hybridpriv.cli", "study", "list"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "ferrando-means" in proc.stdout

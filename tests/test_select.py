@@ -1,0 +1,72 @@
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.select import decide, format_table
+
+
+def _evaluation(losses):
+    """An evaluation dataset with given losses of shape (estimator, chain, draw, trial)."""
+    losses = np.asarray(losses, dtype=float)
+    e, c, d, t = losses.shape
+    return xr.Dataset(
+        {"loss": (("estimator", "chain", "draw", "trial"), losses)},
+        coords={"estimator": [f"e{k}" for k in range(e)], "chain": range(c), "draw": range(d), "trial": range(t)},
+    )
+
+
+def test_summaries_match_a_hand_computation():
+    rng = np.random.default_rng(0)
+    losses = rng.exponential(size=(3, 2, 50, 4)) * np.array([1.0, 1.5, 3.0])[:, None, None, None]
+    dec = decide(_evaluation(losses))
+    risk = losses.mean(axis=3).reshape(3, -1)  # per-dataset risk
+    np.testing.assert_allclose(dec.expected_loss, risk.mean(axis=1))
+    np.testing.assert_allclose(dec.risk_low, np.quantile(risk, 0.05, axis=1))
+    np.testing.assert_allclose(dec.risk_high, np.quantile(risk, 0.95, axis=1))
+    best = np.argmin(risk, axis=0)
+    np.testing.assert_allclose(dec.p_best, [np.mean(best == k) for k in range(3)])
+    assert dec.attrs["recommended"] == "e0" and dec["recommended"].item() == "e0"
+    assert float(dec.p_best.sum()) == pytest.approx(1.0)
+    np.testing.assert_allclose(dec.difference, risk.mean(axis=1) - risk[0].mean())
+    assert float(dec.difference_mcse.sel(estimator="e0")) == 0.0
+
+
+def test_mcse_is_close_to_iid_formula_for_independent_draws():
+    rng = np.random.default_rng(1)
+    losses = rng.normal(5.0, 1.0, size=(2, 4, 500, 1)) ** 2
+    dec = decide(_evaluation(losses))
+    iid = losses[..., 0].reshape(2, -1).std(axis=1, ddof=1) / np.sqrt(2000)
+    np.testing.assert_allclose(dec.mcse, iid, rtol=0.15)
+
+
+def test_mcse_grows_for_autocorrelated_draws():
+    rng = np.random.default_rng(2)
+    x = np.empty(2000)
+    x[0] = 0
+    for k in range(1, x.size):  # AR(1) with rho = 0.9
+        x[k] = 0.9 * x[k - 1] + rng.normal()
+    losses = np.stack([x + 10, x + 20])[:, None, :, None]
+    dec = decide(_evaluation(losses))
+    iid = x.std(ddof=1) / np.sqrt(x.size)
+    assert float(dec.mcse.sel(estimator="e0")) > 2.5 * iid
+
+
+def test_ties_share_p_best():
+    losses = np.ones((2, 1, 10, 1))
+    dec = decide(_evaluation(losses))
+    np.testing.assert_allclose(dec.p_best, [0.5, 0.5])
+
+
+def test_table_lists_every_estimator_and_marks_the_choice():
+    rng = np.random.default_rng(3)
+    dec = decide(_evaluation(rng.exponential(size=(3, 1, 20, 2)) * np.array([2.0, 1.0, 3.0])[:, None, None, None]))
+    table = format_table(dec)
+    assert table.splitlines()[2].startswith("e1") and "recommended" in table.splitlines()[2]
+    assert all(f"e{k}" in table for k in range(3))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="must hold a 'loss' variable"):
+        decide(xr.Dataset())
+    with pytest.raises(ValueError, match="interval must be two quantiles"):
+        decide(_evaluation(np.ones((1, 1, 3, 1))), interval=(0.9, 0.1))
