@@ -190,10 +190,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path | None = None, source: str = 
                 )
             d = g["data"]
             if isinstance(d, list):
-                try:
-                    values = np.array([_number(v, f"{where}.data") for v in d])
-                except ValueError:
-                    raise
+                values = np.array([_number(v, f"{where}.data") for v in d])
             elif isinstance(d, str):
                 values = _read_values((base_dir / d), f"{where}.data")
             else:

@@ -106,8 +106,11 @@ def pdp_keep_probabilities(epsilons: Sequence[float], threshold: float) -> np.nd
     space so large thresholds do not overflow.
     """
     e = np.asarray(epsilons, dtype=float)
+    for k, eps in enumerate(e.ravel()):
+        check_epsilon(float(eps), f"epsilons[{k}]")
     t = check_epsilon(threshold, "threshold", allow_inf=False)
-    with np.errstate(over="ignore"):
+    # np.where evaluates both branches: silence the warnings of the branch not taken
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         # log(e^eps - 1) - log(e^t - 1), stable for small and large arguments
         def log_expm1(x: np.ndarray) -> np.ndarray:
             x = np.asarray(x, dtype=float)
@@ -124,11 +127,19 @@ def pdp_count_pmf(sizes: Sequence[int], probabilities: Sequence[float]) -> np.nd
 
     Returns ``pmf[m] = P(M = m)`` for ``m = 0..sum(n_i)`` (Poisson-binomial by convolution).
     """
+    ns = np.asarray(sizes, dtype=int)
+    ps = np.asarray(probabilities, dtype=float)
+    if ns.ndim != 1 or ns.shape != ps.shape:
+        raise ValueError(f"sizes and probabilities must be 1-D of the same length, got {ns.size} and {ps.size}")
+    if np.isnan(ps).any() or (ps < 0).any() or (ps > 1).any():
+        raise ValueError(f"probabilities must be in [0, 1], got {list(probabilities)!r}")
     pmf = np.ones(1)
-    for n, p in zip(np.asarray(sizes, dtype=int), np.asarray(probabilities, dtype=float)):
+    for n, p in zip(ns, ps):
         if p >= 1.0:
             pmf = np.concatenate([np.zeros(n), pmf])
-        elif p > 0.0:
+        elif p <= 0.0:
+            pmf = np.concatenate([pmf, np.zeros(n)])  # nothing kept: M unchanged, support still 0..sum(n_i)
+        else:
             pmf = signal.fftconvolve(pmf, stats.binom.pmf(np.arange(n + 1), n, p))
             pmf = np.clip(pmf, 0.0, None)
     return pmf / pmf.sum()

@@ -1,4 +1,4 @@
-"""Every ```python block in docs/*.md runs (in a temporary folder), so the docs stay true."""
+"""Every ```python block in docs/*.md and README.md runs (in a temporary folder), so the docs stay true."""
 
 import os
 import re
@@ -9,7 +9,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCKS = [
     pytest.param(code, id=f"{page.name}:{k}")
-    for page in sorted(DOCS.glob("*.md"))
+    for page in [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]
     for k, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))
 ]
 
