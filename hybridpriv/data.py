@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -116,9 +117,9 @@ class IIDSource:
             raise TypeError(f"sampler must be callable, got {sampler!r}")
         self.sampler = sampler
         self.population = dict(population)
-        if not isinstance(draws, int) or draws < 1:
+        if not isinstance(draws, Integral) or isinstance(draws, bool) or draws < 1:
             raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-        self.draws = draws
+        self.draws = int(draws)
         self.public_values = {}
         for name, vals in (public_values or {}).items():
             g = next((g for g in self.groups if g.name == name), None)

@@ -291,6 +291,8 @@ def check_group_data(
         if arr.shape[-1] != g.size:
             raise ValueError(f"data for group {g.name!r} must have {g.size} records (its declared size), got {arr.shape[-1]}")
         if clamp:
+            if np.isnan(arr).any():
+                raise ValueError(f"data for group {g.name!r} contains NaN (clamping does not repair missing values)")
             arr = bounds.clamp(arr)
         else:
             arr = bounds.check(arr, name=f"data for group {g.name!r}")

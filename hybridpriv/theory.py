@@ -181,29 +181,46 @@ def pdp_optimal_threshold(
     sigma2: float,
     sensitivity: float,
     grid_size: int = 96,
+    max_empty: float = 1e-9,
 ) -> float:
-    """The threshold ``t`` minimising :func:`pdp_sample_variance` over ``[min eps, max finite eps]``.
+    """The threshold ``t`` minimising :func:`pdp_sample_variance`.
+
+    The search runs over ``[min eps, max finite eps + ln N + 5]`` (``N`` all records): above
+    the largest finite epsilon every private group is subsampled, and at the upper end the
+    expected number of kept private records is below ``e^-5``, so with a public group the
+    mechanism there is essentially the public mean.  Thresholds at which nothing is kept with
+    probability above ``max_empty`` are excluded, since :func:`pdp_sample_variance` leaves
+    that event out and would not be the risk.
 
     ``V(t)`` has kinks at the group epsilons, so the search evaluates a log-spaced grid plus
     every group epsilon, then refines the best point with a bounded scalar minimisation
-    between its grid neighbours.  Thresholds above the largest finite epsilon subsample every
-    private group and are not searched; with only public groups the threshold is irrelevant
-    and the largest epsilon is returned as 1.0.
+    between its grid neighbours.  With only public groups nothing is subsampled and the
+    threshold only scales noise on public data; 1.0 is returned.
     """
     n, e = _check_sizes_epsilons(sizes, epsilons)
     finite = e[np.isfinite(e)]
     if finite.size == 0:
         return 1.0
-    lo, hi = float(finite.min()), float(finite.max())
-    if lo == hi:
-        return lo
+    sizes_int = n.astype(int)
+    lo = float(finite.min())
+    hi = float(finite.max()) + math.log(float(n.sum())) + 5.0
+
+    def objective(t: float) -> float:
+        if pdp_count_pmf(sizes_int, pdp_keep_probabilities(e, t))[0] > max_empty:
+            return math.inf
+        return pdp_sample_variance(sizes_int, e, t, sigma2, sensitivity)
+
     grid = np.unique(np.concatenate([np.geomspace(lo, hi, grid_size), finite]))
-    vals = np.array([pdp_sample_variance(n.astype(int), e, t, sigma2, sensitivity) for t in grid])
+    vals = np.array([objective(float(t)) for t in grid])
+    if not np.isfinite(vals).any():
+        raise ValueError(
+            f"no threshold keeps at least one record with probability 1 - {max_empty:g}; the groups are too small"
+        )
     k = int(np.argmin(vals))
     a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
     if b > a:
         res = optimize.minimize_scalar(
-            lambda lt: pdp_sample_variance(n.astype(int), e, math.exp(lt), sigma2, sensitivity),
+            lambda lt: objective(math.exp(lt)),
             bounds=(math.log(a), math.log(b)),
             method="bounded",
             options={"xatol": 1e-6},

@@ -1,0 +1,338 @@
+"""hybridpriv.mechanisms against independent computations (exact probabilities, numerical
+integration of the privacy profile, chi-square and variance confidence intervals)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from hybridpriv.mechanisms import (
+    check_rng,
+    exponential_mechanism,
+    gaussian,
+    gaussian_sigma,
+    interval_exponential_mechanism,
+    laplace,
+    sample_log_weights,
+    smith_quantile,
+)
+from hybridpriv.privacy import Bounds
+
+ROOT_SEED = 0x3EC_4A
+
+
+def make_rng(key: int) -> np.random.Generator:
+    return np.random.default_rng(np.random.SeedSequence([ROOT_SEED, key]))
+
+
+def assert_variance_matches(samples: np.ndarray, exact: float, z: float = 4.0) -> None:
+    """|S^2 - exact| < z * SE, SE = sqrt((m4 - S^4)/N) (kurtosis-aware delta method)."""
+    x = np.ravel(samples)
+    c = x - x.mean()
+    s2 = float(np.sum(c**2) / (x.size - 1))
+    se = math.sqrt(max(float(np.mean(c**4)) - s2**2, 0.0) / x.size)
+    assert abs(s2 - exact) < z * se, f"MC variance {s2:.6g} vs exact {exact:.6g}, {z}*SE={z * se:.3g}"
+
+
+def assert_frequencies(indices: np.ndarray, probs: np.ndarray, min_p: float = 1e-3) -> None:
+    """Chi-square goodness of fit of sampled indices against exact probabilities (p > min_p).
+
+    Outcomes of probability 0 must never occur; they are left out of the chi-square.
+    """
+    probs = np.asarray(probs, dtype=float)
+    counts = np.bincount(np.ravel(indices), minlength=probs.size)
+    assert counts.size == probs.size, f"index out of range: {counts.size} > {probs.size}"
+    zero = probs == 0
+    assert counts[zero].sum() == 0, f"impossible outcomes occurred: {np.flatnonzero(zero & (counts > 0))}"
+    obs = counts[~zero]
+    exp = probs[~zero] / probs[~zero].sum() * obs.sum()
+    p = stats.chisquare(obs, exp).pvalue
+    assert p > min_p, f"chi-square p={p:.3g}; observed {obs.tolist()}, expected {np.round(exp, 1).tolist()}"
+
+
+def chisquare_p(indices: np.ndarray, probs: np.ndarray) -> float:
+    counts = np.bincount(np.ravel(indices), minlength=len(probs))
+    return float(stats.chisquare(counts, np.asarray(probs) / np.sum(probs) * counts.sum()).pvalue)
+
+
+# --------------------------------------------------------------------------------------
+# Laplace and Gaussian
+# --------------------------------------------------------------------------------------
+
+
+def test_laplace_variance_is_two_b_squared():
+    rng = make_rng(1)
+    b = 1.7
+    out = laplace(np.full(200000, 3.0), b, rng)
+    assert_variance_matches(out, 2 * b * b)
+    se = math.sqrt(2 * b * b / out.size)
+    assert abs(out.mean() - 3.0) < 4 * se
+
+
+def test_laplace_broadcast_zero_scale_and_bad_scale():
+    rng = make_rng(2)
+    values = np.zeros((50000, 3))
+    out = laplace(values, np.array([0.0, 1.0, 4.0]), rng)
+    assert out.shape == (50000, 3)
+    assert (out[:, 0] == 0.0).all()  # scale 0 (public) adds nothing
+    assert_variance_matches(out[:, 2], 2 * 16.0)
+    with pytest.raises(ValueError, match=r"scale must be finite and >= 0, got -1"):
+        laplace(1.0, -1.0, rng)
+    with pytest.raises(ValueError, match=r"scale must be finite and >= 0, got nan"):
+        laplace(1.0, float("nan"), rng)
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator.*got RandomState"):
+        laplace(1.0, 1.0, np.random.RandomState(0))
+
+
+def _hockey_stick_delta(sigma: float, eps: float, sens: float) -> float:
+    """delta(eps) of N(0, s^2) vs N(sens, s^2) by numerical integration of the definition
+    integral max(0, p(x) - e^eps q(x)) dx (independent of the closed form)."""
+
+    def integrand(x: float) -> float:
+        return max(0.0, stats.norm.pdf(x, 0.0, sigma) - math.exp(eps) * stats.norm.pdf(x, sens, sigma))
+
+    lo, hi = -40 * sigma - sens, 40 * sigma + sens
+    val, _ = integrate.quad(integrand, lo, hi, points=[0.0, sens / 2, sens], limit=400, epsabs=1e-14, epsrel=1e-10)
+    return val
+
+
+@pytest.mark.parametrize("eps, delta, sens", [(0.1, 1e-5, 1.0), (0.5, 1e-6, 2.0), (0.9, 1e-3, 0.5), (3.0, 1e-5, 1.0)])
+def test_gaussian_sigma_analytic_satisfies_balle_wang_and_is_tight(eps, delta, sens):
+    s = gaussian_sigma(eps, delta, sens)
+    # Balle & Wang (2018) Theorem 8, written out here with scipy.stats
+    bw = stats.norm.cdf(sens / (2 * s) - eps * s / sens) - math.exp(eps) * stats.norm.cdf(-sens / (2 * s) - eps * s / sens)
+    assert bw <= delta * (1 + 1e-6)
+    # independent: the privacy profile by numerical integration
+    assert _hockey_stick_delta(s, eps, sens) <= delta * (1 + 1e-4)
+    # tight: 1 % less noise violates the guarantee
+    assert _hockey_stick_delta(0.99 * s, eps, sens) > delta
+    if eps < 1:
+        classic = sens * math.sqrt(2 * math.log(1.25 / delta)) / eps
+        assert gaussian_sigma(eps, delta, sens, method="classic") == pytest.approx(classic, rel=1e-12)
+        assert s < classic
+
+
+def test_gaussian_sigma_bad_input():
+    with pytest.raises(ValueError, match=r"epsilon must be > 0, got 0"):
+        gaussian_sigma(0, 1e-5, 1.0)
+    with pytest.raises(ValueError, match=r"epsilon must be finite, got inf"):
+        gaussian_sigma(math.inf, 1e-5, 1.0)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\), got 0"):
+        gaussian_sigma(1.0, 0, 1.0)
+    with pytest.raises(ValueError, match=r"delta must be in \(0, 1\), got 1.5"):
+        gaussian_sigma(1.0, 1.5, 1.0)
+    with pytest.raises(ValueError, match=r"sensitivity must be > 0, got -2"):
+        gaussian_sigma(1.0, 1e-5, -2)
+    with pytest.raises(ValueError, match=r"classic Gaussian calibration needs epsilon < 1, got 2"):
+        gaussian_sigma(2, 1e-5, 1.0, method="classic")
+    with pytest.raises(ValueError, match=r"method must be 'analytic' or 'classic', got 'exact'"):
+        gaussian_sigma(0.5, 1e-5, 1.0, method="exact")
+
+
+def test_gaussian_noise_variance():
+    rng = make_rng(3)
+    out = gaussian(np.zeros(100000), 2.5, rng)
+    assert_variance_matches(out, 6.25)
+    with pytest.raises(ValueError, match=r"sigma must be finite and >= 0, got -1"):
+        gaussian(0.0, -1.0, rng)
+
+
+# --------------------------------------------------------------------------------------
+# exponential mechanism
+# --------------------------------------------------------------------------------------
+
+
+def softmax_probs(scores, eps, sens, base=None):
+    """exp(eps s / (2 sens)) * base, normalised -- computed by subtracting the max by hand."""
+    z = [eps * s / (2 * sens) for s in scores]
+    top = max(z)
+    w = [math.exp(v - top) * (1.0 if base is None else b) for v, b in zip(z, base or [1.0] * len(z))]
+    tot = sum(w)
+    return np.array([v / tot for v in w])
+
+
+@pytest.mark.parametrize("eps, sens", [(1.0, 1.0), (0.3, 2.0), (4.0, 0.5)])
+def test_exponential_mechanism_frequencies(eps, sens):
+    scores = np.array([0.0, 1.0, 2.0, 2.0, 5.0, -3.0])
+    rng = make_rng(10)
+    trials = 30000
+    idx = exponential_mechanism(np.broadcast_to(scores, (trials, scores.size)), eps, sens, rng)
+    assert idx.shape == (trials,)
+    probs = softmax_probs(scores, eps, sens)
+    assert_frequencies(idx, probs)
+    # power: forgetting the factor 1/2 in the exponent is rejected by the same test
+    if eps == 1.0:
+        assert chisquare_p(idx, softmax_probs(scores, 2 * eps, sens)) < 1e-6
+
+
+def test_exponential_mechanism_repeated_utilities_equal_frequencies():
+    scores = np.array([3.0, 3.0, 3.0, 0.0])
+    rng = make_rng(11)
+    idx = exponential_mechanism(np.broadcast_to(scores, (30000, 4)), 2.0, 1.0, rng)
+    assert_frequencies(idx, softmax_probs(scores, 2.0, 1.0))
+
+
+def test_exponential_mechanism_huge_scores_no_underflow():
+    rng = make_rng(12)
+    # naive exp(eps * 1e6 / 2) overflows; only differences matter
+    scores = np.array([1e6, 1e6 + 1.0, 1e6 + 2.0])
+    idx = exponential_mechanism(np.broadcast_to(scores, (30000, 3)), 1.0, 1.0, rng)
+    assert_frequencies(idx, softmax_probs([0.0, 1.0, 2.0], 1.0, 1.0))
+    # large epsilon: the argmax, always
+    scores = np.array([1e6 - 1.0, 1e6, 2e5, -1e6])
+    idx = exponential_mechanism(np.broadcast_to(scores, (5000, 4)), 80.0, 1.0, rng)
+    assert (idx == 1).all()
+    # scalar row (no trial axis) returns a 0-d index
+    assert int(exponential_mechanism(scores, 80.0, 1.0, rng)) == 1
+
+
+def test_exponential_mechanism_base_measure_and_infinite_epsilon():
+    rng = make_rng(13)
+    idx = exponential_mechanism(np.zeros((30000, 3)), 1.0, 1.0, rng, log_base_measure=np.log([1.0, 2.0, 3.0]))
+    assert_frequencies(idx, np.array([1.0, 2.0, 3.0]) / 6.0)
+    # epsilon = inf: uniform over the maximisers only
+    scores = np.array([1.0, 4.0, 4.0, 2.0, 4.0])
+    idx = exponential_mechanism(np.broadcast_to(scores, (30000, 5)), math.inf, 1.0, rng)
+    assert_frequencies(idx, np.array([0, 1, 1, 0, 1]) / 3.0)
+
+
+def test_exponential_mechanism_bad_input():
+    rng = make_rng(14)
+    with pytest.raises(ValueError, match=r"epsilon must be > 0, got 0"):
+        exponential_mechanism(np.zeros(3), 0, 1.0, rng)
+    with pytest.raises(ValueError, match=r"epsilon must be > 0, got nan"):
+        exponential_mechanism(np.zeros(3), float("nan"), 1.0, rng)
+    with pytest.raises(ValueError, match=r"sensitivity must be > 0, got 0"):
+        exponential_mechanism(np.zeros(3), 1.0, 0, rng)
+    with pytest.raises(ValueError, match=r"scores must not contain NaN"):
+        exponential_mechanism(np.array([0.0, np.nan]), 1.0, 1.0, rng)
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator"):
+        exponential_mechanism(np.zeros(3), 1.0, 1.0, 42)
+
+
+def test_sample_log_weights_impossible_outcomes_and_errors():
+    rng = make_rng(15)
+    lw = np.broadcast_to(np.array([-np.inf, 0.0, math.log(3.0), -np.inf]), (20000, 4))
+    idx = sample_log_weights(lw, rng)
+    assert_frequencies(idx, np.array([0.0, 0.25, 0.75, 0.0]))
+    with pytest.raises(ValueError, match=r"all log_weights are -inf"):
+        sample_log_weights(np.full((2, 3), -np.inf), rng)
+    with pytest.raises(ValueError, match=r"NaN or \+inf"):
+        sample_log_weights(np.array([0.0, np.inf]), rng)
+    with pytest.raises(ValueError, match=r"at least one outcome"):
+        sample_log_weights(np.zeros((3, 0)), rng)
+
+
+def test_interval_exponential_mechanism_uniform_inside_interval():
+    rng = make_rng(16)
+    edges = np.array([0.0, 1.0, 1.0, 4.0, 10.0])
+    lw = np.array([0.0, 5.0, -1.0, -2.0])  # interval 1 has zero length: never chosen
+    out = interval_exponential_mechanism(np.broadcast_to(edges, (40000, 5)), np.broadcast_to(lw, (40000, 4)), rng)
+    lengths = np.diff(edges)
+    probs = lengths * np.exp(lw)
+    k = np.searchsorted(edges, out, side="right") - 1
+    assert_frequencies(k, probs / probs.sum())
+    inside = out[k == 3]
+    assert stats.kstest((inside - 4.0) / 6.0, "uniform").pvalue > 1e-3
+    with pytest.raises(ValueError, match=r"one more entry"):
+        interval_exponential_mechanism(edges, lw[:3], rng)
+    with pytest.raises(ValueError, match=r"non-decreasing"):
+        interval_exponential_mechanism(np.array([0.0, 2.0, 1.0]), np.zeros(2), rng)
+
+
+# --------------------------------------------------------------------------------------
+# Smith's quantile
+# --------------------------------------------------------------------------------------
+
+
+def smith_interval_probs(data, q, eps, lo, hi):
+    """Exact: interval j (j records below) has probability ∝ (x_{j+1} - x_j) exp(-eps |j - q n| / 2)."""
+    x = [lo] + sorted(data) + [hi]
+    n = len(data)
+    w = [(x[j + 1] - x[j]) * math.exp(-eps * abs(j - q * n) / 2) for j in range(n + 1)]
+    return np.array(w) / sum(w)
+
+
+@pytest.mark.parametrize(
+    "data, q, eps",
+    [
+        ([0.1, 0.2, 0.5, 0.55, 0.9], 0.5, 1.0),
+        ([0.1, 0.2, 0.5, 0.55, 0.9], 0.25, 3.0),
+        ([0.3, 0.05, 0.7, 0.71, 0.95, 0.4], 0.5, 0.5),
+        ([0.6, 0.2, 0.8], 0.9, 8.0),
+    ],
+)
+def test_smith_quantile_interval_distribution(data, q, eps):
+    rng = make_rng(20)
+    trials = 40000
+    x = np.broadcast_to(np.array(data), (trials, len(data)))
+    out = smith_quantile(x, q, eps, Bounds(0.0, 1.0), rng)
+    assert out.shape == (trials,)
+    assert ((out >= 0.0) & (out <= 1.0)).all()
+    j = np.searchsorted(np.sort(data), out)  # number of records below the output
+    probs = smith_interval_probs(data, q, eps, 0.0, 1.0)
+    assert_frequencies(j, probs)
+    if (q, eps) == (0.5, 1.0):
+        # power: using exp(-eps |j - qn|) (no 1/2) is rejected
+        wrong = smith_interval_probs(data, q, 2 * eps, 0.0, 1.0)
+        assert chisquare_p(j, wrong) < 1e-6
+
+
+def test_smith_quantile_fresh_data_rows_are_independent_runs():
+    rng = make_rng(21)
+    data = rng.uniform(-2.0, 3.0, size=(2000, 7))
+    out = smith_quantile(data, 0.5, 2.0, Bounds(-2.0, 3.0), rng)
+    assert out.shape == (2000,)
+    assert ((out >= -2.0) & (out <= 3.0)).all()
+    # each row's output lies in an interval of its own data: probability of landing in the
+    # central interval, averaged over rows, matches the exact per-row probabilities
+    srt = np.sort(data, axis=1)
+    central = (out >= srt[:, 2]) & (out <= srt[:, 3])  # j = 3 = q n rounded: 3 records below
+    p_rows = np.array([smith_interval_probs(row, 0.5, 2.0, -2.0, 3.0)[3] for row in data])
+    se = math.sqrt(np.sum(p_rows * (1 - p_rows))) / data.shape[0]
+    assert abs(central.mean() - p_rows.mean()) < 4 * se
+
+
+def test_smith_quantile_scalar_and_infinite_epsilon():
+    rng = make_rng(22)
+    out = smith_quantile(np.array([0.2, 0.4, 0.8]), 0.5, 1.0, Bounds(0.0, 1.0), rng)
+    assert np.ndim(out) == 0 and 0.0 <= float(out) <= 1.0
+    # epsilon = inf, n = 3, q n = 1.5: intervals j = 1 and j = 2 tie; chosen ∝ their lengths
+    x = np.broadcast_to(np.array([0.2, 0.4, 0.8]), (20000, 3))
+    out = smith_quantile(x, 0.5, math.inf, Bounds(0.0, 1.0), rng)
+    j = np.searchsorted([0.2, 0.4, 0.8], out)
+    assert_frequencies(j, np.array([0.0, 0.2, 0.4, 0.0]) / 0.6)
+
+
+def test_smith_quantile_bad_input():
+    rng = make_rng(23)
+    b = Bounds(0.0, 1.0)
+    with pytest.raises(ValueError, match=r"q must be in \[0, 1\], got 1.5"):
+        smith_quantile(np.array([0.5]), 1.5, 1.0, b, rng)
+    with pytest.raises(ValueError, match=r"epsilon must be > 0, got -1"):
+        smith_quantile(np.array([0.5]), 0.5, -1, b, rng)
+    with pytest.raises(ValueError, match=r"outside bounds \[0, 1\] \(first: 2\)"):
+        smith_quantile(np.array([0.5, 2.0]), 0.5, 1.0, b, rng)
+    with pytest.raises(ValueError, match=r"contains NaN"):
+        smith_quantile(np.array([0.5, np.nan]), 0.5, 1.0, b, rng)
+    with pytest.raises(ValueError, match=r"at least one record"):
+        smith_quantile(np.zeros((3, 0)), 0.5, 1.0, b, rng)
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator"):
+        smith_quantile(np.array([0.5]), 0.5, 1.0, b, None)
+
+
+def test_check_rng_and_determinism():
+    g = make_rng(30)
+    assert check_rng(g) is g
+    with pytest.raises(TypeError, match=r"got int"):
+        check_rng(5)
+    x = np.broadcast_to(np.array([0.1, 0.5, 0.7]), (100, 3))
+    a = smith_quantile(x, 0.5, 1.0, Bounds(0, 1), make_rng(31))
+    b = smith_quantile(x, 0.5, 1.0, Bounds(0, 1), make_rng(31))
+    c = smith_quantile(x, 0.5, 1.0, Bounds(0, 1), make_rng(32))
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    np.testing.assert_array_equal(laplace(np.zeros(10), 1.0, make_rng(33)), laplace(np.zeros(10), 1.0, make_rng(33)))
