@@ -47,19 +47,23 @@ def check_rng(rng: object) -> np.random.Generator:
     return rng
 
 
+def _add_noise(values, scale, name: str, rng: np.random.Generator, draw) -> np.ndarray:
+    """``values + scale * draw(shape)`` after checking ``scale`` (finite, >= 0; 0 adds nothing)."""
+    check_rng(rng)
+    v = np.asarray(values, dtype=float)
+    s = np.asarray(scale, dtype=float)
+    if np.isnan(s).any() or (s < 0).any() or np.isinf(s).any():
+        raise ValueError(f"{name} must be finite and >= 0, got {scale!r}")
+    return v + s * draw(np.broadcast_shapes(v.shape, s.shape))
+
+
 def laplace(values: np.ndarray | float, scale: np.ndarray | float, rng: np.random.Generator) -> np.ndarray:
     """Add Laplace(0, ``scale``) noise to every entry of ``values``.
 
     ``scale`` broadcasts against ``values``; a scale of 0 adds nothing (public data).
     ``epsilon``-DP when ``scale = sensitivity / epsilon``.
     """
-    check_rng(rng)
-    v = np.asarray(values, dtype=float)
-    s = np.asarray(scale, dtype=float)
-    if np.isnan(s).any() or (s < 0).any() or np.isinf(s).any():
-        raise ValueError(f"scale must be finite and >= 0, got {scale!r}")
-    shape = np.broadcast_shapes(v.shape, s.shape)
-    return v + s * rng.laplace(0.0, 1.0, size=shape)
+    return _add_noise(values, scale, "scale", rng, lambda shape: rng.laplace(0.0, 1.0, size=shape))
 
 
 def gaussian_sigma(epsilon: float, delta: float, sensitivity: float, method: str = "analytic") -> float:
@@ -101,13 +105,7 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float, method: str
 
 def gaussian(values: np.ndarray | float, sigma: np.ndarray | float, rng: np.random.Generator) -> np.ndarray:
     """Add Normal(0, ``sigma``^2) noise to every entry of ``values`` (see :func:`gaussian_sigma`)."""
-    check_rng(rng)
-    v = np.asarray(values, dtype=float)
-    s = np.asarray(sigma, dtype=float)
-    if np.isnan(s).any() or (s < 0).any() or np.isinf(s).any():
-        raise ValueError(f"sigma must be finite and >= 0, got {sigma!r}")
-    shape = np.broadcast_shapes(v.shape, s.shape)
-    return v + s * rng.standard_normal(size=shape)
+    return _add_noise(values, sigma, "sigma", rng, lambda shape: rng.standard_normal(size=shape))
 
 
 def sample_log_weights(log_weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
