@@ -242,13 +242,17 @@ def parse_spec(raw: dict[str, Any], base_dir: Path | None = None, source: str = 
     _unknown(ev, _EVAL, "[evaluation]")
     estimators = ev.get("estimators")
     if estimators is not None:
-        from .estimators import ESTIMATOR_NAMES
+        from .estimators import ESTIMATOR_NAMES, ESTIMATOR_STATISTIC
 
         if not isinstance(estimators, list) or not estimators:
             raise ValueError(f"spec: evaluation.estimators must be a non-empty list of names, got {estimators!r}")
         for name in estimators:
             if name not in ESTIMATOR_NAMES:
                 raise ValueError(f"spec: unknown estimator {name!r}; known: {list(ESTIMATOR_NAMES)}")
+            if ESTIMATOR_STATISTIC[name] != statistic:
+                raise ValueError(
+                    f"spec: estimator {name!r} estimates the {ESTIMATOR_STATISTIC[name]}, but statistic = {statistic!r}"
+                )
     target = ev.get("target", "population")
     if target not in ("population", "sample"):
         raise ValueError(f"spec: evaluation.target must be 'population' or 'sample', got {target!r}")

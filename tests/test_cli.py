@@ -91,6 +91,17 @@ def test_select_builtin_example_writes_results(tmp_path, capsys):
     assert ds["loss"].dims == ("estimator", "chain", "draw", "trial")
     assert np.isfinite(ds["expected_loss"]).all()
     assert (tmp_path / "selection.png").stat().st_size > 10_000
+    # the same seed gives the same numbers (model fit, simulated datasets and noise)
+    code, _, err = _run(capsys, "select", "--out", str(tmp_path / "again"), "--draws", "40", "--trials", "5", "--seed", "1")
+    assert code == 0, err
+    again = xr.open_dataset(tmp_path / "again" / "selection.nc")
+    xr.testing.assert_identical(ds.drop_attrs(), again.drop_attrs())
+
+
+def test_select_refuses_an_estimator_of_another_statistic(tmp_path, capsys):
+    spec = _bad_spec(tmp_path, GOOD + '\n[evaluation]\nestimators = ["weighted", "pe-median"]\ndraws = 4\n')
+    code, _, err = _run(capsys, "select", spec, "--out", str(tmp_path))
+    assert code == 2 and "estimator 'pe-median' estimates the median, but statistic = 'mean'" in err
 
 
 def test_console_script_is_installed():

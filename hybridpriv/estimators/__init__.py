@@ -29,6 +29,7 @@ from .mixed import WeightedMean, WeightedMedian
 
 __all__ = [
     "ESTIMATOR_NAMES",
+    "ESTIMATOR_STATISTIC",
     "Estimator",
     "PDPSample",
     "PEMedian",
@@ -61,6 +62,9 @@ _FACTORIES: dict[str, tuple[str, Callable[..., Estimator]]] = {
 
 #: Names accepted by :func:`make_estimator` (and by SPEC files).
 ESTIMATOR_NAMES = tuple(_FACTORIES)
+
+#: The statistic each named estimator estimates.
+ESTIMATOR_STATISTIC = {name: stat for name, (stat, _) in _FACTORIES.items()}
 
 
 def make_estimator(
