@@ -45,9 +45,26 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: A fitted model with a larger R-hat is refused: its simulated datasets would not reflect
+#: the public knowledge.
+RHAT_FAIL = 1.1
+
+
 def _positive(value: int | None, name: str, minimum: int = 1) -> None:
     if value is not None and value < minimum:
         raise ValueError(f"--{name} must be >= {minimum}, got {value}")
+
+
+def _check_seed(seed: int | None) -> None:
+    if seed is not None and not 0 <= seed < 2**63:
+        raise ValueError(f"--seed must be in [0, 2**63), got {seed}")
+
+
+def _check_out(out: str) -> Path:
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--out must be a folder, got the existing file {out!r}")
+    return path
 
 
 def _select(args: argparse.Namespace) -> int:
@@ -58,13 +75,15 @@ def _select(args: argparse.Namespace) -> int:
     from .workflow import candidates_for, datasets_for, fit_model
 
     started = time.perf_counter()
-    _positive(args.draws, "draws")
+    _positive(args.draws, "draws", minimum=2)
     _positive(args.trials, "trials")
-    _positive(args.seed, "seed", minimum=0)
+    _check_seed(args.seed)
+    out = _check_out(args.out)
     spec = load_spec(args.spec or builtin_example_path())
     for key in ("draws", "trials", "seed"):
         if getattr(args, key) is not None:
             setattr(spec, key, getattr(args, key))
+    candidates_for(spec, 1.0, mean_square=0.0)  # every candidate can be built: fail before sampling
     print(f"hybridpriv select: {spec.description or spec.source}")
     for g in spec.groups:
         kind = "public" if g.is_public else f"epsilon={g.epsilon:g}"
@@ -74,9 +93,17 @@ def _select(args: argparse.Namespace) -> int:
     _quiet_libraries()
     posterior = fit_model(spec)
     diag = posterior.summary()
+    divergences = int(posterior.idata["sample_stats"]["diverging"].sum())
     print(f"  posterior: {', '.join(f'{k} = {r["mean"]:.4g} ± {r["sd"]:.2g}' for k, r in diag.iterrows())}")
-    print(f"  diagnostics: max R-hat {diag.r_hat.max():.3f}, min bulk ESS {diag.ess_bulk.min():.0f}"
+    print(f"  diagnostics: max R-hat {diag.r_hat.max():.3f}, min bulk ESS {diag.ess_bulk.min():.0f}, "
+          f"{divergences} divergences"
           + ("   WARNING: R-hat > 1.01, raise model.tune" if diag.r_hat.max() > 1.01 else ""))
+    if diag.r_hat.max() > RHAT_FAIL:
+        raise ValueError(
+            f"the model of public knowledge did not converge (max R-hat {diag.r_hat.max():.2f} > {RHAT_FAIL}): "
+            "the knowledge may be contradictory (check model.released_means and model.known_variance "
+            "against the public records and bounds), or model.tune is too small"
+        )
     sigma2 = posterior.variance_posterior_mean
     print(f"  posterior mean of the records' variance: {sigma2:.4g} (plugged into the weights)")
     candidates = candidates_for(spec, posterior)
@@ -86,10 +113,10 @@ def _select(args: argparse.Namespace) -> int:
     ev = evaluate(candidates, source, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
                   progress=True)
     decision = decide(ev)
-    decision = decision.merge(ev[["estimate", "truth", "loss"]].drop_vars("statistic", errors="ignore"))
+    decision = decision.merge(ev[["estimate", "truth", "loss", "truth_sample", "truth_population",
+                                  "guarantee_epsilon", "required_epsilon"]])
     decision.attrs.update(provenance(spec.config(), spec.seed, started))
     decision.attrs["recommended"] = str(decision["recommended"].item())
-    out = Path(args.out)
     nc = write_netcdf(decision, out / "selection.nc")
     png = plot_decision(decision, out / "selection.png", title=f"{spec.statistic} release: expected {spec.loss} error")
     print()
@@ -97,10 +124,15 @@ def _select(args: argparse.Namespace) -> int:
     print()
     best = decision.attrs["recommended"]
     print(f"recommended: {best}  (P(best) = {float(decision.p_best.sel(estimator=best)):.2f})")
+    meets = decision["meets_requirements"]
     close = [str(e) for e in decision.estimator.values
-             if e != best and float(decision.difference.sel(estimator=e)) < 2 * float(decision.difference_mcse.sel(estimator=e))]
+             if e != best and bool(meets.sel(estimator=e))
+             and float(decision.difference.sel(estimator=e)) < 2 * float(decision.difference_mcse.sel(estimator=e))]
     if close:
         print(f"  within 2 Monte Carlo s.e. of it: {', '.join(close)} (more --draws would separate them, or they are equivalent)")
+    failing = [str(e) for e in decision.estimator.values if not bool(meets.sel(estimator=e))]
+    if failing:
+        print(f"  not eligible (they protect some group less than its epsilon asks; see guarantee_epsilon): {', '.join(failing)}")
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
@@ -113,7 +145,8 @@ def _study(args: argparse.Namespace) -> int:
             print(f"{name:<20} {study.description}")
         return 0
     if args.study_command == "run":
-        _positive(args.seed, "seed", minimum=0)
+        _check_seed(args.seed)
+        _check_out(args.out)
         if args.name not in STUDIES:
             raise ValueError(f"unknown study {args.name!r}; known: {', '.join(STUDIES)}")
         started = time.perf_counter()
@@ -129,8 +162,17 @@ def _quiet_libraries() -> None:
 
     import pymc  # noqa: F401  (pymc sets its logger level on import; override it afterwards)
 
-    for name in ("pymc", "pytensor"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in ("pymc", "pytensor")]
+    for name in ["pymc", "pytensor", *names]:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _fail(exc: BaseException, prefix: str = "") -> int:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        msg = f"{exc.strerror}: {exc.filename}"
+    print(f"error: {prefix}{msg}", file=sys.stderr)
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -144,10 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _study(args)
         parser.print_help()
         return 0
-    except (ValueError, TypeError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"error: {msg}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError, OSError) as exc:
+        return _fail(exc)
+    except Exception as exc:  # PyMC's SamplingError and the like: still one line, status 2
+        if type(exc).__module__.split(".")[0] in ("pymc", "pytensor"):
+            return _fail(exc, prefix="the model of public knowledge could not be sampled: ")
+        raise
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

@@ -129,7 +129,9 @@ def evaluate(
     xarray.Dataset
         ``estimate`` and ``loss`` with dims ``(estimator, chain, draw, trial)``; ``truth``
         ``(estimator, chain, draw)``; ``truth_sample`` and ``truth_population``
-        ``(statistic, chain, draw)``; coordinates ``statistic`` and ``guarantee`` per estimator.
+        ``(statistic, chain, draw)``; ``guarantee_epsilon`` ``(estimator, group)`` and
+        ``required_epsilon`` ``(group)``; coordinates ``statistic`` and ``guarantee`` (readable)
+        per estimator.
     """
     ests = _as_mapping(estimators)
     if not isinstance(source, DatasetSource):
@@ -201,6 +203,15 @@ def evaluate(
         estimator_statistic=("estimator", [ests[lab].statistic for lab in labels]),
         guarantee=("estimator", [ests[lab].describe_guarantee() for lab in labels]),
     )
+    group_names = [g.name for g in source.groups]
+    out["guarantee_epsilon"] = (
+        ("estimator", "group"),
+        np.array([[ests[lab].guarantee[name].epsilon for name in group_names] for lab in labels], dtype=float),
+    )
+    out["required_epsilon"] = (("group",), np.array([g.epsilon for g in source.groups], dtype=float))
+    out = out.assign_coords(group=group_names)
+    out["guarantee_epsilon"].attrs["description"] = "epsilon each estimator promises each group (its guarantee attribute)"
+    out["required_epsilon"].attrs["description"] = "epsilon each group requires (inf: public)"
     out["loss"].attrs["description"] = f"{loss} error of the estimate against the {target} value"
     out.attrs.update({"seed": int(seed), "trials": int(trials), "target": target, "loss": loss})
     return out

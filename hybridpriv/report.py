@@ -91,7 +91,12 @@ def plot_decision(decision: xr.Dataset, path: str | Path, title: str | None = No
     ax.hlines(y, d.risk_low, d.risk_high, color="0.6", lw=3, label="5-95% over simulated datasets")
     ax.errorbar(d.expected_loss, y, xerr=2 * d.mcse, fmt="none", ecolor="k", capsize=3, label="±2 MC s.e.")
     ax.scatter(d.expected_loss, y, c=colors, zorder=3, label="expected loss")
-    ax.set_yticks(y, [f"{lab}\nP(best) {float(d.p_best.sel(estimator=lab)):.2f}" for lab in labels])
+    meets = d["meets_requirements"] if "meets_requirements" in d else None
+    ticks = []
+    for lab in labels:
+        fails = meets is not None and not bool(meets.sel(estimator=lab))
+        ticks.append(f"{lab}{' (fails eps)' if fails else ''}\nP(best) {float(d.p_best.sel(estimator=lab)):.2f}")
+    ax.set_yticks(y, ticks)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel(f"{decision.attrs.get('loss', 'squared')} error (log scale)")

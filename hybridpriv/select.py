@@ -48,6 +48,8 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
         per-dataset risk, i.e. the loss averaged over trials), ``p_best`` (share of datasets on
         which the estimator has the lowest risk; ties shared), ``difference`` and
         ``difference_mcse`` (expected loss minus the recommended one's, paired over datasets);
+        ``meets_requirements`` (its guarantee gives every group at least the epsilon the group
+        requires; estimators that do not are never recommended while one that does exists);
         ``risk`` (estimator, chain, draw); attribute and scalar ``recommended``.
     """
     if "loss" not in evaluation:
@@ -55,9 +57,17 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
     lo, hi = interval
     if not (0.0 <= lo < hi <= 1.0):
         raise ValueError(f"interval must be two quantiles 0 <= low < high <= 1, got {interval!r}")
+    n_sets = evaluation.sizes["chain"] * evaluation.sizes["draw"]
+    if n_sets < 2:
+        raise ValueError(f"decide needs at least 2 simulated datasets for a Monte Carlo error, got {n_sets}")
     risk = evaluation["loss"].mean("trial")
     expected = risk.mean(("chain", "draw"))
-    best_label = str(expected.idxmin("estimator").item())
+    meets = xr.ones_like(expected, dtype=bool)
+    if "guarantee_epsilon" in evaluation and "required_epsilon" in evaluation:
+        # every group gets at least the protection it asked for (small slack for rounding)
+        meets = (evaluation["guarantee_epsilon"] <= evaluation["required_epsilon"] * (1 + 1e-9)).all("group")
+    eligible = expected.where(meets) if bool(meets.any()) else expected
+    best_label = str(eligible.idxmin("estimator").item())
     is_min = risk == risk.min("estimator")
     p_best = (is_min / is_min.sum("estimator")).mean(("chain", "draw"))
     diff = risk - risk.sel(estimator=best_label)
@@ -72,12 +82,18 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
             "difference": diff.mean(("chain", "draw")),
             "difference_mcse": _mcse(diff).where(diff.estimator != best_label, 0.0),
             "risk": risk,
+            "meets_requirements": meets,
             "recommended": best_label,
         }
     )
     out.attrs.update(evaluation.attrs)
     out.attrs["recommended"] = best_label
     out.attrs["interval"] = f"{lo:g}-{hi:g} quantiles of the per-dataset risk"
+    out.attrs["recommendation_rule"] = (
+        "lowest expected loss among estimators that give every group at least its required protection"
+        if bool(meets.any())
+        else "lowest expected loss (no estimator meets every group's requirement)"
+    )
     return out
 
 
@@ -85,7 +101,7 @@ def format_table(decision: xr.Dataset) -> str:
     """A plain-text table of a decision, sorted by expected loss, for the terminal."""
     order = decision["expected_loss"].sortby(decision["expected_loss"]).estimator.values
     head = (f"{'estimator':<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
-            f"{'vs best (± MC s.e.)':>24}")
+            f"{'vs best (± MC s.e.)':>24}  meets eps")
     lines = [head, "-" * len(head)]
     for lab in order:
         r = decision.sel(estimator=lab)
@@ -93,6 +109,7 @@ def format_table(decision: xr.Dataset) -> str:
         lines.append(
             f"{str(lab):<18}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
             f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}"
-            f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{mark}"
+            f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}"
+            f"  {'yes' if bool(r.get('meets_requirements', True)) else 'NO ':<9}{mark}"
         )
     return "\n".join(lines)

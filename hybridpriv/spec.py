@@ -273,7 +273,7 @@ def parse_spec(raw: dict[str, Any], base_dir: Path | None = None, source: str = 
         chains=chains,
         tune=tune,
         estimators=estimators,
-        draws=_int(ev.get("draws", 200), "evaluation.draws"),
+        draws=_int(ev.get("draws", 200), "evaluation.draws", minimum=2),
         trials=_int(ev.get("trials", 20), "evaluation.trials"),
         seed=_int(ev.get("seed", 0), "evaluation.seed", minimum=0),
         target=target,

@@ -22,6 +22,7 @@ __all__ = [
     "group_mean_variances",
     "mixed_mean_variance",
     "mixed_mean_weights",
+    "PDP_DENOMINATORS",
     "pdp_count_pmf",
     "pdp_keep_probabilities",
     "pdp_optimal_threshold",
@@ -75,7 +76,14 @@ def mixed_mean_weights(
     >>> mixed_mean_weights([100, 100], [math.inf, math.inf], 1.0, 1.0)
     array([0.5, 0.5])
     """
-    inv = 1.0 / group_mean_variances(sizes, epsilons, sigma2, sensitivity)
+    var = group_mean_variances(sizes, epsilons, sigma2, sensitivity)
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = 1.0 / var
+    if not np.isfinite(inv).all() or not np.isfinite(var).all() or inv.sum() <= 0 or not np.isfinite(inv.sum()):
+        raise ValueError(
+            "mixed_mean_weights: group variances overflow or vanish in floating point "
+            f"(sizes={list(sizes)!r}, epsilons={list(epsilons)!r}, sigma2={sigma2!r}, sensitivity={sensitivity!r})"
+        )
     return inv / inv.sum()
 
 
@@ -145,31 +153,53 @@ def pdp_count_pmf(sizes: Sequence[int], probabilities: Sequence[float]) -> np.nd
     return pmf / pmf.sum()
 
 
+#: How PDP Sample's mean divides the noisy sum of kept records.
+PDP_DENOMINATORS = ("kept", "expected")
+
+
 def pdp_sample_variance(
     sizes: Sequence[int],
     epsilons: Sequence[float],
     threshold: float,
     sigma2: float,
     sensitivity: float,
+    denominator: str = "kept",
+    mean_square: float = 0.0,
 ) -> float:
-    """Variance of the Sample mechanism's mean, exact over the random number of kept records.
+    """Variance of the Sample mechanism's mean about the population mean ``mu``.
 
-    Records of group ``i`` are kept with probability ``p_i`` (:func:`pdp_keep_probabilities`);
-    the release is ``(sum of kept + Lap(Delta/t)) / M``.  Given ``M = m >= 1`` kept records
-    (kept independently of their values), the release is unbiased with variance
+    Records of group ``i`` are kept independently with probability ``p_i``
+    (:func:`pdp_keep_probabilities`), whatever their values.
+
+    ``denominator="kept"`` (the seed's form): the release is ``(S_kept + Lap(Delta/t)) / M``,
+    ``M`` the number kept.  Given ``M = m >= 1`` it is unbiased with variance
     ``sigma2/m + 2 Delta^2/(t^2 m^2)``, so
 
     ``V(t) = sum_{m >= 1} P(M = m) (sigma2/m + 2 Delta^2/(t^2 m^2))``.
 
-    The event ``M = 0`` (nothing kept; the estimator then returns the midpoint of the bounds)
-    is excluded; its probability is ``pdp_count_pmf(...)[0]`` and is negligible whenever a
-    group is public or large.
+    The event ``M = 0`` (release = midpoint of the bounds) is excluded; its probability is
+    ``pdp_count_pmf(...)[0]``.
+
+    ``denominator="expected"``: the release is ``(S_kept + Lap(Delta/t)) / E[M]`` with the
+    public constant ``E[M] = sum_i n_i p_i``; it is unbiased and, since each kept record
+    contributes ``p (sigma2 + mu^2) - p^2 mu^2`` to ``Var(S_kept)``,
+
+    ``V(t) = (sigma2 E[M] + mean_square * sum_i n_i p_i (1 - p_i) + 2 Delta^2/t^2) / E[M]^2``
+
+    with ``mean_square = mu^2`` (or its posterior mean: ``V`` is linear in it).
     """
     n, e = _check_sizes_epsilons(sizes, epsilons)
     t = check_epsilon(threshold, "threshold", allow_inf=False)
     s2 = check_positive(sigma2, "sigma2")
     d = check_positive(sensitivity, "sensitivity")
-    pmf = pdp_count_pmf(n.astype(int), pdp_keep_probabilities(e, t))
+    m2 = check_positive(mean_square, "mean_square", allow_zero=True)
+    p = pdp_keep_probabilities(e, t)
+    if denominator == "expected":
+        em = float(np.sum(n * p))
+        return float((s2 * em + m2 * np.sum(n * p * (1.0 - p)) + 2.0 * d**2 / t**2) / em**2)
+    if denominator != "kept":
+        raise ValueError(f"denominator must be one of {PDP_DENOMINATORS}, got {denominator!r}")
+    pmf = pdp_count_pmf(n.astype(int), p)
     m = np.arange(1, pmf.size)
     w = pmf[1:]
     return float(np.sum(w * (s2 / m + 2.0 * d**2 / (t**2 * m**2))))
@@ -180,10 +210,12 @@ def pdp_optimal_threshold(
     epsilons: Sequence[float],
     sigma2: float,
     sensitivity: float,
+    denominator: str = "kept",
+    mean_square: float = 0.0,
     grid_size: int = 96,
     max_empty: float = 1e-9,
 ) -> float:
-    """The threshold ``t`` minimising :func:`pdp_sample_variance`.
+    """The threshold ``t`` minimising :func:`pdp_sample_variance` (same ``denominator`` and ``mean_square``).
 
     The search runs over ``[min eps, max finite eps + ln N + 5]`` (``N`` all records): above
     the largest finite epsilon every private group is subsampled, and at the upper end the
@@ -208,7 +240,7 @@ def pdp_optimal_threshold(
     def objective(t: float) -> float:
         if pdp_count_pmf(sizes_int, pdp_keep_probabilities(e, t))[0] > max_empty:
             return math.inf
-        return pdp_sample_variance(sizes_int, e, t, sigma2, sensitivity)
+        return pdp_sample_variance(sizes_int, e, t, sigma2, sensitivity, denominator, mean_square)
 
     grid = np.unique(np.concatenate([np.geomspace(lo, hi, grid_size), finite]))
     vals = np.array([objective(float(t)) for t in grid])

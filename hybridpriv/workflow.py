@@ -30,15 +30,25 @@ def fit_model(spec: SelectionSpec):  # -> hybridpriv.models.GroupedPosterior
     """
     from .models import GroupedDataModel, ReleasedMean
 
-    model = GroupedDataModel(
-        spec.groups,
-        spec.bounds,
-        family=_family(spec),
-        public_data=spec.public_data or None,
-        known_variance=spec.known_variance,
-        released_means=[ReleasedMean(**r) for r in spec.released_means],
-        clamp=spec.clamp,
-    )
+    releases = []
+    for k, r in enumerate(spec.released_means):
+        try:
+            releases.append(ReleasedMean(**r))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"spec: model.released_means[{k}]: {exc}") from None
+    try:
+        model = GroupedDataModel(
+            spec.groups,
+            spec.bounds,
+            family=_family(spec),
+            public_data=spec.public_data or None,
+            known_variance=spec.known_variance,
+            released_means=releases,
+            clamp=spec.clamp,
+        )
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        raise ValueError(msg if msg.startswith("spec:") else f"spec: model: {msg}") from None
     per_chain = max(MIN_POSTERIOR_DRAWS, math.ceil(spec.draws / spec.chains))
     return model.fit(draws=per_chain, tune=spec.tune, chains=spec.chains, seed=spec.seed)
 
@@ -60,15 +70,20 @@ def _family(spec: SelectionSpec):
             options[key] = tuple(value)
     try:
         return cls(**options)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"spec: model.family_options for {spec.family!r}: {exc}") from None
 
 
-def candidates_for(spec: SelectionSpec, posterior: object) -> list[Estimator]:
+def candidates_for(spec: SelectionSpec, posterior: object, mean_square: float | None = None) -> list[Estimator]:
     """The estimators ``spec`` asks for (default: every built-in one for its statistic).
 
-    ``sigma2`` comes from the posterior: its posterior mean of the records' variance.
+    ``sigma2`` (and ``mu^2`` for ``pdp-opt-expected``) come from the posterior: its posterior
+    means.  ``posterior`` may also be a number (``sigma2``), with ``mean_square``.
     """
     if spec.estimators is None:
-        return default_estimators(spec.groups, spec.bounds, spec.statistic, sigma2=posterior, relation=spec.relation)
-    return [make_estimator(n, spec.groups, spec.bounds, sigma2=posterior, relation=spec.relation) for n in spec.estimators]
+        return default_estimators(spec.groups, spec.bounds, spec.statistic, sigma2=posterior,
+                                  relation=spec.relation, mean_square=mean_square)
+    return [
+        make_estimator(n, spec.groups, spec.bounds, sigma2=posterior, relation=spec.relation, mean_square=mean_square)
+        for n in spec.estimators
+    ]

@@ -49,6 +49,7 @@ __all__ = [
     "GroupedDataModel",
     "GroupedPosterior",
     "NormalFamily",
+    "RELEASE_TAIL",
     "ReleasedMean",
 ]
 
@@ -56,6 +57,10 @@ __all__ = [
 #: bound inside ``(0, 1)`` before they enter the Beta likelihood (whose density is 0 or
 #: infinite on the boundary).  On the data scale the shift is ``1e-6 * (upper - lower)``.
 BETA_BOUNDARY_NUDGE = 1e-6
+
+#: How many noise scales a released mean may lie outside the bounds before it is refused as
+#: contradictory (Laplace noise exceeds it with probability e^-50).
+RELEASE_TAIL = 50.0
 
 #: Default number of Monte Carlo samples :class:`CustomFamily` uses for population moments.
 #: The standard error of the mean is ``sqrt(variance / 20000)``, about 0.7% of a standard
@@ -675,6 +680,15 @@ class GroupedDataModel:
                 raise TypeError(f"released_means[{i}] must be a ReleasedMean, got {r!r}")
             if r.group is not None:
                 self._group(r.group, f"released_means[{i}].group")
+            # a mean lies in the bounds; Laplace noise beyond RELEASE_TAIL scales has probability
+            # e^-RELEASE_TAIL, so a release farther out than that is contradictory knowledge
+            slack = RELEASE_TAIL * r.noise_scale
+            if not (self.bounds.lower - slack <= r.value <= self.bounds.upper + slack):
+                raise ValueError(
+                    f"released_means[{i}].value = {r.value:g} is impossible: a mean lies in the bounds "
+                    f"[{self.bounds.lower:g}, {self.bounds.upper:g}] and Laplace noise of scale {r.noise_scale:g} "
+                    f"exceeds {RELEASE_TAIL:g} scales with probability e^-{RELEASE_TAIL:g}"
+                )
         if released_means and not self.family.supports_released_means:
             raise ValueError(
                 "released_means are supported for family='normal' and family='beta' only "
@@ -836,20 +850,33 @@ class GroupedPosterior:
         return GroupedDataset(values, self.family.population(p, rng))
 
     @cached_property
-    def variance_posterior_mean(self) -> float:
-        """Posterior mean of the clamped distribution's variance.
-
-        The average over all draws of ``family.population(params)["variance"]``: the Bayes
-        plug-in ``sigma^2`` for the weighted mean.  Monte Carlo families use a generator
-        seeded from ``(seed, chain, draw)``.
+    def population_posterior_means(self) -> dict[str, float]:
+        """Posterior means of the clamped distribution's ``mean``, ``mean_square`` (the
+        squared mean) and ``variance``: averages over all draws of ``family.population(params)``.
+        Monte Carlo families use a generator seeded from ``(seed, chain, draw)``.
         """
-        total = 0.0
+        totals = {"mean": 0.0, "mean_square": 0.0, "variance": 0.0}
         chains, draws = self._shape
         for c in range(chains):
             for d in range(draws):
                 rng = np.random.default_rng([self.seed, c, d])
-                total += self.family.population(self.params(c, d), rng)["variance"]
-        return total / (chains * draws)
+                pop = self.family.population(self.params(c, d), rng)
+                totals["mean"] += pop["mean"]
+                totals["mean_square"] += pop["mean"] ** 2
+                totals["variance"] += pop["variance"]
+        return {k: v / (chains * draws) for k, v in totals.items()}
+
+    @property
+    def variance_posterior_mean(self) -> float:
+        """Posterior mean of the clamped distribution's variance: the Bayes plug-in
+        ``sigma^2`` for the weighted mean (see ``docs/theory.md``)."""
+        return self.population_posterior_means["variance"]
+
+    @property
+    def mean_square_posterior_mean(self) -> float:
+        """Posterior mean of the squared population mean, ``E[mu^2]`` (used by PDP Sample
+        with the expected-count denominator)."""
+        return self.population_posterior_means["mean_square"]
 
     def summary(self, **kwargs: Any) -> Any:
         """ArviZ summary (``arviz_stats.summary``) of the free family parameters.

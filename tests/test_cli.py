@@ -56,7 +56,7 @@ def test_missing_file_and_bad_flags(tmp_path, capsys):
     code, _, err = _run(capsys, "select", str(tmp_path / "none.toml"))
     assert code == 2 and err.startswith("error: spec file not found")
     code, _, err = _run(capsys, "select", "--draws", "0")
-    assert code == 2 and err.strip() == "error: --draws must be >= 1, got 0"
+    assert code == 2 and err.strip() == "error: --draws must be >= 2, got 0"
     code, _, err = _run(capsys, "study", "run", "no-such-study")
     assert code == 2 and "unknown study 'no-such-study'" in err
     with pytest.raises(SystemExit) as exc:
@@ -107,3 +107,27 @@ def test_select_refuses_an_estimator_of_another_statistic(tmp_path, capsys):
 def test_console_script_is_installed():
     proc = subprocess.run([sys.executable, "-m", "hybridpriv.cli", "study", "list"], capture_output=True, text=True)
     assert proc.returncode == 0 and "ferrando-means" in proc.stdout
+
+
+def test_bad_flags_and_outputs_fail_before_any_work(tmp_path, capsys):
+    f = tmp_path / "a-file"
+    f.write_text("x")
+    for argv, needle in [
+        (["select", "--out", str(f)], "--out must be a folder, got the existing file"),
+        (["study", "run", "ferrando-means", "--out", str(f)], "--out must be a folder"),
+        (["select", "--seed", str(2**70)], "--seed must be in [0, 2**63)"),
+        (["select", "--draws", "1"], "--draws must be >= 2, got 1"),
+    ]:
+        code, _, err = _run(capsys, *argv)
+        assert code == 2 and err.count("\n") == 1 and needle in err, (argv, err)
+
+
+def test_contradictory_knowledge_is_refused(tmp_path, capsys):
+    # a released mean a million noise scales outside the bounds cannot have happened
+    spec = _bad_spec(tmp_path, GOOD + "[model]\nreleased_means = [{value = 1e9, noise_scale = 1e-3}]\n")
+    code, _, err = _run(capsys, "select", spec, "--draws", "4", "--out", str(tmp_path))
+    assert code == 2 and "spec: model: released_means[0].value = 1e+09 is impossible" in err
+    # knowledge the sampler cannot reconcile (a release at the very edge, no tuning): refused
+    body = GOOD + "[model]\ntune = 0\nreleased_means = [{value = 10.04, noise_scale = 0.001}]\n"
+    code, _, err = _run(capsys, "select", _bad_spec(tmp_path, body), "--draws", "20", "--trials", "2", "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and "did not converge (max R-hat" in err, err

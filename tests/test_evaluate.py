@@ -25,7 +25,7 @@ def test_dims_and_loss_definition():
     res = evaluate(ests, src, trials=5, seed=3)
     assert res["estimate"].dims == ("estimator", "chain", "draw", "trial")
     assert list(res.estimator.values) == ["weighted", "pdp-min", "uniform-mean"]
-    assert res.sizes == {"estimator": 3, "chain": 1, "draw": 40, "trial": 5, "statistic": 1}
+    assert res.sizes == {"estimator": 3, "chain": 1, "draw": 40, "trial": 5, "statistic": 1, "group": 3}
     np.testing.assert_allclose(res["loss"], (res["estimate"] - res["truth"]) ** 2)
     # the population truth is the clamped normal mean, the same for every draw
     assert np.unique(res["truth_population"].values).size == 1

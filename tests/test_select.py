@@ -70,3 +70,19 @@ def test_bad_input():
         decide(xr.Dataset())
     with pytest.raises(ValueError, match="interval must be two quantiles"):
         decide(_evaluation(np.ones((1, 1, 3, 1))), interval=(0.9, 0.1))
+
+
+def test_recommendation_skips_estimators_that_fail_a_group_requirement():
+    rng = np.random.default_rng(4)
+    ev = _evaluation(rng.exponential(size=(3, 1, 30, 2)) * np.array([1.0, 2.0, 3.0])[:, None, None, None])
+    ev["required_epsilon"] = (("group",), [np.inf, 0.5])
+    ev["guarantee_epsilon"] = (("estimator", "group"), [[np.inf, 1.0], [np.inf, 0.5], [0.2, 0.2]])
+    dec = decide(ev)
+    assert list(dec.meets_requirements.values) == [False, True, True]
+    assert dec.attrs["recommended"] == "e1"  # e0 has the lowest loss but gives group 2 only eps=1 > 0.5
+    assert "NO" in format_table(dec).splitlines()[2]
+
+
+def test_one_dataset_is_not_enough():
+    with pytest.raises(ValueError, match="needs at least 2 simulated datasets"):
+        decide(_evaluation(np.ones((2, 1, 1, 3))))

@@ -78,7 +78,7 @@ def test_unknown_estimator_and_missing_files(tmp_path):
         load_spec(_write(tmp_path, BASE.replace("data = [1.0, 2.0, 3.0]", 'data = "missing.csv"')))
     with pytest.raises(ValueError, match="not valid TOML"):
         load_spec(_write(tmp_path, "bounds = [0, "))
-    with pytest.raises(ValueError, match=r"evaluation.draws must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=r"evaluation.draws must be an integer >= 2, got 0"):
         load_spec(_write(tmp_path, BASE + "\n[evaluation]\ndraws = 0\n"))
     with pytest.raises(ValueError, match=r"released_means\[0\].group names unknown group 'nobody'"):
         load_spec(_write(tmp_path, BASE + '\n[model]\nreleased_means = [{group = "nobody", value = 1, noise_scale = 1}]\n'))

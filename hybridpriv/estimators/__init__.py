@@ -7,7 +7,8 @@ in :attr:`~hybridpriv.estimators.base.Estimator.guarantee`, and a vectorised ``e
 label                     statistic  class
 ========================  =========  ===================================================
 ``weighted``              mean       :class:`WeightedMean` (Ferrando et al.)
-``pdp-min/avg/max/opt``   mean       :class:`PDPSample` (Jorgensen et al. Sample)
+``pdp-min/avg/max/opt``   mean       :class:`PDPSample` (Jorgensen et al. Sample, the seed's form)
+``pdp-opt-expected``      mean       :class:`PDPSample` with the public expected count (PDP-valid)
 ``uniform-mean``          mean       :class:`UniformMean` (everyone at epsilon_min)
 ``public-mean``           mean       :class:`PublicMean` (public records only)
 ``weighted-median``       median     :class:`WeightedMedian` (Ferrando et al.)
@@ -52,6 +53,12 @@ _FACTORIES: dict[str, tuple[str, Callable[..., Estimator]]] = {
     "pdp-opt": ("mean", lambda g, b, s2, rel: PDPSample(g, b, "opt", sigma2=s2, relation=rel)),
     "pdp-avg": ("mean", lambda g, b, s2, rel: PDPSample(g, b, "avg", relation=rel)),
     "pdp-max": ("mean", lambda g, b, s2, rel: PDPSample(g, b, "max", relation=rel)),
+    "pdp-opt-expected": (
+        "mean",
+        lambda g, b, s2, rel, m2=None: PDPSample(
+            g, b, "opt", sigma2=s2, denominator="expected", mean_square=m2, relation=rel
+        ),
+    ),
     "uniform-mean": ("mean", lambda g, b, s2, rel: UniformMean(g, b, relation=rel)),
     "public-mean": ("mean", lambda g, b, s2, rel: PublicMean(g, b)),
     "weighted-median": ("median", lambda g, b, s2, rel: WeightedMedian(g, b, s2, relation=rel)),
@@ -73,13 +80,21 @@ def make_estimator(
     bounds: Bounds | tuple[float, float],
     sigma2: object = None,
     relation: str = "add-remove",
+    mean_square: float | None = None,
 ) -> Estimator:
-    """Build a built-in estimator by its label (see the table above)."""
+    """Build a built-in estimator by its label (see the table above).
+
+    ``sigma2`` (a number or a fitted model) is needed by ``weighted``, ``pdp-opt``,
+    ``pdp-opt-expected`` and ``weighted-median``; ``pdp-opt-expected`` also needs
+    ``mean_square`` (``mu^2``) unless ``sigma2`` is a fitted model.
+    """
     if name not in _FACTORIES:
         raise ValueError(f"estimator must be one of {list(ESTIMATOR_NAMES)}, got {name!r}")
     _, factory = _FACTORIES[name]
-    if name in ("weighted", "pdp-opt", "weighted-median") and sigma2 is None:
+    if name in ("weighted", "pdp-opt", "pdp-opt-expected", "weighted-median") and sigma2 is None:
         raise ValueError(f"estimator {name!r} needs sigma2 (the records' variance), got None")
+    if name == "pdp-opt-expected":
+        return factory(groups, bounds, sigma2, relation, mean_square)
     return factory(groups, bounds, sigma2, relation)
 
 
@@ -89,13 +104,20 @@ def default_estimators(
     statistic: str = "mean",
     sigma2: object = None,
     relation: str = "add-remove",
+    mean_square: float | None = None,
 ) -> list[Estimator]:
     """Every built-in estimator of ``statistic`` that applies to ``groups``.
 
-    The public-only baseline is included when a public group exists.
+    The public-only baseline is included when a public group exists; ``pdp-opt-expected``
+    when ``mean_square`` is given or ``sigma2`` is a fitted model.
     """
     if statistic not in ("mean", "median"):
         raise ValueError(f"statistic must be 'mean' or 'median', got {statistic!r}")
     has_public = any(g.is_public for g in groups)
-    names = [n for n, (stat, _) in _FACTORIES.items() if stat == statistic and (has_public or not n.startswith("public"))]
-    return [make_estimator(n, groups, bounds, sigma2, relation) for n in names]
+    has_m2 = mean_square is not None or hasattr(sigma2, "mean_square_posterior_mean")
+    names = [
+        n
+        for n, (stat, _) in _FACTORIES.items()
+        if stat == statistic and (has_public or not n.startswith("public")) and (has_m2 or n != "pdp-opt-expected")
+    ]
+    return [make_estimator(n, groups, bounds, sigma2, relation, mean_square) for n in names]

@@ -8,9 +8,9 @@ from numbers import Real
 
 import numpy as np
 
-from ..mechanisms import interval_exponential_mechanism
-from ..privacy import Bounds, Group, Guarantee, check_epsilon
-from ..theory import pdp_keep_probabilities, pdp_optimal_threshold
+from ..mechanisms import interval_exponential_mechanism, sample_log_weights
+from ..privacy import Bounds, Group, Guarantee, check_epsilon, check_positive
+from ..theory import PDP_DENOMINATORS, pdp_keep_probabilities, pdp_optimal_threshold
 from .base import Estimator, resolve_sigma2
 
 __all__ = ["PDPSample", "PEMedian", "THRESHOLD_RULES", "pe_median_costs"]
@@ -23,10 +23,8 @@ class PDPSample(Estimator):
     """Jorgensen et al.'s Sample mechanism applied to the mean.
 
     Every record of group ``i`` is kept independently with probability
-    ``p_i = min(1, (e^{epsilon_i} - 1)/(e^t - 1))`` (public records always), and the
-    ``t``-DP Laplace mean of the kept records is released, as in Ferrando et al.:
-    ``(sum of kept + Lap(Delta/t)) / M`` with ``M`` the number kept.  If nothing is kept the
-    release is the midpoint of the bounds (a data-independent output).
+    ``p_i = min(1, (e^{epsilon_i} - 1)/(e^t - 1))`` (public records always), and a Laplace
+    mean of the kept records is released with noise ``Lap(Delta/t)`` on their sum.
 
     Parameters
     ----------
@@ -38,16 +36,30 @@ class PDPSample(Estimator):
         needs ``sigma2``) or a number ``t > 0``.
     sigma2
         Variance of the records, for ``threshold="opt"`` (a number or a fitted model).
+    denominator
+        ``"kept"`` (default, the seed paper's form): ``(S_kept + Lap(Delta/t)) / M`` with
+        ``M`` the number kept (the midpoint of the bounds if nothing is kept).
+        ``"expected"``: ``(S_kept + Lap(Delta/t)) / E[M]`` with the public constant
+        ``E[M] = sum_i n_i p_i``, a ``t``-DP mechanism on the sample, so Jorgensen et al.'s
+        sampling theorem applies.
+    mean_square
+        ``mu^2`` for ``threshold="opt"`` with ``denominator="expected"`` (its variance
+        depends on it); taken from the model when ``sigma2`` is a fitted model.
     relation
-        Neighbouring relation of the sum's sensitivity (see :class:`WeightedMean`).
+        Neighbouring relation of the sum's sensitivity ``Delta`` (see :class:`WeightedMean`).
     clamp
         Clip records into the bounds instead of raising.
 
     Guarantee
     ---------
-    Group ``i`` gets ``ln(1 + p_i (e^t - 1)) = min(epsilon_i, t)`` (Jorgensen et al., sampling
-    amplification).  The denominator ``M`` is the true kept count, as in the seed paper;
-    ``docs/limitations.md`` discusses what that means for add/remove neighbours.
+    ``denominator="expected"``: group ``i`` gets ``ln(1 + p_i (e^t - 1)) = min(epsilon_i, t)``
+    under ``relation`` (sampling amplification; public records get ``t``).
+    ``denominator="kept"``: dividing by the true count is not covered by the noise under
+    add/remove neighbours (the count changes with the record), and under replace-one
+    neighbours (same coins, same count) a kept record moves the sum by up to ``b - a``, so
+    every group, whatever its epsilon, gets ``t (b - a) / Delta`` under ``"replace"``
+    (``2t`` for bounds symmetric around 0).  The seed's form therefore does *not* deliver
+    personalised guarantees; see ``docs/limitations.md``.
     """
 
     statistic = "mean"
@@ -58,18 +70,24 @@ class PDPSample(Estimator):
         bounds: Bounds | tuple[float, float],
         threshold: str | float = "opt",
         sigma2: object = None,
+        denominator: str = "kept",
+        mean_square: float | None = None,
         relation: str = "add-remove",
         clamp: bool = False,
     ) -> None:
         super().__init__(groups, bounds, clamp)
         self.relation = self._check_relation(relation)
+        if denominator not in PDP_DENOMINATORS:
+            raise ValueError(f"denominator must be one of {PDP_DENOMINATORS}, got {denominator!r}")
+        self.denominator = denominator
         self.sensitivity = self.bounds.sum_sensitivity(self.relation)
         eps = self.epsilons
         finite = eps[np.isfinite(eps)]
+        suffix = "" if denominator == "kept" else "-expected"
         if isinstance(threshold, str):
             if threshold not in THRESHOLD_RULES:
                 raise ValueError(f"threshold must be one of {THRESHOLD_RULES} or a number > 0, got {threshold!r}")
-            self.label = f"pdp-{threshold}"
+            self.label = f"pdp-{threshold}{suffix}"
             if finite.size == 0:
                 t = 1.0  # only public groups: nothing is subsampled and t only scales the noise
             elif threshold == "min":
@@ -81,23 +99,37 @@ class PDPSample(Estimator):
             else:
                 if sigma2 is None:
                     raise ValueError("threshold='opt' needs sigma2 (the records' variance), got None")
-                t = pdp_optimal_threshold(self.sizes, eps, resolve_sigma2(sigma2), self.sensitivity)
+                m2 = 0.0
+                if denominator == "expected":
+                    if mean_square is None:
+                        if not hasattr(sigma2, "mean_square_posterior_mean"):
+                            raise ValueError(
+                                "threshold='opt' with denominator='expected' needs mean_square (mu^2) "
+                                "or a fitted model as sigma2, got None"
+                            )
+                        mean_square = sigma2.mean_square_posterior_mean  # type: ignore[union-attr]
+                    m2 = check_positive(mean_square, "mean_square", allow_zero=True)
+                t = pdp_optimal_threshold(
+                    self.sizes, eps, resolve_sigma2(sigma2), self.sensitivity, denominator=denominator, mean_square=m2
+                )
         elif isinstance(threshold, Real) and not isinstance(threshold, bool):
             t = check_epsilon(threshold, "threshold", allow_inf=False)
-            self.label = f"pdp-{t:g}"
+            self.label = f"pdp-{t:g}{suffix}"
         else:
             raise TypeError(f"threshold must be one of {THRESHOLD_RULES} or a number > 0, got {threshold!r}")
         self.threshold_rule = threshold
         self.threshold = t
         self.keep_probabilities = pdp_keep_probabilities(eps, t)
+        self.expected_kept = float(np.sum(self.sizes * self.keep_probabilities))
 
     @property
     def guarantee(self) -> dict[str, Guarantee]:
         t = self.threshold
-        return {
-            g.name: Guarantee(float(np.log1p(p * np.expm1(t))), 0.0, self.relation)
-            for g, p in zip(self.groups, self.keep_probabilities)
-        }
+        if self.denominator == "kept":
+            eps = t * self.bounds.width / self.sensitivity
+            return {g.name: Guarantee(eps, 0.0, "replace") for g in self.groups}
+        # ln(1 + p_i (e^t - 1)) = min(eps_i, t), written without overflow for large t
+        return {g.name: Guarantee(min(g.epsilon, t), 0.0, self.relation) for g in self.groups}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         trials = data[0].shape[0]
@@ -112,6 +144,8 @@ class PDPSample(Estimator):
                 kept_sum += np.where(keep, x, 0.0).sum(axis=1)
                 kept_n += keep.sum(axis=1)
         noisy = kept_sum + (self.sensitivity / self.threshold) * rng.laplace(size=trials)
+        if self.denominator == "expected":
+            return noisy / self.expected_kept
         with np.errstate(invalid="ignore", divide="ignore"):
             out = noisy / kept_n
         return np.where(kept_n > 0, out, self.bounds.midpoint)
@@ -199,7 +233,18 @@ class PEMedian(Estimator):
         edges = np.concatenate(
             [np.full((trials, 1), self.bounds.lower), xs, np.full((trials, 1), self.bounds.upper)], axis=1
         )
-        try:
-            return interval_exponential_mechanism(edges, -costs / 2.0, rng)
-        except ValueError as exc:  # only with ties that leave every feasible interval empty
-            raise ValueError(f"PE median is undefined for these data (every feasible interval is empty): {exc}") from None
+        lengths = np.diff(edges, axis=1)
+        degenerate = ~((lengths > 0) & np.isfinite(costs)).any(axis=1)
+        out = np.empty(trials)
+        if (~degenerate).any():
+            rows = ~degenerate
+            out[rows] = interval_exponential_mechanism(edges[rows], -costs[rows] / 2.0, rng)
+        if degenerate.any():
+            # ties (e.g. rounded public records) can leave every feasible interval empty: the
+            # output distribution is then a point mass at tied values; choose among the empty
+            # feasible intervals by exp(-cost/2) and return their (common) end point
+            rows = degenerate
+            lw = np.where(np.isfinite(costs[rows]), -costs[rows] / 2.0, -np.inf)
+            k = sample_log_weights(lw, rng)
+            out[rows] = np.take_along_axis(edges[rows], k[:, None], axis=1)[:, 0]
+        return out

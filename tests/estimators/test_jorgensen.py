@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from hybridpriv.theory import pdp_sample_variance
 import pytest
 from scipy import stats
 
@@ -158,15 +160,50 @@ def test_pdp_threshold_rules_match_paper_figure_1():
 def test_pdp_keep_probabilities_and_guarantee_identity():
     groups = [Group("pub", 5, math.inf), Group("a", 5, 0.05), Group("b", 5, 0.8), Group("c", 5, 3.0)]
     for t in [0.05, 0.5, 1.0, 2.9, 3.0, 7.0]:
-        est = PDPSample(groups, (-1, 1), t)
+        est = PDPSample(groups, (-1, 1), t, denominator="expected")
         p_direct = [1.0] + [min(1.0, math.expm1(e) / math.expm1(t)) for e in (0.05, 0.8, 3.0)]
         np.testing.assert_allclose(est.keep_probabilities, p_direct, rtol=1e-10)
-        # promised epsilon: ln(1 + p (e^t - 1)), which must equal min(eps_i, t) -- computed here
+        # promised epsilon: ln(1 + p (e^t - 1)) (Jorgensen's sampling theorem), which must
+        # equal min(eps_i, t) -- both computed here, independently of the estimator
         for g, p in zip(groups, p_direct):
             promised = est.guarantee[g.name]
             assert promised.epsilon == pytest.approx(math.log1p(p * math.expm1(t)), rel=1e-10)
             assert promised.epsilon == pytest.approx(min(g.epsilon, t), rel=1e-10)
             assert promised.relation == "add-remove"
+        # the seed's form (true kept count) only promises t (b - a) / Delta under replace-one
+        seed_form = PDPSample(groups, (-1, 1), t)
+        for g in groups:
+            assert seed_form.guarantee[g.name].epsilon == pytest.approx(2 * t)
+            assert seed_form.guarantee[g.name].relation == "replace"
+
+
+def test_pdp_guarantee_is_finite_for_huge_thresholds():
+    groups = [Group("a", 5, 1e6), Group("b", 5, 0.5)]
+    for t in (1000.0, "avg", "max"):
+        g = PDPSample(groups, (0, 1), t, denominator="expected").guarantee
+        assert g["a"].epsilon == pytest.approx(min(1e6, PDPSample(groups, (0, 1), t).threshold))
+        assert g["b"].epsilon == 0.5
+
+
+def test_pdp_expected_denominator_variance_monte_carlo():
+    # release (S_kept + Lap)/E[M]: V = (s2 E[M] + mu^2 sum n p (1-p) + 2 D^2/t^2) / E[M]^2, checked by MC
+    # with a non-zero mean so the count-variance term matters
+    groups = [Group("pub", 10, math.inf), Group("a", 30, 0.2), Group("b", 20, 1.0)]
+    lo, hi, t = 0.0, 4.0, 0.6
+    est = PDPSample(groups, (lo, hi), t, denominator="expected")
+    rng = np.random.default_rng(np.random.SeedSequence(77))
+    trials = 40_000
+    data = [rng.uniform(lo, hi, size=(trials, g.size)) for g in groups]  # mu = 2, sigma2 = 16/12
+    out = est.estimate(data, rng)
+    p = np.array([1.0] + [min(1.0, math.expm1(e) / math.expm1(t)) for e in (0.2, 1.0)])
+    n = np.array([10, 30, 20])
+    em = float((n * p).sum())
+    exact = (16 / 12 * em + 4.0 * float((n * p * (1 - p)).sum()) + 2 * hi**2 / t**2) / em**2
+    assert abs(out.mean() - 2.0) < 4 * math.sqrt(exact / trials)
+    centred = out - out.mean()
+    se = math.sqrt((np.mean(centred**4) - out.var() ** 2) / trials)
+    assert abs(out.var() - exact) < 4 * se, (out.var(), exact, se)
+    assert pdp_sample_variance([10, 30, 20], [math.inf, 0.2, 1.0], t, 16 / 12, hi, "expected", 4.0) == pytest.approx(exact)
 
 
 def test_pdp_opt_threshold_needs_sigma2_and_is_in_range():
@@ -265,3 +302,13 @@ def test_pe_median_bad_input():
         est.estimate([np.zeros(2)], rng)
     with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator"):
         est.estimate([np.zeros(2), np.zeros(3)], None)
+
+
+def test_pe_median_with_ties_that_empty_every_feasible_interval():
+    # 20 public records all equal to 3.0 beside one private record: every output other than 3.0
+    # needs public records to move (impossible), so the mechanism is a point mass at 3.0
+    groups = [Group("pub", 20, math.inf), Group("priv", 1, 1.0)]
+    est = PEMedian(groups, (0.0, 10.0))
+    rng = np.random.default_rng(5)
+    out = est.estimate([np.full((50, 20), 3.0), rng.uniform(0, 10, size=(50, 1))], rng)
+    np.testing.assert_array_equal(out, 3.0)
