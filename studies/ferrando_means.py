@@ -3,7 +3,8 @@
 Groups ``n = [n, 100, 500, 1000, 5000, 10000]`` with ``epsilon = [10, 0.05, 0.1, 0.01, 0.25,
 0.15]``; records ``N(0, 25)`` clamped to ``[-20, 20]`` (the paper does not state its bounds;
 we take +-4 sigma, so ``r = 20``); ``n`` from 100 to 10000; thresholds min, opt, avg, max
-against :class:`~hybridpriv.estimators.WeightedMean`; every trial draws fresh data.
+against :class:`~hybridpriv.estimators.WeightedMean`, plus ``pdp-opt-expected`` (the
+PDP-valid variant dividing by the public expected count); every trial draws fresh data.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ EPSILONS = (10.0, 0.05, 0.1, 0.01, 0.25, 0.15)
 FIXED_SIZES = (100, 500, 1000, 5000, 10000)
 MU, SIGMA = 0.0, 5.0
 BOUNDS = Bounds(-20.0, 20.0)
-LABELS = ("weighted", "pdp-min", "pdp-opt", "pdp-avg", "pdp-max")
+LABELS = ("weighted", "pdp-min", "pdp-opt", "pdp-avg", "pdp-max", "pdp-opt-expected")
 
 
 def setting(n: int) -> tuple[list[Group], float]:
@@ -48,6 +49,8 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False) -> xr.Datase
             ests = {"weighted": WeightedMean(groups, BOUNDS, sigma2)}
             for rule in ("min", "opt", "avg", "max"):
                 ests[f"pdp-{rule}"] = PDPSample(groups, BOUNDS, rule, sigma2=sigma2)
+            # the PDP-valid variant (public expected count as denominator); the records' mean is 0
+            ests["pdp-opt-expected"] = PDPSample(groups, BOUNDS, "opt", sigma2=sigma2, denominator="expected", mean_square=0.0)
             yield {"n": n}, ests, normal_source(groups, BOUNDS, MU, SIGMA, draws=trials)
 
     res = evaluate_many(runs(), {"n": ns}, trials=1, seed=seed, progress=progress)
@@ -63,6 +66,9 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False) -> xr.Datase
             t = PDPSample(groups, BOUNDS, rule, sigma2=sigma2).threshold
             thresholds[k, j] = t
             theory[k, j] = pdp_sample_variance(sizes, eps, t, sigma2, delta)
+        t = PDPSample(groups, BOUNDS, "opt", sigma2=sigma2, denominator="expected", mean_square=0.0).threshold
+        thresholds[5, j] = t
+        theory[5, j] = pdp_sample_variance(sizes, eps, t, sigma2, delta, "expected", 0.0)
     ds = xr.Dataset(
         {
             "variance": var.transpose("estimator", "n"),
@@ -97,8 +103,9 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
 
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), sharey=True)
     n = ds.n.values
-    for ax, lab in zip(axes, LABELS[1:]):
-        for est, color in (("weighted", "tab:blue"), (lab, "tab:red")):
+    for ax, lab in zip(axes, LABELS[1:5]):
+        extra = (("pdp-opt-expected", "tab:green"),) if lab == "pdp-opt" else ()
+        for est, color in (("weighted", "tab:blue"), (lab, "tab:red"), *extra):
             d = ds.sel(estimator=est)
             ax.plot(n, d.variance, "o-", color=color, label=est)
             ax.plot(n, d.variance_low, ":", color=color, lw=1)

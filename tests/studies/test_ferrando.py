@@ -13,13 +13,16 @@ def means():
 
 def test_means_structure(means):
     assert means["variance"].dims == ("estimator", "n")
-    assert list(means.estimator.values) == ["weighted", "pdp-min", "pdp-opt", "pdp-avg", "pdp-max"]
+    assert list(means.estimator.values) == ["weighted", "pdp-min", "pdp-opt", "pdp-avg", "pdp-max", "pdp-opt-expected"]
     assert list(means.n.values) == [100, 1000, 10000]
-    assert (means.variance_low < means.variance).all() and (means.variance < means.variance_high).all()
+    # 200 trials pin every variance down: the 95% interval is narrower than the variance itself
+    # (about 0.4 of it for near-normal estimates, wider for Laplace-dominated ones)
+    width = (means.variance_high - means.variance_low) / means.variance
+    assert (width < 1.0).all() and (width > 0.2).all(), width.values
 
 
 def test_means_agree_with_closed_forms(means):
-    # the closed form lies inside the 95% interval for (nearly) every cell; allow one miss in 15
+    # the closed form lies inside the 95% interval for (nearly) every cell; allow one miss in 18
     inside = (means.variance_theory >= means.variance_low) & (means.variance_theory <= means.variance_high)
     assert int(inside.sum()) >= inside.size - 1, means.variance_theory.values
 
