@@ -238,7 +238,11 @@ def pdp_optimal_threshold(
     hi = float(finite.max()) + math.log(float(n.sum())) + 5.0
 
     def objective(t: float) -> float:
-        if pdp_count_pmf(sizes_int, pdp_keep_probabilities(e, t))[0] > max_empty:
+        # P(M = 0) = prod_i (1 - p_i)^n_i; only the true-count form has that event
+        p = pdp_keep_probabilities(e, t)
+        with np.errstate(divide="ignore"):
+            log_empty = float(np.sum(n * np.log1p(-np.minimum(p, 1.0))))
+        if denominator == "kept" and log_empty > math.log(max_empty):
             return math.inf
         return pdp_sample_variance(sizes_int, e, t, sigma2, sensitivity, denominator, mean_square)
 
