@@ -29,7 +29,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hybridpriv", description="Differential privacy for groups that need different protection.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
     s = sub.add_parser("select", help="choose a mechanism from what is public, spending no privacy budget")
-    s.add_argument("spec", nargs="?", help="SPEC.toml (default: the built-in example)")
+    s.add_argument("spec", nargs="?", help="SPEC.toml (default: the built-in example given by --example)")
+    s.add_argument("--example", default="grouped",
+                   help="built-in example when no SPEC is given: grouped (default) or favorite-sites")
     s.add_argument("--out", default="out/select", help="output folder (default: out/select)")
     s.add_argument("--draws", type=int, help="simulated datasets (posterior draws); overrides the SPEC")
     s.add_argument("--trials", type=int, help="mechanism runs per dataset; overrides the SPEC")
@@ -71,7 +73,7 @@ def _select(args: argparse.Namespace) -> int:
     from .evaluate import evaluate
     from .report import plot_decision, provenance, write_netcdf
     from .select import decide, format_table
-    from .spec import builtin_example_path, load_spec
+    from .spec import UserItemSpec, builtin_example_path, load_spec
     from .workflow import candidates_for, datasets_for, fit_model
 
     started = time.perf_counter()
@@ -79,10 +81,12 @@ def _select(args: argparse.Namespace) -> int:
     _positive(args.trials, "trials")
     _check_seed(args.seed)
     out = _check_out(args.out)
-    spec = load_spec(args.spec or builtin_example_path())
+    spec = load_spec(args.spec or builtin_example_path(args.example))
     for key in ("draws", "trials", "seed"):
         if getattr(args, key) is not None:
             setattr(spec, key, getattr(args, key))
+    if isinstance(spec, UserItemSpec):
+        return _select_user_item(spec, out, started)
     candidates_for(spec, 1.0, mean_square=0.0)  # every candidate can be built: fail before sampling
     print(f"hybridpriv select: {spec.description or spec.source}")
     for g in spec.groups:
@@ -133,6 +137,49 @@ def _select(args: argparse.Namespace) -> int:
     failing = [str(e) for e in decision.estimator.values if not bool(meets.sel(estimator=e))]
     if failing:
         print(f"  not eligible (they protect some group less than its epsilon asks; see guarantee_epsilon): {', '.join(failing)}")
+    print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
+    return 0
+
+
+def _select_user_item(spec, out: Path, started: float) -> int:
+    """Choose k for contribution-bounded item counts (Zeber & Lopatka)."""
+    import math
+
+    import arviz_stats
+
+    from .models import UserItemModel
+    from .report import provenance, write_netcdf
+    from .select import format_table
+    from .useritem import decide_k, plot_k, risk_over_matrices
+
+    print(f"hybridpriv select: {spec.description or spec.source}")
+    model = UserItemModel(spec.column_sums, spec.n, trades_per_row=spec.trades_per_row)
+    lo, hi = model.n_range
+    print(f"  m = {model.m} items, {model.total} reports, n = {lo if lo == hi else f'{lo}..{hi}'} users, "
+          f"epsilon = {spec.epsilon:g}, k = {spec.ks[0]}..{spec.ks[-1]}, loss = {spec.loss}")
+    _quiet_libraries()
+    per_chain = math.ceil(spec.draws / spec.chains)
+    shape = (spec.chains, per_chain)
+    print(f"sampling {spec.chains * per_chain} matrices ({spec.chains} chains; "
+          f"{model.trades_per_row} x n Curveball trades each) ...", flush=True)
+    idata = model.sample(draws=per_chain, chains=spec.chains, seed=spec.seed)
+    summary_vars = ["mean_items", "share_one_item", "max_items"] + ([] if model.n_known else ["n"])
+    diag = arviz_stats.summary(idata, var_names=summary_vars, round_to="none")
+    for name, row in diag.iterrows():
+        print(f"  {name:<15} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
+    matrices = model.matrices_from(idata, seed=spec.seed)
+    risk = risk_over_matrices(matrices, shape, spec.ks, spec.epsilon, spec.loss, spec.trials, spec.seed)
+    decision = decide_k(risk)
+    decision["risk_by_matrix"] = risk
+    decision.attrs.update(provenance(spec.config(), spec.seed, started))
+    nc = write_netcdf(decision, out / "selection.nc")
+    png = plot_k(decision, out / "selection.png",
+                 title=f"Choosing k: {spec.loss} error, epsilon = {spec.epsilon:g} (numbers: P(best k))")
+    print()
+    print(format_table(decision))
+    print()
+    best = decision.attrs["recommended"]
+    print(f"recommended: k = {best}  (P(best) = {float(decision.p_best.sel(k=best)):.2f})")
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 

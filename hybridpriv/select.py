@@ -98,18 +98,23 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
 
 
 def format_table(decision: xr.Dataset) -> str:
-    """A plain-text table of a decision, sorted by expected loss, for the terminal."""
-    order = decision["expected_loss"].sortby(decision["expected_loss"]).estimator.values
-    head = (f"{'estimator':<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
-            f"{'vs best (± MC s.e.)':>24}  meets eps")
+    """A plain-text table of a decision, sorted by expected loss, for the terminal.
+
+    Works for decisions over ``estimator`` and over ``k`` (:func:`hybridpriv.useritem.decide_k`).
+    """
+    dim = decision["expected_loss"].dims[0]
+    order = decision["expected_loss"].sortby(decision["expected_loss"])[dim].values
+    has_meets = "meets_requirements" in decision
+    head = (f"{dim:<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
+            f"{'vs best (± MC s.e.)':>24}" + ("  meets eps" if has_meets else ""))
     lines = [head, "-" * len(head)]
     for lab in order:
-        r = decision.sel(estimator=lab)
-        mark = "  <- recommended" if str(lab) == decision.attrs.get("recommended") else ""
+        r = decision.sel({dim: lab})
+        mark = "  <- recommended" if str(lab) == str(decision.attrs.get("recommended")) else ""
+        meets = (f"  {'yes' if bool(r['meets_requirements']) else 'NO ':<9}" if has_meets else "")
         lines.append(
             f"{str(lab):<18}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
             f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}"
-            f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}"
-            f"  {'yes' if bool(r.get('meets_requirements', True)) else 'NO ':<9}{mark}"
+            f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{meets}{mark}"
         )
     return "\n".join(lines)

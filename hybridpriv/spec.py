@@ -40,9 +40,19 @@ import numpy as np
 
 from .privacy import NEIGHBOUR_RELATIONS, Bounds, Group, check_groups
 
-__all__ = ["SelectionSpec", "builtin_example_path", "load_spec", "parse_spec"]
+__all__ = [
+    "EXAMPLES",
+    "SelectionSpec",
+    "UserItemSpec",
+    "builtin_example_path",
+    "load_spec",
+    "parse_spec",
+    "parse_user_item_spec",
+]
 
-_TOP = {"statistic", "bounds", "clamp", "relation", "groups", "model", "evaluation", "description"}
+_TOP = {"kind", "statistic", "bounds", "clamp", "relation", "groups", "model", "evaluation", "description"}
+_UI_TOP = {"kind", "description", "column_sums", "n", "epsilon", "k", "loss", "trades_per_row", "evaluation"}
+_UI_EVAL = {"draws", "seed", "chains", "trials"}
 _GROUP = {"name", "size", "epsilon", "delta", "data"}
 _MODEL = {"family", "family_options", "known_variance", "released_means", "chains", "tune"}
 _RELEASE = {"group", "value", "noise_scale"}
@@ -283,8 +293,99 @@ def parse_spec(raw: dict[str, Any], base_dir: Path | None = None, source: str = 
     )
 
 
-def load_spec(path: str | Path) -> SelectionSpec:
-    """Read and validate a SPEC file (TOML)."""
+@dataclass
+class UserItemSpec:
+    """A parsed user-item SPEC (``kind = "user-item"``): choose k for contribution-bounded counts."""
+
+    column_sums: np.ndarray
+    n: int | tuple[int, int] | None
+    epsilon: float
+    ks: list[int]
+    loss: str = "squared"
+    trades_per_row: int = 5
+    draws: int = 400
+    seed: int = 0
+    chains: int = 2
+    trials: int = 200
+    description: str = ""
+    source: str = "<inline>"
+
+    def config(self) -> dict[str, Any]:
+        """A JSON-friendly record of the spec, for provenance."""
+        return {
+            "source": self.source, "kind": "user-item", "column_sums": [int(x) for x in self.column_sums],
+            "n": self.n, "epsilon": self.epsilon, "k": self.ks, "loss": self.loss,
+            "trades_per_row": self.trades_per_row, "draws": self.draws, "seed": self.seed,
+            "chains": self.chains, "trials": self.trials,
+        }
+
+
+def parse_user_item_spec(raw: dict[str, Any], base_dir: Path | None = None, source: str = "<inline>") -> UserItemSpec:
+    """Validate a user-item SPEC given as a dict."""
+    base_dir = base_dir or Path.cwd()
+    _unknown(raw, _UI_TOP, "the top level of a user-item spec")
+    if "column_sums" not in raw:
+        raise ValueError("spec: column_sums is required (a list of integers, or a CSV path)")
+    cs = raw["column_sums"]
+    if isinstance(cs, str):
+        cs = _read_values(base_dir / cs, "column_sums")
+    if not isinstance(cs, (list, np.ndarray)) or len(cs) == 0:
+        raise ValueError(f"spec: column_sums must be a non-empty list of integers or a CSV path, got {cs!r}")
+    values = []
+    for j, v in enumerate(cs):
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(float(v)) \
+                or float(v) != int(float(v)) or float(v) < 0:
+            raise ValueError(f"spec: column_sums[{j}] must be a whole number >= 0, got {v!r}")
+        values.append(int(float(v)))
+    n = raw.get("n")
+    if isinstance(n, list):
+        if len(n) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in n):
+            raise ValueError(f"spec: n must be an integer or a [low, high] pair of integers, got {n!r}")
+        n = (n[0], n[1])
+    elif n is not None and (not isinstance(n, int) or isinstance(n, bool)):
+        raise ValueError(f"spec: n must be an integer or a [low, high] pair of integers, got {n!r}")
+    if "epsilon" not in raw:
+        raise ValueError("spec: epsilon is required")
+    eps = raw["epsilon"]
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (float(eps) > 0) or math.isinf(float(eps)):
+        raise ValueError(f"spec: epsilon must be a finite number > 0, got {eps!r}")
+    k = raw.get("k", [1, 10])
+    if isinstance(k, int) and not isinstance(k, bool):
+        ks = [k]
+    elif isinstance(k, list) and len(k) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in k):
+        if not 1 <= k[0] <= k[1]:
+            raise ValueError(f"spec: k must be a range [low, high] with 1 <= low <= high, got {k!r}")
+        ks = list(range(k[0], k[1] + 1))
+    else:
+        raise ValueError(f"spec: k must be an integer or a range [low, high], got {k!r}")
+    m = len(values)
+    if ks[-1] > m:
+        raise ValueError(f"spec: k must be <= m = {m} (the number of items), got {ks[-1]}")
+    loss = raw.get("loss", "squared")
+    if loss not in ("squared", "max", "top10"):
+        raise ValueError(f"spec: loss must be 'squared', 'max' or 'top10', got {loss!r}")
+    ev = raw.get("evaluation", {})
+    if not isinstance(ev, dict):
+        raise ValueError("spec: [evaluation] must be a table")
+    _unknown(ev, _UI_EVAL, "[evaluation]")
+    return UserItemSpec(
+        column_sums=np.array(values, dtype=np.int64),
+        n=n,
+        epsilon=float(eps),
+        ks=ks,
+        loss=loss,
+        trades_per_row=_int(raw.get("trades_per_row", 5), "trades_per_row"),
+        draws=_int(ev.get("draws", 400), "evaluation.draws", minimum=2),
+        seed=_int(ev.get("seed", 0), "evaluation.seed", minimum=0),
+        chains=_int(ev.get("chains", 2), "evaluation.chains"),
+        trials=_int(ev.get("trials", 200), "evaluation.trials"),
+        description=str(raw.get("description", "")),
+        source=source,
+    )
+
+
+def load_spec(path: str | Path) -> SelectionSpec | UserItemSpec:
+    """Read and validate a SPEC file (TOML); ``kind = "user-item"`` selects the user-item form."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"spec file not found: {path}")
@@ -292,9 +393,21 @@ def load_spec(path: str | Path) -> SelectionSpec:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"spec: {path} is not valid TOML: {exc}") from None
+    kind = raw.get("kind", "grouped")
+    if kind == "user-item":
+        return parse_user_item_spec(raw, base_dir=path.parent, source=str(path))
+    if kind != "grouped":
+        raise ValueError(f"spec: kind must be 'grouped' or 'user-item', got {kind!r}")
     return parse_spec(raw, base_dir=path.parent, source=str(path))
 
 
-def builtin_example_path() -> Path:
-    """The SPEC of the built-in example (a public panel beside private groups)."""
-    return Path(str(resources.files("hybridpriv") / "examples" / "grouped.toml"))
+#: Built-in examples by name.
+EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
+
+
+def builtin_example_path(name: str = "grouped") -> Path:
+    """The SPEC of a built-in example: ``"grouped"`` (a public panel beside private groups,
+    the default) or ``"favorite-sites"`` (Zeber & Lopatka's user-item case)."""
+    if name not in EXAMPLES:
+        raise ValueError(f"example must be one of {list(EXAMPLES)}, got {name!r}")
+    return Path(str(resources.files("hybridpriv") / "examples" / EXAMPLES[name]))

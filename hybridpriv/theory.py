@@ -27,6 +27,11 @@ __all__ = [
     "pdp_keep_probabilities",
     "pdp_optimal_threshold",
     "pdp_sample_variance",
+    "UserItemRiskTerms",
+    "check_contribution_bounds",
+    "check_user_item_matrix",
+    "user_item_risk",
+    "user_item_risk_terms",
 ]
 
 
@@ -264,3 +269,179 @@ def pdp_optimal_threshold(
         if res.success and res.fun < vals[k]:
             return float(math.exp(res.x))
     return float(grid[k])
+
+
+# -- User-item counts with contribution bounding (Zeber & Lopatka) --------------------------
+#
+# A binary users x items matrix M (M_ij = 1: user i reported item j) is released as item
+# counts after keeping at most k random items per user and adding Lap(k/epsilon) to every
+# count.  The derivation of the risk is in ``docs/theory-user-item.md``; the checks are in
+# ``tests/estimators/test_useritem.py``.
+
+from numbers import Integral  # noqa: E402
+from typing import NamedTuple  # noqa: E402
+
+from scipy import sparse  # noqa: E402
+
+
+def check_user_item_matrix(matrix: object, name: str = "matrix") -> sparse.csr_array:
+    """Return a binary users x items matrix as a canonical CSR array with float ones as data.
+
+    ``matrix`` is a :mod:`scipy.sparse` matrix/array (any format) or a dense 0/1 array-like
+    (booleans accepted).  Users with no items are allowed (they contribute nothing).  Raises
+    ``TypeError`` for non-numeric input and ``ValueError`` for a shape other than 2-D, no
+    user or no item, NaN, or a value other than 0 and 1 (duplicate sparse entries are summed
+    first, so a duplicated entry counts as 2).  The result shares its index arrays with the
+    input when the input already is a canonical CSR matrix; the input is never modified.
+    """
+    if sparse.issparse(matrix):
+        if matrix.ndim != 2:  # type: ignore[union-attr]
+            raise ValueError(
+                f"{name} must be 2-D (users x items), got {matrix.ndim}-D with shape {matrix.shape}"  # type: ignore[union-attr]
+            )
+        csr = sparse.csr_array(matrix)  # a view of the arrays when already CSR
+        if not csr.has_canonical_format:
+            csr = csr.copy()
+            csr.sum_duplicates()
+    else:
+        if matrix is None or isinstance(matrix, (str, bytes)):
+            raise TypeError(f"{name} must be a scipy.sparse matrix or a 2-D 0/1 array, got {matrix!r}")
+        try:
+            arr = np.asarray(matrix)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must be a scipy.sparse matrix or a 2-D 0/1 array: {exc}") from None
+        if not (arr.dtype == bool or np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
+            raise TypeError(f"{name} must hold numbers 0 and 1, got dtype {arr.dtype}")
+        if arr.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (users x items), got {arr.ndim}-D with shape {arr.shape}")
+        csr = sparse.csr_array(arr)
+    data = csr.data
+    if not (data.dtype == bool or np.issubdtype(data.dtype, np.integer) or np.issubdtype(data.dtype, np.floating)):
+        raise TypeError(f"{name} must hold numbers 0 and 1, got dtype {data.dtype}")
+    n, m = csr.shape
+    if n == 0 or m == 0:
+        raise ValueError(f"{name} must have at least one user and one item, got shape {csr.shape}")
+    if data.dtype != bool:
+        if np.isnan(data).any():
+            raise ValueError(f"{name} contains NaN; it must be a binary (0/1) matrix")
+        bad = (data != 0) & (data != 1)
+        if bad.any():
+            raise ValueError(
+                f"{name} must be binary (0/1), got {int(bad.sum())} other value(s) (first: {data[bad][0].item()!r})"
+            )
+    if not data.all():  # explicit zeros
+        csr = csr.copy()
+        csr.eliminate_zeros()
+    return sparse.csr_array((np.ones(csr.nnz), csr.indices, csr.indptr), shape=(n, m), copy=False)
+
+
+def check_contribution_bounds(k: object, m: int | None = None, name: str = "k") -> tuple[np.ndarray, bool]:
+    """Validate a contribution bound: an integer or a 1-D sequence of integers, each in ``[1, m]``.
+
+    Returns the bounds as an int64 array and whether ``k`` was a scalar.  ``m`` (the number
+    of items) is the upper limit when given: keeping more than ``m`` items per user is the
+    same as keeping ``m``, with more noise.
+    """
+    if np.ndim(k) == 0:  # type: ignore[arg-type]
+        value = k.item() if isinstance(k, np.ndarray) else k
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
+            raise TypeError(f"{name} must be an integer, got {k!r}")
+        ks = np.array([int(value)], dtype=np.int64)
+        scalar = True
+    else:
+        if isinstance(k, (str, bytes)):
+            raise TypeError(f"{name} must be an integer or a 1-D sequence of integers, got {k!r}")
+        arr = np.asarray(k)
+        if arr.ndim != 1:
+            raise ValueError(f"{name} must be an integer or a 1-D sequence of integers, got shape {arr.shape}")
+        if arr.size == 0:
+            raise ValueError(f"{name} must hold at least one value, got an empty sequence")
+        if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype} ({arr.tolist()!r})")
+        ks = arr.astype(np.int64)
+        scalar = False
+    if (ks < 1).any():
+        bad = int(ks[ks < 1][0])
+        raise ValueError(f"{name} must be >= 1, got {bad}")
+    if m is not None and (ks > m).any():
+        bad = int(ks[ks > m][0])
+        raise ValueError(f"{name} must be <= m (the number of items), got {name}={bad} with m={m}")
+    return ks, scalar
+
+
+class UserItemRiskTerms(NamedTuple):
+    """The three parts of :func:`user_item_risk`, each summed over items (floats, or arrays over k).
+
+    ``bias2``: ``sum_j (sum_{i in j} (1 - q_i))^2``; ``variance``: ``sum_j sum_{i in j} q_i (1 - q_i)``
+    (the sampling of kept items); ``noise``: ``m * 2 k^2 / epsilon^2`` (the Laplace noise).
+    """
+
+    bias2: float | np.ndarray
+    variance: float | np.ndarray
+    noise: float | np.ndarray
+
+    @property
+    def total(self) -> float | np.ndarray:
+        """``bias2 + variance + noise``, the value of :func:`user_item_risk`."""
+        return self.bias2 + self.variance + self.noise
+
+
+def user_item_risk_terms(matrix: object, k: object, epsilon: float) -> UserItemRiskTerms:
+    """Bias^2, sampling variance and noise variance of the contribution-bounded counts.
+
+    See :func:`user_item_risk`; the three terms add up to it.  With ``k`` a sequence, each
+    term is an array with one entry per ``k``; all are computed with one sparse product
+    ``M^T A``, ``A`` the ``n x 2K`` matrix of ``1 - q_i(k)`` and ``q_i(k) (1 - q_i(k))``.
+    """
+    csr = check_user_item_matrix(matrix)
+    n, m = csr.shape
+    ks, scalar = check_contribution_bounds(k, m)
+    eps = check_epsilon(epsilon, allow_inf=False)
+    r = np.diff(csr.indptr).astype(float)[:, None]  # items per user, (n, 1)
+    kept = np.minimum(ks[None, :].astype(float), r)  # min(k, r_i), (n, K)
+    rs = np.maximum(r, 1.0)  # users with no items have no entries: any q will do
+    drop = (r - kept) / rs  # 1 - q_i, exact for users who keep everything
+    a = np.hstack([drop, (kept / rs) * drop])  # (n, 2K)
+    s = np.asarray(csr.T @ a)  # (m, 2K): per item, sum over its users
+    nk = ks.size
+    bias2 = np.sum(s[:, :nk] ** 2, axis=0)
+    variance = np.sum(s[:, nk:], axis=0)
+    noise = m * 2.0 * ks.astype(float) ** 2 / eps**2
+    if scalar:
+        return UserItemRiskTerms(float(bias2[0]), float(variance[0]), float(noise[0]))
+    return UserItemRiskTerms(bias2, variance, noise)
+
+
+def user_item_risk(matrix: object, k: object, epsilon: float) -> float | np.ndarray:
+    """Expected total squared error over items of the contribution-bounded counts, given the matrix.
+
+    The mechanism (:class:`hybridpriv.estimators.ContributionBoundedCounts`) keeps
+    ``min(k, r_i)`` of user ``i``'s ``r_i`` items uniformly at random, counts per item and
+    adds ``Lap(k/epsilon)`` to every count.  Each of user ``i``'s items is kept with
+    probability ``q_i = min(k, r_i)/r_i``; a per-item loss involves one item per user and
+    users sample independently, so the kept count of item ``j`` is a sum of independent
+    Bernoulli(``q_i``) over its users and
+
+    ``E sum_j (X_j + Z_j - c_j)^2 = sum_j [ sum_{i in j} q_i (1 - q_i) + (sum_{i in j} (1 - q_i))^2 + 2 k^2/epsilon^2 ]``.
+
+    Parameters
+    ----------
+    matrix
+        Binary users x items matrix (:mod:`scipy.sparse` or dense 0/1), see
+        :func:`check_user_item_matrix`.
+    k
+        The contribution bound, an integer in ``[1, m]`` or a 1-D sequence of them.
+    epsilon
+        The privacy parameter (finite, > 0).
+
+    Returns
+    -------
+    A float for an integer ``k``; an array with one risk per ``k`` otherwise.
+
+    Examples
+    --------
+    >>> user_item_risk(np.array([[1, 1], [1, 0]]), 1, 1.0)  # q = (1/2, 1): 2 * 1/4 + 2 * 1/4 + 2 * 2
+    5.0
+    """
+    terms = user_item_risk_terms(matrix, k, epsilon)
+    return terms.total

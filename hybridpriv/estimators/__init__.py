@@ -15,6 +15,7 @@ label                     statistic  class
 ``pe-median``             median     :class:`PEMedian` (Jorgensen et al. PE)
 ``uniform-median``        median     :class:`UniformMedian`
 ``public-median``         median     :class:`PublicMedian`
+``k=<k>``                 counts     :class:`ContributionBoundedCounts` (Zeber & Lopatka; user-item, not in the registry)
 ========================  =========  ===================================================
 """
 
@@ -27,24 +28,38 @@ from .base import Estimator, resolve_sigma2
 from .baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
 from .jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
 from .mixed import WeightedMean, WeightedMedian
+from .useritem import (
+    USER_ITEM_LOSSES,
+    ContributionBoundedCounts,
+    MonteCarloLoss,
+    bounded_counts,
+    monte_carlo_user_item_loss,
+    sample_kept_entries,
+)
 
 __all__ = [
+    "ContributionBoundedCounts",
     "ESTIMATOR_NAMES",
     "ESTIMATOR_STATISTIC",
     "Estimator",
+    "MonteCarloLoss",
     "PDPSample",
     "PEMedian",
     "PublicMean",
     "PublicMedian",
     "THRESHOLD_RULES",
+    "USER_ITEM_LOSSES",
     "UniformMean",
     "UniformMedian",
     "WeightedMean",
     "WeightedMedian",
+    "bounded_counts",
     "default_estimators",
     "make_estimator",
+    "monte_carlo_user_item_loss",
     "pe_median_costs",
     "resolve_sigma2",
+    "sample_kept_entries",
 ]
 
 _FACTORIES: dict[str, tuple[str, Callable[..., Estimator]]] = {

@@ -1,0 +1,132 @@
+"""Choosing k for contribution-bounded item counts from sampled user-item matrices.
+
+The flow of the grouped case, specialised: matrices consistent with the public column sums
+(:class:`hybridpriv.models.UserItemModel`) stream through :func:`risk_over_matrices`, which
+keeps one number per (k, matrix): the exact conditional risk
+(:func:`hybridpriv.theory.user_item_risk`) for the squared loss, or a Monte Carlo estimate for
+losses without a closed form (``"max"``: the largest absolute error over items; ``"top10"``:
+the squared error over the 10 most reported items).  :func:`decide_k` turns that into the
+decision (expected loss per k, Monte Carlo error, 5-95% interval over matrices, P(best k),
+the recommended k) with :func:`hybridpriv.select.decide`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+import xarray as xr
+
+from .select import decide
+
+__all__ = ["USER_ITEM_LOSSES", "decide_k", "plot_k", "risk_over_matrices"]
+
+#: Losses of the user-item selection: the exact one and the Monte Carlo ones.
+USER_ITEM_LOSSES = ("squared", "max", "top10")
+
+
+def _check_ks(ks: Sequence[int]) -> np.ndarray:
+    k = np.asarray(ks)
+    if k.ndim != 1 or k.size == 0 or not np.issubdtype(k.dtype, np.integer) or (k < 1).any():
+        raise ValueError(f"ks must be a non-empty sequence of integers >= 1, got {list(np.atleast_1d(ks))!r}")
+    if np.unique(k).size != k.size:
+        raise ValueError(f"ks must not repeat a value, got {list(k)!r}")
+    return k.astype(np.int64)
+
+
+def risk_over_matrices(
+    matrices: Iterable[sp.csr_matrix],
+    shape: tuple[int, int],
+    ks: Sequence[int],
+    epsilon: float,
+    loss: str = "squared",
+    trials: int = 200,
+    seed: int = 0,
+) -> xr.DataArray:
+    """The per-matrix risk of every k, as ``(k, chain, draw)``.
+
+    Parameters
+    ----------
+    matrices
+        Users x items CSR matrices in ``(draw, chain)`` order: matrix ``i`` is chain
+        ``i % chains`` and draw ``i // chains`` (the order of ``UserItemModel.sample_datasets``).
+    shape
+        ``(chains, draws)``.
+    ks, epsilon
+        Candidate bounds and the privacy parameter.
+    loss
+        ``"squared"`` (exact conditional risk, no Monte Carlo) or ``"max"`` / ``"top10"``
+        (Monte Carlo with ``trials`` runs of the mechanism per matrix).
+    """
+    from .estimators.useritem import monte_carlo_user_item_loss
+    from .privacy import check_epsilon
+    from .theory import user_item_risk
+
+    k = _check_ks(ks)
+    eps = check_epsilon(epsilon, allow_inf=False)
+    if loss not in USER_ITEM_LOSSES:
+        raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
+    chains, draws = shape
+    out = np.full((k.size, chains, draws), np.nan)
+    seen = 0
+    for i, mat in enumerate(matrices):
+        c, d = i % chains, i // chains
+        if d >= draws:
+            raise ValueError(f"more matrices than shape {shape} allows")
+        if loss == "squared":
+            out[:, c, d] = user_item_risk(mat, k, eps)
+        else:
+            for j, kk in enumerate(k):
+                rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3, int(kk), c, d)))
+                out[j, c, d] = monte_carlo_user_item_loss(mat, int(kk), eps, rng, trials, loss=loss)[0]
+        seen += 1
+    if seen != chains * draws:
+        raise ValueError(f"expected {chains * draws} matrices for shape {shape}, got {seen}")
+    da = xr.DataArray(out, dims=("k", "chain", "draw"), coords={"k": k, "chain": np.arange(chains), "draw": np.arange(draws)})
+    da.attrs.update({"loss": loss, "epsilon": eps, "exact": int(loss == "squared"), "mc_trials": 0 if loss == "squared" else trials})
+    return da
+
+
+def decide_k(risk: xr.DataArray) -> xr.Dataset:
+    """Expected loss per k, MC error, 5-95% interval over matrices, P(best k), recommended k."""
+    ev = xr.Dataset({"loss": risk.rename(k="estimator").expand_dims(trial=[0], axis=-1)})
+    ev = ev.assign_coords(estimator=[str(int(x)) for x in risk.k.values])
+    dec = decide(ev).rename(estimator="k")
+    dec = dec.assign_coords(k=risk.k.values)
+    best = int(dec.attrs["recommended"])
+    dec["recommended"] = best
+    dec.attrs.update(risk.attrs)
+    dec.attrs["recommended"] = best
+    return dec.drop_vars("meets_requirements")
+
+
+def plot_k(decision: xr.Dataset, path, title: str | None = None):
+    """Expected loss against k with its 5-95% band over matrices and +-2 MC s.e."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    k = decision.k.values
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.fill_between(k, decision.risk_low, decision.risk_high, color="tab:blue", alpha=0.2,
+                    label="5-95% over sampled matrices")
+    ax.errorbar(k, decision.expected_loss, yerr=2 * decision.mcse, fmt="o-", color="tab:blue", capsize=3,
+                label="expected loss ± 2 MC s.e.")
+    best = int(decision.attrs["recommended"])
+    ax.axvline(best, color="tab:green", ls="--", lw=1, label=f"recommended k = {best}")
+    for kk, pb in zip(k, decision.p_best.values):
+        if pb > 0.005:
+            ax.annotate(f"{pb:.2f}", (kk, float(decision.risk_high.sel(k=kk))), xytext=(0, 4),
+                        textcoords="offset points", ha="center", fontsize=7)
+    ax.set_xlabel("k (items kept per user)")
+    ax.set_ylabel(f"{decision.attrs.get('loss', 'squared')} error of the released counts")
+    ax.set_xticks(k)
+    ax.set_title(title or "Choosing k (numbers above the band: P(best k))")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
