@@ -1,0 +1,200 @@
+"""UserItemModel: the full hierarchy (n, r, matrix) against exact enumeration, and bad knowledge."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+from hybridpriv.models import UserItemModel
+
+
+def _matrices(r, c):
+    """Every binary matrix (rows in the given order) with row sums r and column sums c."""
+    m = len(c)
+    out = []
+
+    def rec(i, cap, rows):
+        if i == len(r):
+            if all(x == 0 for x in cap):
+                out.append(tuple(rows))
+            return
+        for items in itertools.combinations(range(m), r[i]):
+            if all(cap[j] > 0 for j in items):
+                for j in items:
+                    cap[j] -= 1
+                rec(i + 1, cap, rows + [items])
+                for j in items:
+                    cap[j] += 1
+
+    rec(0, list(c), [])
+    return out
+
+
+def _sorted_row_sums(n, total, m):
+    """Every non-increasing r of length n with entries in [1, m] summing to total."""
+    def rec(left, k, cap):
+        if k == 0:
+            if left == 0:
+                yield ()
+            return
+        for x in range(min(cap, left - (k - 1)), 0, -1):
+            if x * k < left:
+                break
+            for rest in rec(left - x, k - 1, x):
+                yield (x, *rest)
+    yield from rec(total, n, m)
+
+
+def _canonical(rows):
+    """A matrix up to permutations of rows with equal row sums (exchangeable under the target)."""
+    return tuple(sorted(rows, key=lambda t: (-len(t), t)))
+
+
+def _exact_target(c, ns, n_weights=None):
+    """P(canonical class) under: n uniform (or weighted), r | n uniform, matrix | r uniform."""
+    m, total = len(c), sum(c)
+    probs = Counter()
+    feasible_ns = []
+    per_n = {}
+    for n in ns:
+        classes = []
+        for r in _sorted_row_sums(n, total, m):
+            mats = _matrices(r, c)
+            if mats:
+                classes.append(Counter(_canonical(x) for x in mats))
+        if classes:
+            feasible_ns.append(n)
+            per_n[n] = classes
+    w = {n: (1.0 if n_weights is None else n_weights[n]) for n in feasible_ns}
+    z = sum(w.values())
+    for n, classes in per_n.items():
+        for cls in classes:
+            size = sum(cls.values())
+            for key, cnt in cls.items():
+                probs[(n, key)] += w[n] / z / len(classes) * cnt / size
+    return probs
+
+
+def _observed(model, draws, seed):
+    counts = Counter()
+    for mat in model.sample_datasets(draws, seed=seed, chains=2, moves=300):
+        rows = [tuple(np.flatnonzero(mat[i].toarray()[0])) for i in range(mat.shape[0])]
+        counts[(mat.shape[0], _canonical(rows))] += 1
+    return counts
+
+
+def _chisquare(probs, counts, draws):
+    keys = sorted(probs)
+    extra = set(counts) - set(probs)
+    assert not extra, f"sampler produced states outside the target: {sorted(extra)[:3]}"
+    expected = np.array([probs[k] * draws for k in keys])
+    observed = np.array([counts.get(k, 0) for k in keys])
+    # pool rare states so every expected count is >= 5
+    order = np.argsort(expected)
+    e_sorted, o_sorted = expected[order], observed[order]
+    pooled_e, pooled_o, acc_e, acc_o = [], [], 0.0, 0
+    for e, o in zip(e_sorted, o_sorted):
+        acc_e += e
+        acc_o += o
+        if acc_e >= 5:
+            pooled_e.append(acc_e)
+            pooled_o.append(acc_o)
+            acc_e, acc_o = 0.0, 0
+    if acc_e > 0:
+        pooled_e[-1] += acc_e
+        pooled_o[-1] += acc_o
+    return stats.chisquare(pooled_o, pooled_e).pvalue, len(keys)
+
+
+@pytest.mark.parametrize(
+    "c, n, draws",
+    [
+        ([4, 2, 2, 1], None, 3000),  # the seed's example, n unknown in [4, 9]
+        ([3, 3, 2], None, 3000),  # n unknown in [3, 8]
+        ([2, 2, 1, 1], (3, 4), 2000),  # bounds on n
+    ],
+)
+def test_full_hierarchy_matches_exact_enumeration(c, n, draws):
+    model = UserItemModel(c, n)
+    lo, hi = model.n_range
+    probs = _exact_target(c, range(lo, hi + 1))
+    assert math.isclose(sum(probs.values()), 1.0)
+    counts = _observed(model, draws, seed=7)
+    p, states = _chisquare(probs, counts, draws)
+    assert states > 10
+    assert p > 1e-3, (p, states)
+
+
+def test_known_n_and_a_prior_on_n():
+    # n known: only r and the matrix vary
+    c = [4, 2, 2, 1]
+    probs = _exact_target(c, [6])
+    counts = _observed(UserItemModel(c, 6), 2000, seed=3)
+    assert _chisquare(probs, counts, 2000)[0] > 1e-3
+    # a Poisson(6) prior on n instead of the uniform one
+    weights = {n: stats.poisson.pmf(n, 6) for n in range(4, 10)}
+    probs = _exact_target(c, range(4, 10), weights)
+    counts = _observed(UserItemModel(c, None, n_prior=pm.Poisson.dist(6)), 3000, seed=5)
+    assert _chisquare(probs, counts, 3000)[0] > 1e-3
+
+
+def test_datasets_are_csr_with_the_public_margins_and_reproducible():
+    c = np.array([30, 5, 12, 0, 7, 19])
+    model = UserItemModel(c, 40)
+    a = list(model.sample_datasets(6, seed=11))
+    b = list(model.sample_datasets(6, seed=11))
+    for x, y in zip(a, b):
+        assert x.format == "csr" and x.shape == (40, 6)
+        np.testing.assert_array_equal(np.asarray(x.sum(axis=0)).ravel(), c)
+        assert (np.asarray(x.sum(axis=1)).ravel() >= 1).all()
+        assert (x != y).nnz == 0
+    assert any((a[0] != z).nnz for z in a[1:])
+
+
+def test_parametric_items_prior_runs_with_hyperpriors():
+    model = UserItemModel([40, 20, 10, 5, 5], (45, 60), items_prior="negative-binomial")
+    idata = model.sample(draws=60, tune=60, chains=2, seed=2)
+    post = idata["posterior"]
+    assert {"n", "h", "log_mu_items", "alpha_items", "mean_items"} <= set(post.data_vars)
+    for mat in model.matrices_from(idata, seed=0, draws=4):
+        np.testing.assert_array_equal(np.asarray(mat.sum(axis=0)).ravel(), [40, 20, 10, 5, 5])
+        assert 45 <= mat.shape[0] <= 60
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        ({"column_sums": [4, 2, 2, 1], "n": 3}, ValueError, r"n = 3 is infeasible: an item has column sum 4 > n"),
+        ({"column_sums": [4, 2, 2, 1], "n": 10}, ValueError, r"n = 10 is infeasible: n > sum\(column_sums\) = 9"),
+        ({"column_sums": [4, 2, 2, 1], "n": (10, 12)}, ValueError, r"n bounds \(10, 12\) are infeasible"),
+        ({"column_sums": [4, 2, 2, 1], "n": (6, 5)}, ValueError, r"low <= high, got \(6, 5\)"),
+        ({"column_sums": [4, -2, 2]}, ValueError, r"column_sums must be >= 0, got -2"),
+        ({"column_sums": [4, 2.5, 2]}, ValueError, r"column_sums must be whole numbers, got 2.5"),
+        ({"column_sums": [4, float("nan")]}, ValueError, r"column_sums must not contain NaN"),
+        ({"column_sums": []}, ValueError, r"non-empty 1-D"),
+        ({"column_sums": [0, 0]}, ValueError, r"must not all be 0"),
+        ({"column_sums": [[1, 2]]}, ValueError, r"non-empty 1-D"),
+        ({"column_sums": ["a", "b"]}, TypeError, r"column_sums must hold integers"),
+        ({"column_sums": [4, 2], "n": "many"}, TypeError, r"n must be an int, None or a \(low, high\) pair"),
+        ({"column_sums": [4, 2], "n": 5, "n_prior": pm.Poisson.dist(5)}, ValueError, r"n_prior was given but n is known"),
+        ({"column_sums": [4, 2], "items_prior": "zipf"}, ValueError, r"items_prior must be None, 'negative-binomial'"),
+        ({"column_sums": [4, 2], "trades_per_row": 0}, ValueError, r"trades_per_row must be an integer >= 1, got 0"),
+    ],
+)
+def test_bad_knowledge_is_refused_before_sampling(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        UserItemModel(**kwargs)
+
+
+def test_too_large_count_problem_is_refused_with_advice(monkeypatch):
+    import hybridpriv.models.useritem as ui
+
+    monkeypatch.setattr(ui, "MAX_COUNT_CELLS", 10)
+    with pytest.raises(ValueError, match="give n, narrow its bounds, or use items_prior='negative-binomial'"):
+        UserItemModel([4, 2, 2, 1])
