@@ -144,13 +144,14 @@ def _select(args: argparse.Namespace) -> int:
 def _select_user_item(spec, out: Path, started: float) -> int:
     """Choose k for contribution-bounded item counts (Zeber & Lopatka)."""
     import math
+    import warnings
 
     import arviz_stats
 
     from .models import UserItemModel
     from .report import provenance, write_netcdf
     from .select import format_table
-    from .useritem import decide_k, plot_k, risk_over_matrices
+    from .useritem import decide_k, plot_k, posterior_risks
 
     print(f"hybridpriv select: {spec.description or spec.source}")
     model = UserItemModel(spec.column_sums, spec.n, trades_per_row=spec.trades_per_row)
@@ -159,19 +160,25 @@ def _select_user_item(spec, out: Path, started: float) -> int:
           f"epsilon = {spec.epsilon:g}, k = {spec.ks[0]}..{spec.ks[-1]}, loss = {spec.loss}")
     _quiet_libraries()
     per_chain = math.ceil(spec.draws / spec.chains)
-    shape = (spec.chains, per_chain)
     print(f"sampling {spec.chains * per_chain} matrices ({spec.chains} chains; "
           f"{model.trades_per_row} x n Curveball trades each) ...", flush=True)
-    idata = model.sample(draws=per_chain, chains=spec.chains, seed=spec.seed)
-    summary_vars = ["mean_items", "share_one_item", "max_items"] + ([] if model.n_known else ["n"])
-    diag = arviz_stats.summary(idata, var_names=summary_vars, round_to="none")
+    idata = model.sample(draws=per_chain, chains=spec.chains, seed=spec.seed, cores=min(2, spec.chains))
+    summary_vars = ["share_one_item", "max_items"] + ([] if model.n_known else ["n", "mean_items"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        diag = arviz_stats.summary(idata, var_names=summary_vars, round_to="none")
     for name, row in diag.iterrows():
         print(f"  {name:<15} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
-    matrices = model.matrices_from(idata, seed=spec.seed)
-    risk = risk_over_matrices(matrices, shape, spec.ks, spec.epsilon, spec.loss, spec.trials, spec.seed)
+    if diag.r_hat.max() > RHAT_FAIL:
+        print(f"  WARNING: the row-sum chain has not mixed (max R-hat {diag.r_hat.max():.2f} > {RHAT_FAIL}); "
+              "raise evaluation.draws before trusting the choice")
+    risk = posterior_risks(model, idata, spec.ks, spec.epsilon, spec.loss, spec.trials, spec.seed,
+                           workers=min(2, spec.chains))
     decision = decide_k(risk)
     decision["risk_by_matrix"] = risk
     decision.attrs.update(provenance(spec.config(), spec.seed, started))
+    decision.attrs["row_sum_max_rhat"] = float(diag.r_hat.max())
+    decision.attrs["row_sum_min_ess"] = float(diag.ess_bulk.min())
     nc = write_netcdf(decision, out / "selection.nc")
     png = plot_k(decision, out / "selection.png",
                  title=f"Choosing k: {spec.loss} error, epsilon = {spec.epsilon:g} (numbers: P(best k))")
@@ -180,6 +187,8 @@ def _select_user_item(spec, out: Path, started: float) -> int:
     print()
     best = decision.attrs["recommended"]
     print(f"recommended: k = {best}  (P(best) = {float(decision.p_best.sel(k=best)):.2f})")
+    if best in (spec.ks[0], spec.ks[-1]) and len(spec.ks) > 1:
+        print(f"  note: k = {best} is at the edge of the range searched; widen k in the SPEC")
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 

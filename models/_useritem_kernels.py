@@ -659,6 +659,18 @@ def _level_of(h, u):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _kth_occupied(h, idx):  # pragma: no cover - compiled
+    """The level (1-based) of the idx-th (0-based) occupied level of h."""
+    seen = 0
+    for k in range(h.shape[0]):
+        if h[k] > 0:
+            if seen == idx:
+                return k + 1
+            seen += 1
+    return -1
+
+
+@njit(cache=True)
 def _hist_ok(h, n, Cpref):  # pragma: no cover - compiled
     # sum_k k h_k = N is preserved by every move; check sum_{q <= p} #{r_i >= q} >= C_p.
     rstar = n
@@ -691,8 +703,42 @@ def _h_chain_kernel(  # pragma: no cover - compiled
     vary = n_lo < n_hi
     accepted = 0
     for _ in range(steps):
-        u = rng.random() if vary else 0.0
-        if u < 0.5:
+        u = rng.random() if vary else 0.5 * rng.random()
+        if u < 0.25:
+            # (c) within n, by levels: donor and receiver levels uniform among the occupied
+            # levels (moves the rare large rows far more often than picking users does)
+            if n < 2:
+                continue
+            occ = 0
+            for k in range(m):
+                if h[k] > 0:
+                    occ += 1
+            a = _kth_occupied(h, _randint(rng, occ))
+            b = _kth_occupied(h, _randint(rng, occ))
+            if a < 2 or b >= m or b == a - 1 or (a == b and h[a - 1] < 2):
+                continue
+            h[a - 1] -= 1
+            h[a - 2] += 1
+            h[b - 1] -= 1
+            h[b] += 1
+            occ_new = 0
+            for k in range(m):
+                if h[k] > 0:
+                    occ_new += 1
+            if _hist_ok(h, n, Cpref):
+                g_new = _log_g(h, n, log_f, use_f)
+                log_alpha = g_new - g
+                if hastings:
+                    log_alpha += 2.0 * (math.log(occ) - math.log(occ_new))
+                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
+                    g = g_new
+                    accepted += 1
+                    continue
+            h[b] -= 1
+            h[b - 1] += 1
+            h[a - 2] -= 1
+            h[a - 1] += 1
+        elif u < 0.5:
             # (a) within n: donor level a -> a - 1, receiver level b -> b + 1
             if n < 2:
                 continue
@@ -811,7 +857,12 @@ def h_chain(
 
     Moves (a user is one of the ``n`` units of the histogram; "pick a user" means uniformly):
 
-    (a) within ``n`` (probability 1, or 1/2 when ``n_lo < n_hi``): pick a donor at level ``a``
+    (c) within ``n`` by levels (probability 1/2, or 1/4 when ``n_lo < n_hi``): donor level
+        ``a`` and receiver level ``b`` uniform among the ``L(h)`` occupied levels (``a = b``
+        needs ``h_a >= 2``); the same ``h'`` as in (a); ``q(h -> h') = 1/L(h)^2``,
+        ``q(h' -> h) = 1/L(h')^2``.  Rare large rows move as often as common small ones.
+
+    (a) within ``n`` (probability 1/2, or 1/4 when ``n_lo < n_hi``): pick a donor at level ``a``
         and a distinct receiver at level ``b``; propose ``a -> a - 1`` (needs ``a >= 2``) and
         ``b -> b + 1`` (needs ``b < m``), i.e. ``h' = h - e_a + e_{a-1} - e_b + e_{b+1}``.
         ``b = a - 1`` gives ``h' = h`` (stay).  Each other ``h'`` comes from one ``(a, b)``,

@@ -330,11 +330,13 @@ class UserItemModel:
     ):
         """Sample levels 1-2 with ``pm.sample``; returns the DataTree (posterior of n, h, summaries).
 
-        ``moves`` kernel moves per draw (default ``max(200, 2 * n_max)``).
+        ``moves`` kernel moves per draw (default ``max(300, 25 * sum(c))``: the fraction of
+        users with one item, which only a random walk of single-item moves can change, needs
+        that many to mix; check R-hat and ESS of ``share_one_item``).
         """
         model = self.build()
         lo, hi = self.n_range
-        moves = moves or max(200, 2 * hi)
+        moves = moves or max(300, 25 * self.total)
         h0 = _initial_histogram(self._c_sorted, lo)
         with model:
             vars_ = [model["h"]] if self.n_known else [model["n"], model["h"]]

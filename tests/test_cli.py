@@ -131,3 +131,33 @@ def test_contradictory_knowledge_is_refused(tmp_path, capsys):
     body = GOOD + "[model]\ntune = 0\nreleased_means = [{value = 10.04, noise_scale = 0.001}]\n"
     code, _, err = _run(capsys, "select", _bad_spec(tmp_path, body), "--draws", "20", "--trials", "2", "--out", str(tmp_path))
     assert code == 2 and err.count("\n") == 1 and "did not converge (max R-hat" in err, err
+
+
+def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
+    code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path), "--draws", "40")
+    assert code == 0, err
+    ds = xr.open_dataset(tmp_path / "selection.nc")
+    assert list(ds.k.values) == list(range(1, 31))
+    assert ds["expected_loss"].dims == ("k",) and ds["risk_by_matrix"].dims == ("k", "chain", "draw")
+    assert int(ds.attrs["recommended"]) == int(ds.k[int(ds.expected_loss.argmin("k"))].item())
+    assert float(ds.p_best.sum()) == pytest.approx(1.0)
+    assert "recommended: k = " in out
+    assert (tmp_path / "selection.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    "body, needle",
+    [
+        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 3\nepsilon = 1.0\nk = [1, 3]\n',
+         "n = 3 is infeasible: an item has column sum 4 > n"),
+        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 0\n', "epsilon must be a finite number > 0, got 0"),
+        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 1\nk = [0, 3]\n', "1 <= low <= high"),
+        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 1\nk = [1, 5]\n', "k must be <= m = 4"),
+        ('kind = "user-item"\ncolumn_sums = [4, -2, 2, 1]\nepsilon = 1\n', "column_sums[1] must be a whole number >= 0, got -2"),
+        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 1\nk = [1, 3]\nn = [10, 20]\n', "n bounds (10, 20) are infeasible"),
+        ('kind = "movies"\n', "kind must be 'grouped' or 'user-item', got 'movies'"),
+    ],
+)
+def test_bad_user_item_specs(tmp_path, capsys, body, needle):
+    code, _, err = _run(capsys, "select", _bad_spec(tmp_path, body), "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and needle in err, err

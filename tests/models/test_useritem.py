@@ -83,7 +83,7 @@ def _exact_target(c, ns, n_weights=None):
 
 def _observed(model, draws, seed):
     counts = Counter()
-    for mat in model.sample_datasets(draws, seed=seed, chains=2, moves=300):
+    for mat in model.sample_datasets(draws, seed=seed, chains=2, moves=1000):
         rows = [tuple(np.flatnonzero(mat[i].toarray()[0])) for i in range(mat.shape[0])]
         counts[(mat.shape[0], _canonical(rows))] += 1
     return counts
