@@ -42,6 +42,7 @@ def _build_parser() -> argparse.ArgumentParser:
     r = stsub.add_parser("run", help="run a study")
     r.add_argument("name")
     r.add_argument("--quick", action="store_true", help="small settings (under a minute)")
+    r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
     r.add_argument("--seed", type=int, default=0)
     return p
@@ -206,7 +207,10 @@ def _study(args: argparse.Namespace) -> int:
         if args.name not in STUDIES:
             raise ValueError(f"unknown study {args.name!r}; known: {', '.join(STUDIES)}")
         started = time.perf_counter()
-        nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True)
+        if args.quick and args.full:
+            raise ValueError("--quick and --full exclude each other")
+        _quiet_libraries()
+        nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True, full=args.full)
         print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
         return 0
     raise ValueError("study needs a subcommand: list or run NAME")

@@ -1,0 +1,128 @@
+"""Full-scale user-item selection (Zeber & Lopatka): n = 2,000, m = 100, 100,000 matrices, k = 1..10.
+
+Prints wall time, peak memory, Curveball trades per second, matrices per second, and the
+ratio of the exact-risk path against a naive baseline measured in the same run: dense NumPy
+Monte Carlo of the mechanism with R replicates on the same matrices, extrapolated from a
+subset, at equal Monte Carlo error of the expected loss.
+
+    python benchmarks/user_item_full_scale.py            # the full run (a few minutes)
+    python benchmarks/user_item_full_scale.py --draws 2000   # a smaller one
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import time
+
+import numpy as np
+
+
+def naive_dense_losses(mat, ks, epsilon, replicates, rng) -> np.ndarray:
+    """Dense Monte Carlo: per k and replicate, keep k random items per user, count, add noise."""
+    dense = mat.toarray().astype(bool)
+    true = dense.sum(axis=0)
+    n, m = dense.shape
+    out = np.empty((len(ks), replicates))
+    for j, k in enumerate(ks):
+        for rep in range(replicates):
+            keys = np.where(dense, rng.random((n, m)), np.inf)
+            ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
+            kept = dense & (ranks < k)
+            released = kept.sum(axis=0) + rng.laplace(0.0, k / epsilon, size=m)
+            out[j, rep] = np.sum((released - true) ** 2)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--draws", type=int, default=100_000, help="matrices (default 100,000 as in the seed)")
+    ap.add_argument("--subset", type=int, default=40, help="matrices for the naive baseline's timing")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    import logging
+
+    import pymc  # noqa: F401
+
+    logging.getLogger("pymc").setLevel(logging.CRITICAL)
+    from hybridpriv.models import UserItemModel
+    from hybridpriv.models import _useritem_kernels as kern
+    from hybridpriv.spec import builtin_example_path, load_spec
+    from hybridpriv.theory import user_item_risk
+    from hybridpriv.useritem import decide_k, posterior_risks
+
+    ks, eps, chains = list(range(1, 11)), 1.0, 2
+    spec = load_spec(builtin_example_path("favorite-sites"))
+    model = UserItemModel(spec.column_sums, 2000)
+    per_chain = math.ceil(args.draws / chains)
+
+    # 1. Curveball speed alone
+    rng = np.random.default_rng(args.seed)
+    h0 = np.asarray(model.sample(draws=1, tune=50, chains=1, seed=args.seed)["posterior"]["h"].values[0, 0])
+    r = np.repeat(np.arange(model.m, 0, -1), h0[::-1])
+    indptr, indices = kern.realize_greedy(r, model._c_sorted)
+    kern.curveball(indptr, indices, 1000, rng)  # compile
+    t = time.perf_counter()
+    trades = 2_000_000
+    kern.curveball(indptr, indices, trades, rng)
+    trades_per_s = trades / (time.perf_counter() - t)
+
+    # 2. the full run: row sums by pm.sample (2 chains on 2 cores), matrices + exact risk in 2 processes
+    t0 = time.perf_counter()
+    idata = model.sample(draws=per_chain, tune=200, chains=chains, seed=args.seed, cores=chains, moves=model.total)
+    t_rows = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    risk = posterior_risks(model, idata, ks, eps, "squared", seed=args.seed, workers=chains)
+    t_mats = time.perf_counter() - t1
+    wall = time.perf_counter() - t0
+    dec = decide_k(risk)
+    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+    # 3. the naive baseline on a subset of the same matrices, and the exact path on the same subset
+    hs = idata["posterior"]["h"].values
+    sub = [(c, d) for d in range(args.subset // chains) for c in range(chains)]
+    t = time.perf_counter()
+    exact_sub = []
+    for c, d in sub:
+        mat = model.matrix_for(hs[c, d], np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(2, c, d))))
+        exact_sub.append(user_item_risk(mat, np.array(ks), eps))
+    t_exact_per = (time.perf_counter() - t) / len(sub)
+    reps = 10
+    t = time.perf_counter()
+    naive = []
+    for c, d in sub:
+        mat = model.matrix_for(hs[c, d], np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(2, c, d))))
+        naive.append(naive_dense_losses(mat, ks, eps, reps, np.random.default_rng([args.seed, c, d])))
+    t_naive_per = (time.perf_counter() - t) / len(sub)  # per matrix, `reps` replicates of every k
+    naive = np.array(naive)  # (matrices, k, reps)
+    exact_sub = np.array(exact_sub)
+    # equal MC error: exact needs M matrices with variance s_b^2 / M; naive with R replicates has
+    # per-matrix variance s_b^2 + s_w^2 / R, so it needs M (1 + s_w^2 / (R s_b^2)) matrices
+    s_b2 = exact_sub.var(axis=0, ddof=1)  # between matrices, per k
+    s_w2 = naive.var(axis=2, ddof=1).mean(axis=0)  # within a matrix (mechanism noise), per k
+    best_ratio = None
+    for R in (1, 2, 5, 10, 20, 50):
+        inflate = float(np.max(1 + s_w2 / (R * s_b2)))
+        # per matrix: generating it (~ the exact path's whole cost) plus R dense replicates
+        per_replicate = max(t_naive_per - t_exact_per, 0.0) / reps
+        cost_naive = inflate * (t_exact_per + R * per_replicate)
+        ratio = cost_naive / t_exact_per
+        print(f"naive with R = {R:>2} replicates: {inflate:8.1f}x the matrices, cost ratio {ratio:8.1f}")
+        best_ratio = ratio if best_ratio is None else min(best_ratio, ratio)
+
+    print()
+    print(f"matrices: {risk.sizes['chain'] * risk.sizes['draw']:,} (n = 2000, m = 100, k = 1..10, epsilon = {eps:g})")
+    print(f"wall time: {wall:.1f} s  (row sums {t_rows:.1f} s, matrices + exact risk {t_mats:.1f} s)")
+    print(f"peak memory: main {peak_self:.0f} MiB, largest worker {peak_children:.0f} MiB")
+    print(f"Curveball: {trades_per_s / 1e6:.2f} M trades/s; {model.trades_per_row * 2000:,} trades per matrix")
+    print(f"matrices per second (both cores, generation + exact risk): {risk.size / len(ks) / t_mats:.0f}")
+    print(f"exact path vs naive dense Monte Carlo at equal MC error: {best_ratio:.0f}x faster (best R)")
+    print(f"recommended k = {dec.attrs['recommended']}; expected loss by k: "
+          + ", ".join(f"{int(k)}: {v:.4g}" for k, v in zip(dec.k.values, dec.expected_loss.values)))
+
+
+if __name__ == "__main__":
+    main()
