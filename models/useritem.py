@@ -42,6 +42,7 @@ from . import _useritem_kernels as kern
 
 __all__ = [
     "MAX_COUNT_CELLS",
+    "NegativeBinomialItems",
     "RowSumStep",
     "UserItemModel",
     "negative_binomial_items",
@@ -103,22 +104,28 @@ def _n_range(n: object, c: np.ndarray) -> tuple[int, int]:
     raise TypeError(f"n must be an int, None or a (low, high) pair, got {n!r}")
 
 
-def negative_binomial_items(m: int, mu: tuple[float, float] = (1.0, 1.0), alpha: float = 1.0) -> Callable:
+class NegativeBinomialItems:
     """A parametric prior on items per user: NegativeBinomial(mu, alpha) truncated to ``1..m``.
 
     Hyperpriors: ``log(mu_items) ~ Normal(mu[0], mu[1])`` and ``alpha_items ~ Exponential(alpha)``.
-    Returns a callable that, inside a model, creates the hyperpriors and returns the log pmf
-    of ``k = 1..m`` (normalised over ``1..m``).
+    Calling it inside a model creates the hyperpriors and returns the log pmf of ``k = 1..m``
+    (normalised over ``1..m``).  A class (not a closure) so models pickle across processes.
     """
 
-    def build() -> pt.TensorVariable:
-        log_mu = pm.Normal("log_mu_items", mu[0], mu[1])
-        a = pm.Exponential("alpha_items", alpha)
-        k = np.arange(1, m + 1)
+    def __init__(self, m: int, mu: tuple[float, float] = (1.0, 1.0), alpha: float = 1.0) -> None:
+        self.m, self.mu, self.alpha = int(m), (float(mu[0]), float(mu[1])), float(alpha)
+
+    def __call__(self) -> pt.TensorVariable:
+        log_mu = pm.Normal("log_mu_items", self.mu[0], self.mu[1])
+        a = pm.Exponential("alpha_items", self.alpha)
+        k = np.arange(1, self.m + 1)
         lp = pm.logp(pm.NegativeBinomial.dist(mu=pt.exp(log_mu), alpha=a), k)
         return lp - pt.logsumexp(lp)
 
-    return build
+
+def negative_binomial_items(m: int, mu: tuple[float, float] = (1.0, 1.0), alpha: float = 1.0) -> NegativeBinomialItems:
+    """The default parametric prior on items per user (see :class:`NegativeBinomialItems`)."""
+    return NegativeBinomialItems(m, mu, alpha)
 
 
 def _initial_histogram(c: np.ndarray, n: int) -> np.ndarray:
