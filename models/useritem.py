@@ -356,6 +356,8 @@ class UserItemModel:
                 draws=draws, tune=tune, chains=chains, cores=cores, step=[step], initvals=init,
                 random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]),
                 progressbar=progressbar, compute_convergence_checks=False,
+                # not fork: the parent may hold threads (numba, BLAS), and fork would copy their locks
+                mp_ctx="forkserver" if cores > 1 else None,
             )
         return idata
 
