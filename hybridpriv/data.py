@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -116,18 +116,27 @@ class IIDSource:
         if not callable(sampler):
             raise TypeError(f"sampler must be callable, got {sampler!r}")
         self.sampler = sampler
-        self.population = dict(population)
+        if not isinstance(population, Mapping):
+            raise TypeError(f"population must be a mapping statistic -> value, got {population!r}")
+        for key, value in population.items():
+            if not isinstance(key, str):
+                raise TypeError(f"population keys must be statistic names, got {key!r}")
+            if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
+                raise ValueError(f"population[{key!r}] must be a finite number, got {value!r}")
+        self.population = {k: float(v) for k, v in population.items()}
         if not isinstance(draws, Integral) or isinstance(draws, bool) or draws < 1:
             raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
         self.draws = int(draws)
         self.public_values = {}
+        if public_values is not None and not isinstance(public_values, Mapping):
+            raise TypeError(f"public_values must be a mapping group name -> records, got {public_values!r}")
         for name, vals in (public_values or {}).items():
             g = next((g for g in self.groups if g.name == name), None)
             if g is None:
                 raise ValueError(f"public_values names unknown group {name!r}")
             if not g.is_public:
                 raise ValueError(f"public_values given for group {name!r}, which is not public (epsilon={g.epsilon:g})")
-            arr = self.bounds.check(np.asarray(vals, dtype=float), f"public_values[{name!r}]")
+            arr = self.bounds.check(vals, f"public_values[{name!r}]")
             if arr.shape != (g.size,):
                 raise ValueError(f"public_values[{name!r}] must have {g.size} records, got shape {arr.shape}")
             self.public_values[name] = arr
@@ -157,15 +166,20 @@ def clamped_normal_moments(mu: float, sigma: float, bounds: Bounds) -> dict[str,
     from scipy import stats
 
     a, b = bounds.lower, bounds.upper
-    al, be = (a - mu) / sigma, (b - mu) / sigma
-    Pa, Pb = stats.norm.cdf(al), stats.norm.cdf(be)
-    pa, pb = stats.norm.pdf(al), stats.norm.pdf(be)
-    mid = Pb - Pa
-    # moments of the part inside (a, b): E[X 1{a<X<b}], E[X^2 1{a<X<b}]
-    m1 = mu * mid + sigma * (pa - pb)
-    m2 = (mu**2 + sigma**2) * mid + 2 * mu * sigma * (pa - pb) + sigma**2 * (al * pa - be * pb)
-    mean = a * Pa + b * (1 - Pb) + m1
-    second = a * a * Pa + b * b * (1 - Pb) + m2
+    mu, sigma = np.float64(mu), np.float64(sigma)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        al, be = (a - mu) / sigma, (b - mu) / sigma
+        Pa, Pb = stats.norm.cdf(al), stats.norm.cdf(be)
+        pa, pb = stats.norm.pdf(al), stats.norm.pdf(be)
+        mid = Pb - Pa
+        # moments of the part inside (a, b): E[X 1{a<X<b}], E[X^2 1{a<X<b}]
+        # (x phi(x) -> 0 as x -> +-inf: a tiny sigma puts a bound at infinitely many sigmas)
+        al_pa = al * pa if np.isfinite(al) else 0.0
+        be_pb = be * pb if np.isfinite(be) else 0.0
+        m1 = mu * mid + sigma * (pa - pb)
+        m2 = (mu**2 + sigma**2) * mid + 2 * mu * sigma * (pa - pb) + sigma**2 * (al_pa - be_pb)
+        mean = a * Pa + b * (1 - Pb) + m1
+        second = a * a * Pa + b * b * (1 - Pb) + m2
     return {"mean": float(mean), "median": float(min(max(mu, a), b)), "variance": float(max(second - mean**2, 0.0))}
 
 
@@ -174,9 +188,17 @@ def normal_source(
 ) -> IIDSource:
     """An :class:`IIDSource` of ``Normal(mu, sigma^2)`` records clamped to ``bounds``."""
     b = Bounds.from_pair(bounds)
+    for name, v in (("mu", mu), ("sigma", sigma)):
+        if isinstance(v, bool) or not isinstance(v, Real):
+            raise TypeError(f"normal_source needs real numbers mu and sigma, got {name}={v!r}")
     if not (math.isfinite(mu) and math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"normal_source needs finite mu and sigma > 0, got mu={mu!r}, sigma={sigma!r}")
-    return IIDSource(groups, b, lambda rng, n: rng.normal(mu, sigma, n), clamped_normal_moments(mu, sigma, b), draws)
+    moments = clamped_normal_moments(mu, sigma, b)
+    if not all(math.isfinite(v) for v in moments.values()):
+        raise ValueError(
+            f"normal_source: mu={mu!r}, sigma={sigma!r} are too large for the clamped moments in floating point"
+        )
+    return IIDSource(groups, b, lambda rng, n: rng.normal(mu, sigma, n), moments, draws)
 
 
 class ThinnedSource:
@@ -187,8 +209,12 @@ class ThinnedSource:
     """
 
     def __init__(self, source: DatasetSource, draws: int) -> None:
+        if not isinstance(source, DatasetSource):
+            raise TypeError(
+                f"source must provide groups, bounds, shape and generate(chain, draw, rng), got {type(source).__name__}"
+            )
         chains, total = source.shape
-        if not isinstance(draws, int) or not 1 <= draws <= total:
+        if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= total:
             raise ValueError(f"draws must be an integer in [1, {total}], got {draws!r}")
         self.source = source
         self.groups = source.groups

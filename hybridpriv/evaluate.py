@@ -74,6 +74,10 @@ def _as_mapping(estimators: Sequence[Estimator] | Mapping[str, Estimator]) -> di
     else:
         if isinstance(estimators, Estimator):
             estimators = [estimators]
+        if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Iterable):
+            raise TypeError(
+                f"estimators must be a sequence of Estimator or a mapping label -> Estimator, got {estimators!r}"
+            )
         items = [(getattr(e, "label", None), e) for e in estimators]
     if not items:
         raise ValueError("estimators must hold at least one estimator, got none")
@@ -145,17 +149,20 @@ def evaluate(
         raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if target not in ("population", "sample"):
+    if not isinstance(target, str) or target not in ("population", "sample"):
         raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
-    if loss not in LOSSES:
+    if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {list(LOSSES)}, got {loss!r}")
-    if not isinstance(chunk_size, int) or chunk_size < 1:
+    if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    if not (isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"progress must be True, False or a callable f(done), got {progress!r}")
     chains, n_draws = source.shape
     if draws is not None:
-        if not isinstance(draws, int) or not 1 <= draws <= n_draws:
+        if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_draws:
             raise ValueError(f"draws must be an integer in [1, {n_draws}], got {draws!r}")
-        n_draws = draws
+        n_draws = int(draws)
+    chunk_size = int(chunk_size)
 
     labels = list(ests)
     statistics = sorted({e.statistic for e in ests.values()})

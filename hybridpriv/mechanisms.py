@@ -24,7 +24,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from .privacy import Bounds, check_epsilon, check_positive
+from .privacy import Bounds, check_epsilon, check_positive, check_real_array
 
 __all__ = [
     "check_rng",
@@ -50,11 +50,17 @@ def check_rng(rng: object) -> np.random.Generator:
 def _add_noise(values, scale, name: str, rng: np.random.Generator, draw) -> np.ndarray:
     """``values + scale * draw(shape)`` after checking ``scale`` (finite, >= 0; 0 adds nothing)."""
     check_rng(rng)
-    v = np.asarray(values, dtype=float)
-    s = np.asarray(scale, dtype=float)
+    v = check_real_array(values, "values")
+    if np.isnan(v).any():
+        raise ValueError("values contain NaN")
+    s = check_real_array(scale, name)
     if np.isnan(s).any() or (s < 0).any() or np.isinf(s).any():
         raise ValueError(f"{name} must be finite and >= 0, got {scale!r}")
-    return v + s * draw(np.broadcast_shapes(v.shape, s.shape))
+    try:
+        shape = np.broadcast_shapes(v.shape, s.shape)
+    except ValueError:
+        raise ValueError(f"{name} must broadcast against values, got shapes {s.shape} and {v.shape}") from None
+    return v + s * draw(shape)
 
 
 def laplace(values: np.ndarray | float, scale: np.ndarray | float, rng: np.random.Generator) -> np.ndarray:
@@ -92,15 +98,24 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float, method: str
     if method != "analytic":
         raise ValueError(f"method must be 'analytic' or 'classic', got {method!r}")
 
-    def excess(log_s: float) -> float:
-        s = math.exp(log_s)
-        a, b = sens / (2 * s), eps * s / sens
+    # the condition depends on sigma / sensitivity only: solve for the ratio, then scale
+    def excess(log_r: float) -> float:
+        r = math.exp(log_r)
+        a, b = 1.0 / (2 * r), eps * r
         # log of exp(eps) * Phi(-a - b), kept in log space against overflow
-        second = math.exp(eps + special.log_ndtr(-a - b))
+        log_second = eps + special.log_ndtr(-a - b)
+        second = math.exp(log_second) if log_second < 700 else math.inf
         return special.ndtr(a - b) - second - delta
 
-    lo, hi = math.log(sens) - 20, math.log(sens) + 20
-    return math.exp(optimize.brentq(excess, lo, hi, xtol=1e-12))
+    if not excess(-20.0) > 0 > excess(20.0):
+        raise ValueError(
+            f"epsilon={epsilon!r} and delta={delta!r} are outside the range the analytic calibration "
+            "can solve (sigma / sensitivity must lie in [e^-20, e^20])"
+        )
+    sigma = sens * math.exp(optimize.brentq(excess, -20.0, 20.0, xtol=1e-12))
+    if not math.isfinite(sigma):
+        raise ValueError(f"sensitivity={sensitivity!r} is too large: the Gaussian sigma overflows")
+    return sigma
 
 
 def gaussian(values: np.ndarray | float, sigma: np.ndarray | float, rng: np.random.Generator) -> np.ndarray:
@@ -116,7 +131,7 @@ def sample_log_weights(log_weights: np.ndarray, rng: np.random.Generator) -> np.
     has shape ``(...)``.
     """
     check_rng(rng)
-    lw = np.asarray(log_weights, dtype=float)
+    lw = check_real_array(log_weights, "log_weights")
     if lw.ndim == 0 or lw.shape[-1] == 0:
         raise ValueError("log_weights must have at least one outcome on its last axis")
     if np.isnan(lw).any() or (lw == np.inf).any():
@@ -144,17 +159,29 @@ def exponential_mechanism(
     """
     eps = check_epsilon(epsilon)
     sens = check_positive(sensitivity, "sensitivity")
-    s = np.asarray(scores, dtype=float)
+    s = check_real_array(scores, "scores")
     if np.isnan(s).any():
         raise ValueError("scores must not contain NaN")
+    if s.ndim == 0 or s.shape[-1] == 0:
+        raise ValueError(f"scores must have at least one outcome on its last axis, got shape {s.shape}")
     if math.isinf(eps):
         # epsilon = inf: uniform over the maximisers (weighted by the base measure)
         best = s == s.max(axis=-1, keepdims=True)
         lw = np.where(best, 0.0, -np.inf)
     else:
+        if (s == np.inf).any():
+            raise ValueError("scores must not contain +inf with a finite epsilon")
         lw = eps * s / (2.0 * sens)
     if log_base_measure is not None:
-        lw = lw + np.asarray(log_base_measure, dtype=float)
+        base = check_real_array(log_base_measure, "log_base_measure")
+        if np.isnan(base).any() or (base == np.inf).any():
+            raise ValueError("log_base_measure must not contain NaN or +inf")
+        try:
+            lw = lw + base
+        except ValueError:
+            raise ValueError(
+                f"log_base_measure must broadcast against scores, got shapes {base.shape} and {s.shape}"
+            ) from None
     return sample_log_weights(lw, rng)
 
 
@@ -178,8 +205,12 @@ def interval_exponential_mechanism(
     Points of shape ``(...)``: an interval is chosen with probability
     ``∝ length_k * exp(log_weights_k)`` (Gumbel-max in log space), then a point uniformly in it.
     """
-    e = np.asarray(edges, dtype=float)
-    lw = np.asarray(log_weights, dtype=float)
+    e = check_real_array(edges, "edges")
+    lw = check_real_array(log_weights, "log_weights")
+    if e.ndim == 0 or lw.ndim == 0:
+        raise ValueError(f"edges and log_weights must have a last axis, got shapes {e.shape} and {lw.shape}")
+    if not np.isfinite(e).all():
+        raise ValueError("edges must be finite")
     if e.shape[:-1] != lw.shape[:-1] or e.shape[-1] != lw.shape[-1] + 1:
         raise ValueError(f"edges must have one more entry than log_weights on the last axis, got {e.shape} and {lw.shape}")
     lengths = np.diff(e, axis=-1)
@@ -217,10 +248,11 @@ def smith_quantile(
         Random generator.
     """
     check_rng(rng)
-    if not (isinstance(q, (int, float)) and 0.0 <= float(q) <= 1.0):
+    if isinstance(q, bool) or not (isinstance(q, (int, float)) and 0.0 <= float(q) <= 1.0):
         raise ValueError(f"q must be in [0, 1], got {q!r}")
     eps = check_epsilon(epsilon)
-    x = np.asarray(data, dtype=float)
+    bounds = Bounds.from_pair(bounds)
+    x = check_real_array(data, "data")
     squeeze = x.ndim == 1
     x = np.atleast_2d(x)
     if x.shape[-1] == 0:
@@ -233,7 +265,16 @@ def smith_quantile(
     edges = np.concatenate([lo, srt, hi], axis=-1)
     utility = -np.abs(np.arange(n + 1) - q * n)
     if math.isinf(eps):
-        lw = np.where(utility == utility.max(), 0.0, -np.inf)
+        best = utility == utility.max()
+        lw = np.where(best, 0.0, -np.inf)
+        # every maximising interval empty (tied records): the quantile is that record itself
+        tied = ~((np.diff(edges, axis=-1) > 0) & best).any(axis=-1)
+        if tied.any():
+            out = np.take(edges, int(np.argmax(best)), axis=-1)
+            if (~tied).any():
+                rows = edges[~tied]
+                out[~tied] = interval_exponential_mechanism(rows, np.broadcast_to(lw, (rows.shape[0], n + 1)), rng)
+            return out[0] if squeeze else out
     else:
         lw = eps * utility / 2.0
     out = interval_exponential_mechanism(edges, np.broadcast_to(lw, edges.shape[:-1] + (n + 1,)), rng)

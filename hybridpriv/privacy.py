@@ -27,6 +27,7 @@ __all__ = [
     "check_groups",
     "check_group_data",
     "check_positive",
+    "check_real_array",
     "smallest_private_epsilon",
 ]
 
@@ -39,6 +40,26 @@ NEIGHBOUR_RELATIONS = ("add-remove", "replace")
 
 def _is_real(x: object) -> bool:
     return isinstance(x, Real) and not isinstance(x, bool)
+
+
+def check_real_array(values: object, name: str) -> np.ndarray:
+    """Return ``values`` as a float array after checking they are real numbers.
+
+    Strings (even numeric ones such as ``"1"``), bytes, complex numbers, dates and objects
+    that are not real numbers raise ``TypeError`` naming ``name``; booleans count as 0/1.
+    Only the type is checked here: NaN and infinities are left to the caller.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be numeric: {exc}") from None
+    if arr.dtype.kind == "O":
+        bad = next((v for v in arr.flat if not isinstance(v, (Real, np.bool_))), None)
+        if bad is not None:
+            raise TypeError(f"{name} must be numeric (real numbers), got {bad!r}")
+    elif arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be numeric (real numbers), got dtype {arr.dtype}")
+    return arr.astype(float, copy=False)  # no copy of float arrays (nor of broadcast views)
 
 
 def check_epsilon(epsilon: object, name: str = "epsilon", allow_inf: bool = True) -> float:
@@ -67,6 +88,16 @@ def check_positive(value: object, name: str, allow_zero: bool = False) -> float:
     return v
 
 
+def _nonnegative_or_inf(value: object, name: str) -> float:
+    """Return ``value`` as a float after checking it is a number >= 0 (``inf`` allowed, NaN not)."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)  # type: ignore[arg-type]
+    if math.isnan(v) or v < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return v
+
+
 @dataclass(frozen=True)
 class Guarantee:
     """What a mechanism promises one group.
@@ -83,6 +114,17 @@ class Guarantee:
     epsilon: float
     delta: float = 0.0
     relation: str = "add-remove"
+
+    def __post_init__(self) -> None:
+        # epsilon = 0 is allowed: records a release never reads get a perfect promise
+        object.__setattr__(self, "epsilon", _nonnegative_or_inf(self.epsilon, "guarantee epsilon"))
+        if not _is_real(self.delta):
+            raise TypeError(f"guarantee delta must be a real number, got {self.delta!r}")
+        if not 0.0 <= float(self.delta) < 1.0:
+            raise ValueError(f"guarantee delta must be in [0, 1), got {self.delta!r}")
+        object.__setattr__(self, "delta", float(self.delta))
+        if self.relation not in NEIGHBOUR_RELATIONS:
+            raise ValueError(f"guarantee relation must be one of {NEIGHBOUR_RELATIONS}, got {self.relation!r}")
 
     def __str__(self) -> str:
         if math.isinf(self.epsilon):
@@ -169,6 +211,8 @@ class Bounds:
             object.__setattr__(self, name, float(v))
         if not self.lower < self.upper:
             raise ValueError(f"bounds must satisfy lower < upper, got [{self.lower:g}, {self.upper:g}]")
+        if not math.isfinite(self.upper - self.lower):
+            raise ValueError(f"bounds width upper - lower must be finite, got [{self.lower:g}, {self.upper:g}]")
 
     @classmethod
     def from_pair(cls, pair: object) -> Bounds:
@@ -203,14 +247,14 @@ class Bounds:
 
         NaN is an error, not something to clip.
         """
-        arr = np.asarray(values, dtype=float)
+        arr = check_real_array(values, "values")
         if np.isnan(arr).any():
             raise ValueError("values contain NaN; clamping does not repair missing values")
         return np.clip(arr, self.lower, self.upper)
 
     def check(self, values: np.ndarray, name: str = "data") -> np.ndarray:
         """Return ``values`` as floats after checking they are finite and inside the bounds."""
-        arr = np.asarray(values, dtype=float)
+        arr = check_real_array(values, name)
         if np.isnan(arr).any():
             raise ValueError(f"{name} contains NaN")
         outside = (arr < self.lower) | (arr > self.upper)
@@ -282,10 +326,7 @@ def check_group_data(
     arrays = []
     ndims = set()
     for g, x in zip(groups, data):
-        try:
-            arr = np.asarray(x, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"data for group {g.name!r} must be numeric: {exc}") from None
+        arr = check_real_array(x, f"data for group {g.name!r}")
         if arr.ndim not in (1, 2):
             raise ValueError(f"data for group {g.name!r} must have shape (n,) or (trials, n), got {arr.shape}")
         if arr.shape[-1] != g.size:

@@ -8,6 +8,9 @@ posterior draws are not over-counted).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from numbers import Real
+
 import numpy as np
 import xarray as xr
 from arviz_stats import mcse
@@ -52,9 +55,28 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
         requires; estimators that do not are never recommended while one that does exists);
         ``risk`` (estimator, chain, draw); attribute and scalar ``recommended``.
     """
+    if not isinstance(evaluation, xr.Dataset):
+        raise TypeError(
+            "evaluation must be an xarray.Dataset (the output of hybridpriv.evaluate.evaluate), "
+            f"got {type(evaluation).__name__}"
+        )
     if "loss" not in evaluation:
         raise ValueError("evaluation must hold a 'loss' variable (the output of hybridpriv.evaluate.evaluate)")
-    lo, hi = interval
+    dims = ("estimator", "chain", "draw", "trial")
+    if set(evaluation["loss"].dims) != set(dims):
+        raise ValueError(f"evaluation 'loss' must have dims {dims}, got {evaluation['loss'].dims}")
+    if evaluation["loss"].dtype.kind not in "iuf":
+        raise TypeError(f"evaluation 'loss' must be numeric, got dtype {evaluation['loss'].dtype}")
+    if not np.isfinite(evaluation["loss"].values).all():
+        raise ValueError("evaluation 'loss' must be finite, got NaN or infinite values")
+    if (
+        isinstance(interval, (str, bytes))
+        or not isinstance(interval, Sequence)
+        or len(interval) != 2
+        or not all(isinstance(q, Real) and not isinstance(q, bool) for q in interval)
+    ):
+        raise TypeError(f"interval must be a pair of quantiles (low, high), got {interval!r}")
+    lo, hi = (float(q) for q in interval)
     if not (0.0 <= lo < hi <= 1.0):
         raise ValueError(f"interval must be two quantiles 0 <= low < high <= 1, got {interval!r}")
     n_sets = evaluation.sizes["chain"] * evaluation.sizes["draw"]

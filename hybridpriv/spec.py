@@ -351,6 +351,8 @@ def parse_user_item_spec(raw: dict[str, Any], base_dir: Path | None = None, sour
         raise ValueError(f"spec: epsilon must be a finite number > 0, got {eps!r}")
     k = raw.get("k", [1, 10])
     if isinstance(k, int) and not isinstance(k, bool):
+        if k < 1:
+            raise ValueError(f"spec: k must be an integer >= 1, got {k!r}")
         ks = [k]
     elif isinstance(k, list) and len(k) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in k):
         if not 1 <= k[0] <= k[1]:

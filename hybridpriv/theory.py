@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Integral, Real
 
 import numpy as np
 from scipy import optimize, signal, stats
 
-from .privacy import check_epsilon, check_positive
+from .privacy import check_epsilon, check_positive, check_real_array
 
 __all__ = [
     "group_mean_variances",
@@ -35,16 +36,55 @@ __all__ = [
 ]
 
 
+def _has_bool(values: object) -> bool:
+    """True when a sequence holds booleans (numpy turns ``[True, 3]`` into integers)."""
+    if isinstance(values, np.ndarray):
+        return values.dtype == bool
+    try:
+        return any(isinstance(v, (bool, np.bool_)) for v in np.asarray(values, dtype=object).ravel())
+    except (TypeError, ValueError):
+        return False
+
+
+def _check_sizes(sizes: object, name: str = "sizes", minimum: int = 1) -> np.ndarray:
+    """``sizes`` as a 1-D float array of whole numbers >= ``minimum`` (booleans refused)."""
+    try:
+        n = np.asarray(sizes)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a 1-D sequence of whole numbers: {exc}") from None
+    if n.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of whole numbers, got shape {n.shape}")
+    if n.dtype.kind not in "iuf" or _has_bool(sizes):
+        raise ValueError(f"{name} must be whole numbers, got {sizes!r}")
+    f = n.astype(float)
+    if not np.isfinite(f).all() or (f != np.round(f)).any():
+        raise ValueError(f"{name} must be whole numbers, got {n.tolist()!r}")
+    if (f < minimum).any():
+        raise ValueError(f"{name} must be >= {minimum}, got {n.tolist()!r}")
+    return f
+
+
+def _check_epsilons(epsilons: object, name: str = "epsilons") -> np.ndarray:
+    e = check_real_array(epsilons, name)
+    for k, eps in enumerate(e.ravel()):
+        check_epsilon(float(eps), f"{name}[{k}]")
+    return e
+
+
 def _check_sizes_epsilons(sizes: Sequence[int], epsilons: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    n = np.asarray(sizes)
-    e = np.asarray(epsilons, dtype=float)
+    try:
+        n = np.asarray(sizes)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"sizes must be a 1-D sequence of whole numbers: {exc}") from None
+    e = check_real_array(epsilons, "epsilons")
     if n.ndim != 1 or e.ndim != 1:
         raise ValueError("sizes and epsilons must be 1-D sequences")
     if n.shape != e.shape:
         raise ValueError(f"sizes and epsilons must have the same length, got {n.size} and {e.size}")
     if n.size == 0:
         raise ValueError("sizes must hold at least one group, got an empty sequence")
-    if not np.issubdtype(n.dtype, np.number) or np.isnan(n.astype(float)).any() or (n != np.round(n)).any():
+    whole = n.dtype.kind in "iuf" and not _has_bool(sizes)
+    if not whole or not np.isfinite(n.astype(float)).all() or (n != np.round(n)).any():
         raise ValueError(f"sizes must be whole numbers, got {list(sizes)!r}")
     if (n < 1).any():
         raise ValueError(f"sizes must be >= 1 (no empty groups), got {list(sizes)!r}")
@@ -62,10 +102,11 @@ def group_mean_variances(
     term vanishes (``epsilon_i = inf``).
     """
     n, e = _check_sizes_epsilons(sizes, epsilons)
-    s2 = check_positive(sigma2, "sigma2")
-    d = check_positive(sensitivity, "sensitivity")
-    noise = np.where(np.isinf(e), 0.0, 2.0 * d**2 / np.where(np.isinf(e), 1.0, e) ** 2)
-    return (n * s2 + noise) / n**2
+    s2 = np.float64(check_positive(sigma2, "sigma2"))
+    d = np.float64(check_positive(sensitivity, "sensitivity"))
+    with np.errstate(over="ignore"):  # an overflow gives an infinite variance (weight 0), not an error
+        noise = np.where(np.isinf(e), 0.0, 2.0 * (d / np.where(np.isinf(e), 1.0, e)) ** 2)
+        return (n * s2 + noise) / n**2
 
 
 def mixed_mean_weights(
@@ -106,9 +147,11 @@ def mixed_mean_variance(
     var = group_mean_variances(sizes, epsilons, sigma2, sensitivity)
     if weights is None:
         return float(1.0 / np.sum(1.0 / var))
-    w = np.asarray(weights, dtype=float)
+    w = check_real_array(weights, "weights")
     if w.shape != var.shape:
         raise ValueError(f"weights must have one entry per group ({var.size}), got {w.size}")
+    if not np.isfinite(w).all():
+        raise ValueError(f"weights must be finite, got {w.tolist()!r}")
     return float(np.sum(w**2 * var))
 
 
@@ -118,9 +161,7 @@ def pdp_keep_probabilities(epsilons: Sequence[float], threshold: float) -> np.nd
     Public records (``epsilon_i = inf``) are always kept.  Computed with ``expm1`` in log
     space so large thresholds do not overflow.
     """
-    e = np.asarray(epsilons, dtype=float)
-    for k, eps in enumerate(e.ravel()):
-        check_epsilon(float(eps), f"epsilons[{k}]")
+    e = _check_epsilons(epsilons)
     t = check_epsilon(threshold, "threshold", allow_inf=False)
     # np.where evaluates both branches: silence the warnings of the branch not taken
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
@@ -140,8 +181,8 @@ def pdp_count_pmf(sizes: Sequence[int], probabilities: Sequence[float]) -> np.nd
 
     Returns ``pmf[m] = P(M = m)`` for ``m = 0..sum(n_i)`` (Poisson-binomial by convolution).
     """
-    ns = np.asarray(sizes, dtype=int)
-    ps = np.asarray(probabilities, dtype=float)
+    ns = _check_sizes(sizes, minimum=0).astype(int)
+    ps = check_real_array(probabilities, "probabilities")
     if ns.ndim != 1 or ns.shape != ps.shape:
         raise ValueError(f"sizes and probabilities must be 1-D of the same length, got {ns.size} and {ps.size}")
     if np.isnan(ps).any() or (ps < 0).any() or (ps > 1).any():
@@ -153,7 +194,8 @@ def pdp_count_pmf(sizes: Sequence[int], probabilities: Sequence[float]) -> np.nd
         elif p <= 0.0:
             pmf = np.concatenate([pmf, np.zeros(n)])  # nothing kept: M unchanged, support still 0..sum(n_i)
         else:
-            pmf = signal.fftconvolve(pmf, stats.binom.pmf(np.arange(n + 1), n, p))
+            # via logpmf: scipy's pmf raises OverflowError for some subnormal p (e.g. 1e-308)
+            pmf = signal.fftconvolve(pmf, np.exp(stats.binom.logpmf(np.arange(n + 1), n, p)))
             pmf = np.clip(pmf, 0.0, None)
     return pmf / pmf.sum()
 
@@ -198,16 +240,21 @@ def pdp_sample_variance(
     s2 = check_positive(sigma2, "sigma2")
     d = check_positive(sensitivity, "sensitivity")
     m2 = check_positive(mean_square, "mean_square", allow_zero=True)
+    if denominator not in PDP_DENOMINATORS:
+        raise ValueError(f"denominator must be one of {PDP_DENOMINATORS}, got {denominator!r}")
     p = pdp_keep_probabilities(e, t)
+    noise = 2.0 * (d / t) ** 2  # 2 Delta^2 / t^2, without overflowing t^2
     if denominator == "expected":
         em = float(np.sum(n * p))
-        return float((s2 * em + m2 * np.sum(n * p * (1.0 - p)) + 2.0 * d**2 / t**2) / em**2)
-    if denominator != "kept":
-        raise ValueError(f"denominator must be one of {PDP_DENOMINATORS}, got {denominator!r}")
+        if not em > 0:
+            raise ValueError(
+                f"threshold = {threshold!r} keeps no record in expectation (E[M] = 0); lower the threshold"
+            )
+        return float((s2 * em + m2 * np.sum(n * p * (1.0 - p)) + noise) / em**2)
     pmf = pdp_count_pmf(n.astype(int), p)
     m = np.arange(1, pmf.size)
     w = pmf[1:]
-    return float(np.sum(w * (s2 / m + 2.0 * d**2 / (t**2 * m**2))))
+    return float(np.sum(w * (s2 / m + noise / m**2)))
 
 
 def pdp_optimal_threshold(
@@ -235,6 +282,15 @@ def pdp_optimal_threshold(
     threshold only scales noise on public data; 1.0 is returned.
     """
     n, e = _check_sizes_epsilons(sizes, epsilons)
+    check_positive(sigma2, "sigma2")
+    check_positive(sensitivity, "sensitivity")
+    check_positive(mean_square, "mean_square", allow_zero=True)
+    if denominator not in PDP_DENOMINATORS:
+        raise ValueError(f"denominator must be one of {PDP_DENOMINATORS}, got {denominator!r}")
+    if isinstance(grid_size, bool) or not isinstance(grid_size, Integral) or grid_size < 2:
+        raise ValueError(f"grid_size must be an integer >= 2, got {grid_size!r}")
+    if isinstance(max_empty, bool) or not isinstance(max_empty, Real) or not 0.0 < float(max_empty) < 1.0:
+        raise ValueError(f"max_empty must be a number in (0, 1), got {max_empty!r}")
     finite = e[np.isfinite(e)]
     if finite.size == 0:
         return 1.0
@@ -260,12 +316,13 @@ def pdp_optimal_threshold(
     k = int(np.argmin(vals))
     a, b = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
     if b > a:
-        res = optimize.minimize_scalar(
-            lambda lt: objective(math.exp(lt)),
-            bounds=(math.log(a), math.log(b)),
-            method="bounded",
-            options={"xatol": 1e-6},
-        )
+        with np.errstate(invalid="ignore"):  # Brent's parabola step meets the excluded (inf) thresholds
+            res = optimize.minimize_scalar(
+                lambda lt: objective(math.exp(lt)),
+                bounds=(math.log(a), math.log(b)),
+                method="bounded",
+                options={"xatol": 1e-6},
+            )
         if res.success and res.fun < vals[k]:
             return float(math.exp(res.x))
     return float(grid[k])
@@ -278,7 +335,6 @@ def pdp_optimal_threshold(
 # count.  The derivation of the risk is in ``docs/theory-user-item.md``; the checks are in
 # ``tests/estimators/test_useritem.py``.
 
-from numbers import Integral  # noqa: E402
 from typing import NamedTuple  # noqa: E402
 
 from scipy import sparse  # noqa: E402
@@ -346,6 +402,10 @@ def check_contribution_bounds(k: object, m: int | None = None, name: str = "k") 
         value = k.item() if isinstance(k, np.ndarray) else k
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, Integral):
             raise TypeError(f"{name} must be an integer, got {k!r}")
+        if m is not None and value > m:
+            raise ValueError(f"{name} must be <= m (the number of items), got {name}={int(value)} with m={m}")
+        if not -(2**63) < value < 2**63:
+            raise ValueError(f"{name} must be an integer in [1, 2**63), got {int(value)}")
         ks = np.array([int(value)], dtype=np.int64)
         scalar = True
     else:

@@ -67,7 +67,14 @@ def risk_over_matrices(
     eps = check_epsilon(epsilon, allow_inf=False)
     if loss not in USER_ITEM_LOSSES:
         raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
-    chains, draws = shape
+    if (
+        isinstance(shape, (str, bytes))
+        or not isinstance(shape, Sequence)
+        or len(shape) != 2
+        or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 1 for x in shape)
+    ):
+        raise ValueError(f"shape must be a pair (chains, draws) of integers >= 1, got {shape!r}")
+    chains, draws = (int(x) for x in shape)
     out = np.full((k.size, chains, draws), np.nan)
     seen = 0
     for i, mat in enumerate(matrices):

@@ -38,7 +38,7 @@ from pytensor.tensor.random.type import RandomGeneratorType, random_generator_ty
 from pytensor.tensor.variable import TensorVariable
 
 from hybridpriv.data import GroupedDataset, clamped_normal_moments
-from hybridpriv.privacy import Bounds, Group, check_groups, check_positive
+from hybridpriv.privacy import Bounds, Group, check_groups, check_positive, check_real_array
 
 __all__ = [
     "BETA_BOUNDARY_NUDGE",
@@ -655,10 +655,7 @@ class GroupedDataModel:
                     f"public_data given for group {name!r}, which is not public (epsilon={g.epsilon:g}); "
                     "private records must never be handed to the model"
                 )
-            try:
-                arr = np.array(values, dtype=float)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(f"{param} must be numeric: {exc}") from None
+            arr = check_real_array(values, param).copy()  # a private copy, made read-only below
             if arr.ndim != 1 or arr.shape[0] != g.size:
                 raise ValueError(
                     f"{param} must be a 1-D array of {g.size} records (the group's declared size), got shape {arr.shape}"

@@ -262,6 +262,10 @@ class UserItemModel:
         self.n_known = self.n_range[0] == self.n_range[1]
         if n_prior is not None and self.n_known:
             raise ValueError("n_prior was given but n is known")
+        if n_prior is not None and not (isinstance(n_prior, pt.TensorVariable) and n_prior.owner is not None):
+            raise TypeError(
+                f"n_prior must be None or an unnamed PyMC distribution (e.g. pm.Poisson.dist(2000)), got {n_prior!r}"
+            )
         self.n_prior = n_prior
         if items_prior == "negative-binomial":
             items_prior = negative_binomial_items(self.m)

@@ -88,15 +88,7 @@ class PDPSample(Estimator):
             if threshold not in THRESHOLD_RULES:
                 raise ValueError(f"threshold must be one of {THRESHOLD_RULES} or a number > 0, got {threshold!r}")
             self.label = f"pdp-{threshold}{suffix}"
-            if finite.size == 0:
-                t = 1.0  # only public groups: nothing is subsampled and t only scales the noise
-            elif threshold == "min":
-                t = float(finite.min())
-            elif threshold == "max":
-                t = float(finite.max())
-            elif threshold == "avg":
-                t = float(finite.mean())
-            else:
+            if threshold == "opt":  # checked even when only public groups leave nothing to optimise
                 if sigma2 is None:
                     raise ValueError("threshold='opt' needs sigma2 (the records' variance), got None")
                 m2 = 0.0
@@ -109,8 +101,18 @@ class PDPSample(Estimator):
                             )
                         mean_square = sigma2.mean_square_posterior_mean  # type: ignore[union-attr]
                     m2 = check_positive(mean_square, "mean_square", allow_zero=True)
+                s2 = resolve_sigma2(sigma2)
+            if finite.size == 0:
+                t = 1.0  # only public groups: nothing is subsampled and t only scales the noise
+            elif threshold == "min":
+                t = float(finite.min())
+            elif threshold == "max":
+                t = float(finite.max())
+            elif threshold == "avg":
+                t = float(finite.mean())
+            else:
                 t = pdp_optimal_threshold(
-                    self.sizes, eps, resolve_sigma2(sigma2), self.sensitivity, denominator=denominator, mean_square=m2
+                    self.sizes, eps, s2, self.sensitivity, denominator=denominator, mean_square=m2
                 )
         elif isinstance(threshold, Real) and not isinstance(threshold, bool):
             t = check_epsilon(threshold, "threshold", allow_inf=False)
@@ -121,6 +123,11 @@ class PDPSample(Estimator):
         self.threshold = t
         self.keep_probabilities = pdp_keep_probabilities(eps, t)
         self.expected_kept = float(np.sum(self.sizes * self.keep_probabilities))
+        if denominator == "expected" and not self.expected_kept > 0:
+            raise ValueError(
+                f"threshold = {t:g} keeps no record in expectation (E[M] = 0) with denominator='expected'; "
+                "lower the threshold"
+            )
 
     @property
     def guarantee(self) -> dict[str, Guarantee]:
