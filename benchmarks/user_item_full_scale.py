@@ -40,6 +40,7 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=100_000, help="matrices (default 100,000 as in the seed)")
     ap.add_argument("--subset", type=int, default=40, help="matrices for the naive baseline's timing")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=2, help="local dask workers scoring the matrices (0: this process)")
     args = ap.parse_args()
 
     import logging
@@ -69,13 +70,21 @@ def main() -> None:
     kern.curveball(indptr, indices, trades, rng)
     trades_per_s = trades / (time.perf_counter() - t)
 
-    # 2. the full run: row sums by pm.sample (2 chains on 2 cores), matrices + exact risk in 2 processes
+    # 2. the full run: row sums by pm.sample (2 chains on 2 cores), matrices + exact risk on
+    #    --workers local dask workers (0: in this process)
     t0 = time.perf_counter()
     idata = model.sample(draws=per_chain, tune=200, chains=chains, seed=args.seed, cores=chains, moves=model.total)
     t_rows = time.perf_counter() - t0
+    client = None
+    if args.workers:
+        from hybridpriv.cluster import local_client
+
+        client = local_client(args.workers)
     t1 = time.perf_counter()
-    risk = posterior_risks(model, idata, ks, eps, "squared", seed=args.seed, workers=chains)
+    risk = posterior_risks(model, idata, ks, eps, "squared", seed=args.seed, client=client)
     t_mats = time.perf_counter() - t1
+    if client is not None:
+        client.close()
     wall = time.perf_counter() - t0
     dec = decide_k(risk)
     peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

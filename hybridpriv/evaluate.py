@@ -8,6 +8,9 @@ gives the same numbers however the work is split.
 
 Streaming: datasets are generated chunk by chunk and dropped once every estimator has run
 on them; memory holds one chunk of datasets plus the (estimator, chain, draw, trial) result.
+Chunks run in this process, or as tasks on a ``dask.distributed`` cluster (``client=``), and
+can be kept on disk to resume a killed run (``checkpoint=``): see :mod:`hybridpriv.chunks`
+and :mod:`hybridpriv.checkpoint`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 import zlib
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -93,6 +97,39 @@ def _as_mapping(estimators: Sequence[Estimator] | Mapping[str, Estimator]) -> di
     return out
 
 
+@dataclass
+class _Job:
+    """What a chunk task needs: the estimators and the source (data are generated in the task)."""
+
+    ests: dict[str, Estimator]
+    source: DatasetSource
+    statistics: list[str]
+    seed: int
+    trials: int
+    draws: int
+
+
+def _evaluate_chunk(job: _Job, task: tuple) -> dict[str, np.ndarray]:
+    """Items ``start..stop`` (item ``i`` is ``(chain, draw) = divmod(i, draws)``): estimates and truths."""
+    start, stop = task[0], task[1]
+    labels = list(job.ests)
+    n = stop - start
+    estimate = np.empty((len(labels), n, job.trials))
+    t_sample = np.empty((len(job.statistics), n))
+    t_pop = np.full((len(job.statistics), n), np.nan)
+    for j, i in enumerate(range(start, stop)):
+        c, d = divmod(i, job.draws)
+        ds = job.source.generate(c, d, data_rng(job.seed, c, d))
+        for s, stat in enumerate(job.statistics):
+            t_sample[s, j] = ds.truth(stat, "sample")
+            if stat in ds.population:
+                t_pop[s, j] = ds.population[stat]
+        batch = [np.broadcast_to(v, (job.trials, v.shape[-1])) for v in ds.values]
+        for k, label in enumerate(labels):
+            estimate[k, j, :] = job.ests[label].estimate(batch, estimator_rng(job.seed, label, c, d))
+    return {"estimate": estimate, "truth_sample": t_sample, "truth_population": t_pop}
+
+
 def evaluate(
     estimators: Sequence[Estimator] | Mapping[str, Estimator],
     source: DatasetSource,
@@ -100,9 +137,11 @@ def evaluate(
     seed: int = 0,
     target: str = "population",
     loss: str = "squared",
-    chunk_size: int = 64,
+    chunk_size: int | None = None,
     progress: bool | Callable[[int], None] = False,
     draws: int | None = None,
+    client=None,
+    checkpoint=None,
 ) -> xr.Dataset:
     """Run every estimator on every simulated dataset, ``trials`` times each.
 
@@ -122,11 +161,17 @@ def evaluate(
     loss
         ``"squared"`` or ``"absolute"`` error.
     chunk_size
-        Datasets generated and evaluated per chunk.
+        Datasets generated and evaluated per chunk (one task on a cluster); default: measured
+        so a chunk takes about :data:`hybridpriv.chunks.TARGET_SECONDS`.
     progress
         ``True`` for a progress line on stderr on long runs, or a callable ``f(done)``.
     draws
         Use only the first ``draws`` draws of every chain (default: all).
+    client
+        A ``dask.distributed.Client``: run the chunks as tasks on its cluster (default: here).
+    checkpoint
+        A :class:`~hybridpriv.checkpoint.Checkpoint`: save every finished chunk and skip the
+        ones it already holds (resuming a killed run).
 
     Returns
     -------
@@ -137,7 +182,12 @@ def evaluate(
         ``required_epsilon`` ``(group)``; coordinates ``statistic`` and ``guarantee`` (readable)
         per estimator.
     """
-    ests = _as_mapping(estimators)
+    return _evaluate_settings([({}, estimators, source)], {}, trials, seed, target, loss, chunk_size, progress, draws,
+                              client, checkpoint)[0]
+
+
+def _prepare(ests_in, source, trials, seed, target, loss, draws) -> _Job:
+    ests = _as_mapping(ests_in)
     if not isinstance(source, DatasetSource):
         raise TypeError(f"source must provide groups, bounds, shape and generate(chain, draw, rng), got {type(source).__name__}")
     for label, est in ests.items():
@@ -145,6 +195,16 @@ def evaluate(
             g.size for g in source.groups
         ]:
             raise ValueError(f"estimator {label!r} was built for other groups than the source's")
+    chains, n_draws = source.shape
+    if draws is not None:
+        if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_draws:
+            raise ValueError(f"draws must be an integer in [1, {n_draws}], got {draws!r}")
+        n_draws = int(draws)
+    statistics = sorted({e.statistic for e in ests.values()})
+    return _Job(ests, source, statistics, int(seed), int(trials), n_draws)
+
+
+def _check_engine_args(trials, seed, target, loss, progress) -> None:
     if not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 1:
         raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
     if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
@@ -153,38 +213,18 @@ def evaluate(
         raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
     if not isinstance(loss, str) or loss not in LOSSES:
         raise ValueError(f"loss must be one of {list(LOSSES)}, got {loss!r}")
-    if not isinstance(chunk_size, (int, np.integer)) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     if not (isinstance(progress, bool) or callable(progress)):
         raise TypeError(f"progress must be True, False or a callable f(done), got {progress!r}")
-    chains, n_draws = source.shape
-    if draws is not None:
-        if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_draws:
-            raise ValueError(f"draws must be an integer in [1, {n_draws}], got {draws!r}")
-        n_draws = int(draws)
-    chunk_size = int(chunk_size)
 
+
+def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], target: str, loss: str) -> xr.Dataset:
+    ests, statistics, trials, n_draws = job.ests, job.statistics, job.trials, job.draws
+    chains = job.source.shape[0]
     labels = list(ests)
-    statistics = sorted({e.statistic for e in ests.values()})
-    estimate = np.empty((len(labels), chains, n_draws, trials))
-    t_sample = np.empty((len(statistics), chains, n_draws))
-    t_pop = np.full((len(statistics), chains, n_draws), np.nan)
-    index = [(c, d) for c in range(chains) for d in range(n_draws)]
-    report = Progress(len(index)) if progress is True else (progress or None)
-
-    for start in range(0, len(index), chunk_size):
-        for c, d in index[start : start + chunk_size]:
-            ds = source.generate(c, d, data_rng(int(seed), c, d))
-            for s, stat in enumerate(statistics):
-                t_sample[s, c, d] = ds.truth(stat, "sample")
-                if stat in ds.population:
-                    t_pop[s, c, d] = ds.population[stat]
-            batch = [np.broadcast_to(v, (trials, v.shape[-1])) for v in ds.values]
-            for k, label in enumerate(labels):
-                estimate[k, c, d, :] = ests[label].estimate(batch, estimator_rng(int(seed), label, c, d))
-        if report:
-            report(min(start + chunk_size, len(index)))
-
+    estimate = np.concatenate([p["estimate"] for p in parts], axis=1).reshape(len(labels), chains, n_draws, trials)
+    t_sample = np.concatenate([p["truth_sample"] for p in parts], axis=1).reshape(len(statistics), chains, n_draws)
+    t_pop = np.concatenate([p["truth_population"] for p in parts], axis=1).reshape(len(statistics), chains, n_draws)
+    seed, source = job.seed, job.source
     if target == "population" and np.isnan(t_pop).any():
         raise ValueError("the source gives no population value for some statistic; use target='sample'")
     stat_of = [statistics.index(ests[lab].statistic) for lab in labels]
@@ -227,24 +267,62 @@ def evaluate(
 def evaluate_many(
     runs: Iterable[tuple[Mapping[str, object], Sequence[Estimator] | Mapping[str, Estimator], DatasetSource]],
     dim_values: Mapping[str, Sequence[object]],
-    **kwargs: object,
+    trials: int = 1,
+    seed: int = 0,
+    target: str = "population",
+    loss: str = "squared",
+    chunk_size: int | None = None,
+    progress: bool | Callable[[int], None] = False,
+    draws: int | None = None,
+    client=None,
+    checkpoint=None,
 ) -> xr.Dataset:
     """Evaluate a grid of settings and stack the results along swept dimensions.
 
     ``runs`` yields ``(coords, estimators, source)`` with ``coords`` mapping every swept
     dimension name (``n``, ``share``, ...) to its value; results are combined with
-    :func:`xarray.combine_nested`-style stacking in the order of ``dim_values``.
+    :func:`xarray.combine_nested`-style stacking in the order of ``dim_values``.  The other
+    arguments are :func:`evaluate`'s; the chunks of every setting run together (on
+    ``client``'s cluster when one is given), each setting with its own chunk size.
     """
+    runs_list = list(runs)
     parts = []
-    for coords, ests, src in runs:
-        res = evaluate(ests, src, **kwargs)  # type: ignore[arg-type]
+    for (coords, _, _), out in zip(
+        runs_list,
+        _evaluate_settings(runs_list, dim_values, trials, seed, target, loss, chunk_size, progress, draws, client,
+                           checkpoint),
+    ):
         # guarantees may differ between settings (pdp-opt's threshold does): keep them as variables
-        res = res.reset_coords(["guarantee", "estimator_statistic"])
-        parts.append(res.expand_dims({k: [coords[k]] for k in dim_values}))
-    if not parts:
-        raise ValueError("runs must yield at least one setting")
+        out = out.reset_coords(["guarantee", "estimator_statistic"])
+        parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))
     combined = xr.combine_by_coords(parts, combine_attrs="drop_conflicts")
     return combined.reindex({k: list(v) for k, v in dim_values.items()})  # type: ignore[return-value]
+
+
+def _evaluate_settings(runs, dim_values, trials, seed, target, loss, chunk_size, progress, draws, client,
+                       checkpoint) -> list[xr.Dataset]:
+    """One dataset per setting of ``runs``; the chunks of all settings run together."""
+    from .chunks import Section, check_chunk_size, check_client, run_sections
+
+    _check_engine_args(trials, seed, target, loss, progress)
+    chunk_size = check_chunk_size(chunk_size)
+    check_client(client)
+    settings = []
+    for coords, ests, src in runs:
+        job = _prepare(ests, src, trials, seed, target, loss, draws)
+        settings.append((coords, job))
+    if not settings:
+        raise ValueError("runs must yield at least one setting")
+    sections = []
+    for i, (coords, job) in enumerate(settings):
+        engine = {"setting": {k: coords[k] for k in dim_values}, "estimators": list(job.ests),
+                  "shape": [job.source.shape[0], job.draws], "trials": job.trials, "seed": job.seed,
+                  "groups": [[g.name, g.size, g.epsilon] for g in job.source.groups]}
+        sections.append(Section(f"evaluate-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, engine))
+    total = sum(sec.n_items for sec in sections)
+    report = Progress(total) if progress is True else (progress or None)
+    results = run_sections(sections, chunk_size, client=client, checkpoint=checkpoint, progress=report)
+    return [_assemble(job, res, target, loss) for (_, job), res in zip(settings, results)]
 
 
 __all__ += ["evaluate_many"]

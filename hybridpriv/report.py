@@ -34,8 +34,15 @@ def git_hash() -> str:
         return "unknown"
 
 
-def provenance(config: Mapping[str, object], seed: int, started: float | None = None) -> dict[str, object]:
-    """Attributes recording how a result was made (all netCDF-serialisable)."""
+def provenance(
+    config: Mapping[str, object], seed: int, started: float | None = None, dask: str = "none"
+) -> dict[str, object]:
+    """Attributes recording how a result was made (all netCDF-serialisable).
+
+    ``dask``: where the chunks ran (:func:`hybridpriv.cluster.describe_client`: ``"none"``,
+    ``"local N workers"`` or ``"scheduler ADDRESS (N workers)"``); ``started``: a
+    :func:`time.perf_counter` value, for the wall time.
+    """
     attrs: dict[str, object] = {
         "hybridpriv_version": __version__,
         "git_hash": git_hash(),
@@ -45,6 +52,7 @@ def provenance(config: Mapping[str, object], seed: int, started: float | None = 
         "python": platform.python_version(),
         "numpy": np.__version__,
         "xarray": xr.__version__,
+        "dask": str(dask),
     }
     if started is not None:
         attrs["wall_time_seconds"] = round(time.perf_counter() - started, 3)

@@ -12,6 +12,7 @@ the recommended k) with :func:`hybridpriv.select.decide`.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -95,23 +96,26 @@ def risk_over_matrices(
     return da
 
 
-def _chain_risks(args) -> np.ndarray:
-    """Worker: risks (k, draws) of one chain's matrices (module level so processes can run it)."""
-    model, hs, chain, ks, epsilon, loss, trials, seed = args
+def _risks_chunk(job: tuple, task: tuple) -> dict[str, np.ndarray]:
+    """Task: risks ``(k, items)`` of the matrices of items ``start..stop`` (item ``i`` is
+    ``(chain, draw) = divmod(i, draws)``); ``hs`` holds their posterior row-sum histograms."""
+    model, ks, epsilon, loss, trials, seed, draws = job
+    start, stop, hs = task
     from .estimators.useritem import monte_carlo_user_item_loss
     from .theory import user_item_risk
 
-    out = np.empty((len(ks), hs.shape[0]))
-    for d in range(hs.shape[0]):
+    out = np.empty((len(ks), stop - start))
+    for j, i in enumerate(range(start, stop)):
+        chain, d = divmod(i, draws)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, chain, d)))
-        mat = model.matrix_for(hs[d], rng)
+        mat = model.matrix_for(hs[j], rng)
         if loss == "squared":
-            out[:, d] = user_item_risk(mat, np.asarray(ks), epsilon)
+            out[:, j] = user_item_risk(mat, np.asarray(ks), epsilon)
         else:
-            for j, kk in enumerate(ks):
+            for q, kk in enumerate(ks):
                 r = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3, int(kk), chain, d)))
-                out[j, d] = monte_carlo_user_item_loss(mat, int(kk), epsilon, r, trials, loss=loss)[0]
-    return out
+                out[q, j] = monte_carlo_user_item_loss(mat, int(kk), epsilon, r, trials, loss=loss)[0]
+    return {"risk": out}
 
 
 def posterior_risks(
@@ -122,38 +126,48 @@ def posterior_risks(
     loss: str = "squared",
     trials: int = 200,
     seed: int = 0,
-    workers: int = 1,
+    client=None,
+    checkpoint=None,
+    chunk_size: int | None = None,
+    progress=False,
 ) -> xr.DataArray:
     """Per-matrix risk of every k over the posterior draws of ``idata`` (``(k, chain, draw)``).
 
     Every posterior draw ``(chain, draw)`` of the row sums gets its matrix from
     ``UserItemModel.matrix_for`` with a generator keyed by ``(seed, chain, draw)`` (the same
-    matrices as ``UserItemModel.matrices_from``); chains run in ``workers`` processes and only
-    the risks come back, so memory holds one matrix per worker.  The numbers do not depend on
-    ``workers``.
+    matrices as ``UserItemModel.matrices_from``).  Matrices are made and scored in chunks
+    (``chunk_size`` draws; default: measured, see :mod:`hybridpriv.chunks`), in this process or
+    as tasks on the cluster of a ``dask.distributed`` ``client``; a task receives the model and
+    its draws' row sums and returns only the risks.  ``checkpoint``: a
+    :class:`~hybridpriv.checkpoint.Checkpoint` that keeps finished chunks (resume).  The numbers
+    do not depend on the chunking or on where the chunks run.
     """
+    from .chunks import Section, check_chunk_size, check_client, run_sections
+    from .evaluate import Progress
     from .privacy import check_epsilon
 
     k = _check_ks(ks)
     eps = check_epsilon(epsilon, allow_inf=False)
     if loss not in USER_ITEM_LOSSES:
         raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
-    if not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1, got {workers!r}")
-    hs = idata["posterior"]["h"].values
-    chains = hs.shape[0]
-    jobs = [(model, hs[c], c, [int(x) for x in k], eps, loss, trials, seed) for c in range(chains)]
-    if workers == 1 or chains == 1:
-        parts = [_chain_risks(j) for j in jobs]
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=min(workers, chains), mp_context=mp.get_context("spawn")) as pool:
-            parts = list(pool.map(_chain_risks, jobs))
-    out = np.stack(parts, axis=1)
+    chunk_size = check_chunk_size(chunk_size)
+    check_client(client)
+    if not (isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"progress must be True, False or a callable f(done), got {progress!r}")
+    hs = np.asarray(idata["posterior"]["h"].values)
+    chains, draws = hs.shape[0], hs.shape[1]
+    flat = hs.reshape(chains * draws, *hs.shape[2:])
+    ks_list = [int(x) for x in k]
+    job = (model, ks_list, eps, loss, int(trials), int(seed), draws)
+    engine = {"ks": ks_list, "epsilon": eps, "loss": loss, "trials": int(trials), "seed": int(seed),
+              "shape": [chains, draws], "row_sums_sum": int(flat.sum()),
+              "row_sums_crc32": zlib.crc32(np.ascontiguousarray(flat, dtype=np.int64).tobytes())}
+    section = Section("risks", _risks_chunk, job, chains * draws, engine, extra=lambda a, b: (flat[a:b],))
+    report = Progress(chains * draws, "scoring matrices") if progress is True else (progress or None)
+    parts = run_sections([section], chunk_size, client=client, checkpoint=checkpoint, progress=report)[0]
+    out = np.concatenate([p["risk"] for p in parts], axis=1).reshape(len(ks_list), chains, draws)
     da = xr.DataArray(out, dims=("k", "chain", "draw"),
-                      coords={"k": k, "chain": np.arange(chains), "draw": np.arange(hs.shape[1])})
+                      coords={"k": k, "chain": np.arange(chains), "draw": np.arange(draws)})
     da.attrs.update({"loss": loss, "epsilon": eps, "exact": int(loss == "squared"),
                      "mc_trials": 0 if loss == "squared" else trials})
     return da

@@ -30,7 +30,8 @@ KS = list(range(1, 21))
 CHAINS = 2
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False, **engine) -> xr.Dataset:
+    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.useritem.posterior_risks`."""
     from hybridpriv.models import UserItemModel
 
     scale = "full" if full else ("quick" if quick else "default")
@@ -42,7 +43,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     # (25 sum(c) at the small ones, where the row-sum level should be close to independent)
     moves = model.total if scale == "full" else 25 * model.total
     idata = model.sample(draws=per_chain, tune=200, chains=CHAINS, seed=seed, cores=CHAINS, moves=moves)
-    risk = posterior_risks(model, idata, KS, EPSILON, "squared", seed=seed, workers=CHAINS)
+    risk = posterior_risks(model, idata, KS, EPSILON, "squared", seed=seed, progress=progress, **engine)
     dec = decide_k(risk)
     ds = xr.Dataset(
         {

@@ -1296,7 +1296,7 @@ bad_evaluate_args = {
     "seed": st.one_of(st.integers(max_value=-1), st.floats(), st.text(max_size=2), st.none(), st.booleans()),
     "target": st.one_of(unknown_word, st.none(), st.just(["population"])),
     "loss": st.one_of(unknown_word, st.none(), st.just(["squared"])),
-    "chunk_size": st.one_of(st.integers(max_value=0), not_int),
+    "chunk_size": st.one_of(st.integers(max_value=0), not_int.filter(lambda v: v is not None)),  # None: measured
     "draws": st.one_of(st.integers(max_value=0), st.integers(5, 100), st.floats(), st.text(max_size=2), st.booleans()),
     "progress": st.one_of(st.text(min_size=1, max_size=3), st.integers(), st.floats()),
     "estimators": st.one_of(st.just([]), st.none(), st.text(max_size=2), st.just([object()]), st.just(_EV_ESTS + _EV_ESTS[:1]),

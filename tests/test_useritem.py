@@ -1,4 +1,4 @@
-"""Choosing k: per-matrix risks over the posterior, their independence from the worker count,
+"""Choosing k: per-matrix risks over the posterior, their independence from the chunking,
 and the decision over k."""
 
 import numpy as np
@@ -18,10 +18,10 @@ def fitted():
     return model, model.sample(draws=10, tune=20, chains=2, seed=3)
 
 
-def test_risks_do_not_depend_on_the_number_of_workers(fitted):
+def test_risks_do_not_depend_on_the_chunking(fitted):
     model, idata = fitted
-    one = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, workers=1)
-    two = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, workers=2)
+    one = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, chunk_size=1)
+    two = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, chunk_size=7)
     xr.testing.assert_identical(one, two)
     assert one.dims == ("k", "chain", "draw") and one.shape == (4, 2, 10)
 
@@ -64,7 +64,7 @@ def test_decision_over_k():
         ({"ks": [1, 1]}, r"ks must not repeat a value"),
         ({"epsilon": -1}, r"epsilon must be > 0, got -1"),
         ({"loss": "huber"}, r"loss must be one of"),
-        ({"workers": 0}, r"workers must be an integer >= 1, got 0"),
+        ({"chunk_size": 0}, r"chunk_size must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_arguments(fitted, kwargs, match):

@@ -1,0 +1,123 @@
+"""Resumable runs: a folder holding a manifest and one file per finished chunk.
+
+``DIR/manifest.json`` records the run's configuration, its seed and, per section of work
+(``evaluate``, ``risks``, ...), the engine's settings and the chunk layout.  ``DIR/chunks/``
+holds one ``SECTION-NNNNNN.npz`` per finished chunk, written to a temporary file and moved
+into place with :func:`os.replace`, so a killed run leaves whole chunks or none.  Opening a
+folder whose manifest holds another configuration is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["Checkpoint"]
+
+
+def _normalise(obj: object) -> object:
+    return json.loads(json.dumps(obj, sort_keys=True, default=str))
+
+
+def _diff(old: Mapping, new: Mapping) -> str:
+    keys = sorted(set(old) | set(new))
+    parts = [f"{k}: {old.get(k, '(absent)')!r} there, {new.get(k, '(absent)')!r} here" for k in keys if old.get(k) != new.get(k)]
+    return "; ".join(parts)
+
+
+def _write_atomic(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Checkpoint:
+    """A resumable run's folder (see the module docstring).
+
+    ``config`` is the run's full configuration (JSON-serialisable; it includes the seed).
+    A new folder gets a manifest; an existing one must hold the same configuration.
+    """
+
+    def __init__(self, folder: str | os.PathLike, config: Mapping[str, object]) -> None:
+        if not isinstance(config, Mapping):
+            raise TypeError(f"config must be a mapping, got {config!r}")
+        self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise ValueError(f"resume folder must be a folder, got the existing file {str(self.folder)!r}")
+        self.chunks = self.folder / "chunks"
+        self.chunks.mkdir(parents=True, exist_ok=True)
+        self.manifest_path = self.folder / "manifest.json"
+        self.config = _normalise(dict(config))
+        if self.manifest_path.exists():
+            try:
+                self.manifest = json.loads(self.manifest_path.read_text())
+                old = self.manifest["config"]
+            except (ValueError, KeyError) as exc:
+                raise ValueError(f"resume folder {str(self.folder)!r} has an unreadable manifest.json ({exc})") from None
+            if old != self.config:
+                raise ValueError(
+                    f"resume folder {str(self.folder)!r} holds a run with another configuration ({_diff(old, self.config)}); "
+                    "rerun with the same settings or use a new folder"
+                )
+        else:
+            self.manifest = {"config": self.config, "seed": self.config.get("seed"), "sections": {}}
+            self._save_manifest()
+
+    def _save_manifest(self) -> None:
+        text = json.dumps(self.manifest, indent=1, sort_keys=True).encode()
+        _write_atomic(self.manifest_path, lambda fh: fh.write(text))
+
+    def layout(self, section: str, engine: Mapping[str, object], chunks: Sequence[tuple[int, int]] | None,
+               make=None) -> list[tuple[int, int]]:
+        """The chunk layout of ``section``: the manifest's if it has one, else ``chunks`` (or ``make()``)
+        recorded now.  ``engine`` (the section's settings) must match the manifest's."""
+        engine = _normalise(dict(engine))
+        known = self.manifest["sections"].get(section)
+        if known is not None:
+            if known["engine"] != engine:
+                raise ValueError(
+                    f"resume folder {str(self.folder)!r}: section {section!r} was run with other settings "
+                    f"({_diff(known['engine'], engine)}); rerun with the same settings or use a new folder"
+                )
+            stored = [tuple(c) for c in known["chunks"]]
+            if chunks is not None and [tuple(c) for c in chunks] != stored:
+                raise ValueError(
+                    f"chunk_size does not match the chunk layout recorded in {str(self.manifest_path)!r} "
+                    f"(first chunk {list(stored[0])} there); omit chunk_size to resume"
+                )
+            return stored
+        layout = [tuple(int(x) for x in c) for c in (chunks if chunks is not None else make())]
+        self.manifest["sections"][section] = {"engine": engine, "chunks": [list(c) for c in layout]}
+        self._save_manifest()
+        return layout
+
+    def _path(self, section: str, index: int) -> Path:
+        return self.chunks / f"{section}-{index:06d}.npz"
+
+    def load(self, section: str, index: int) -> dict[str, np.ndarray] | None:
+        """The arrays of a finished chunk, or ``None``."""
+        path = self._path(section, index)
+        if not path.exists():
+            return None
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+
+    def save(self, section: str, index: int, arrays: Mapping[str, np.ndarray]) -> None:
+        """Write a finished chunk atomically."""
+        _write_atomic(self._path(section, index), lambda fh: np.savez(fh, **arrays))
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({str(self.folder)!r})"

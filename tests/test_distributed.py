@@ -1,0 +1,160 @@
+"""Same seed, same numbers on dask.distributed: one process vs a LocalCluster of 2 workers vs a
+scheduler and workers started separately (as their own processes, on 127.0.0.1)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.data import normal_source
+from hybridpriv.estimators import UniformMean, WeightedMean
+from hybridpriv.evaluate import evaluate, evaluate_many
+from hybridpriv.privacy import Bounds, Group
+
+distributed = pytest.importorskip("distributed")
+
+GROUPS = (Group("a", 30, 1.0), Group("b", 50, 0.2))
+BOUNDS = Bounds(0.0, 10.0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                       dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _ests():
+    return [WeightedMean(GROUPS, BOUNDS, 4.0), UniformMean(GROUPS, BOUNDS)]
+
+
+def test_evaluate_on_a_cluster_equals_one_process(client):
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 40)
+    here = evaluate(_ests(), src, trials=5, seed=7, chunk_size=4)
+    there = evaluate(_ests(), src, trials=5, seed=7, chunk_size=9, client=client)
+    xr.testing.assert_identical(here, there)
+    other_seed = evaluate(_ests(), src, trials=5, seed=8, chunk_size=9, client=client)
+    assert not np.array_equal(here.estimate.values, other_seed.estimate.values)
+
+
+def test_evaluate_many_on_a_cluster_equals_one_process(client):
+    def runs():
+        for n in (10, 40):
+            groups = (Group("a", n, 1.0), Group("b", 50, 0.2))
+            yield {"n": n}, [WeightedMean(groups, BOUNDS, 4.0), UniformMean(groups, BOUNDS)], normal_source(
+                groups, BOUNDS, 5.0, 2.0, 30)
+
+    here = evaluate_many(runs(), {"n": [10, 40]}, trials=3, seed=2)
+    there = evaluate_many(runs(), {"n": [10, 40]}, trials=3, seed=2, client=client, chunk_size=7)
+    xr.testing.assert_identical(here, there)
+
+
+def test_user_item_risks_on_a_cluster_equal_one_process(client):
+    from hybridpriv.models import UserItemModel
+    from hybridpriv.useritem import posterior_risks
+
+    model = UserItemModel([30, 18, 12, 9, 7, 5, 4, 3], 40)
+    idata = model.sample(draws=12, tune=20, chains=2, seed=3)
+    here = posterior_risks(model, idata, range(1, 5), 1.0, seed=1)
+    there = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client, chunk_size=5)
+    xr.testing.assert_identical(here, there)
+
+
+def test_a_client_that_is_not_a_dask_client_is_refused():
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 4)
+    with pytest.raises(TypeError, match="client must be a dask.distributed.Client or None, got str"):
+        evaluate(_ests(), src, client="tcp://127.0.0.1:8786")
+
+
+def test_importing_never_imports_dask_and_running_without_a_client_never_imports_distributed():
+    # (xarray itself imports dask.array while building datasets when dask is installed)
+    code = (
+        "import sys, hybridpriv, hybridpriv.cli, hybridpriv.evaluate, hybridpriv.useritem, hybridpriv.studies\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
+        "from hybridpriv.data import normal_source\nfrom hybridpriv.estimators import UniformMean\n"
+        "from hybridpriv.privacy import Bounds, Group\n"
+        "g = (Group('a', 5, 1.0),); b = Bounds(0.0, 1.0)\n"
+        "hybridpriv.evaluate.evaluate([UniformMean(g, b)], normal_source(g, b, 0.5, 0.2, 3), seed=1)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'distributed'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["[]", "[]"]
+
+
+def test_workers_without_dask_installed_is_one_error_line(monkeypatch, capsys, tmp_path):
+    from hybridpriv.cli import main
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
+    code = main(["study", "run", "ferrando-means", "--quick", "--workers", "2", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("error: dask.distributed is not installed: pip install 'hybridpriv[distributed]'")
+
+
+def test_workers_and_scheduler_exclude_each_other(capsys, tmp_path):
+    from hybridpriv.cli import main
+
+    code = main(["study", "run", "ferrando-means", "--quick", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1",
+                 "--out", str(tmp_path)])
+    assert code == 2 and capsys.readouterr().err == "error: --workers and --scheduler exclude each other\n"
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "hybridpriv.cli", "study", "run", "ferrando-means", "--quick",
+                           "--seed", "3", *args], capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """`dask scheduler` and `dask worker --nworkers 2` as separate processes on 127.0.0.1."""
+    sched_file = tmp_path / "scheduler.json"
+    common = {"cwd": tmp_path, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                               "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)], **common)]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        assert address.startswith("tcp://127.0.0.1:")
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--host",
+                                       "127.0.0.1", "--nworkers", "2", "--nthreads", "1", "--no-dashboard"], **common))
+        with distributed.Client(address, timeout=30) as c:
+            c.wait_for_workers(2, timeout=60)
+        yield address
+    finally:
+        for p in reversed(procs):
+            os.killpg(p.pid, signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def test_study_gives_identical_data_in_one_process_on_two_local_workers_and_on_a_separate_scheduler(
+        scheduler, tmp_path):
+    runs = {"one": _cli("--out", "one", cwd=tmp_path),
+            "local": _cli("--out", "local", "--workers", "2", cwd=tmp_path),
+            "sched": _cli("--out", "sched", "--scheduler", scheduler, cwd=tmp_path)}
+    for name, proc in runs.items():
+        assert proc.returncode == 0, (name, proc.stderr[-2000:])
+    ds = {name: xr.load_dataset(tmp_path / name / "ferrando-means.nc") for name in runs}
+    for name in ("local", "sched"):
+        xr.testing.assert_identical(ds["one"].drop_attrs(), ds[name].drop_attrs())
+    assert ds["one"].attrs["dask"] == "none"
+    assert ds["local"].attrs["dask"] == "local 2 workers"
+    assert ds["sched"].attrs["dask"] == f"scheduler {scheduler} (2 workers)"
+    for d in ds.values():
+        assert d.attrs["seed"] == 3 and json.loads(d.attrs["config"])["seed"] == 3
+        assert d.attrs["wall_time_seconds"] > 0 and d.attrs["hybridpriv_version"] and d.attrs["git_hash"]

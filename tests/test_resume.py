@@ -1,0 +1,147 @@
+"""Resume: a run killed with SIGKILL and continued with --resume gives the uninterrupted run's
+numbers; finished chunks are reused, not recomputed; another configuration is refused."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.checkpoint import Checkpoint
+from hybridpriv.cli import main
+from hybridpriv.data import normal_source
+from hybridpriv.estimators import UniformMean, WeightedMean
+from hybridpriv.evaluate import evaluate
+from hybridpriv.privacy import Bounds, Group
+
+STUDY = ["study", "run", "ferrando-means", "--quick", "--seed", "5"]
+GROUPS = (Group("a", 30, 1.0), Group("b", 50, 0.2))
+BOUNDS = Bounds(0.0, 10.0)
+
+
+def _study(*args, cwd):
+    return subprocess.Popen([sys.executable, "-m", "hybridpriv.cli", *STUDY, *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_sigkill_in_the_middle_then_resume_equals_an_uninterrupted_run(tmp_path):
+    # chunk size 1: 600 chunk files, written over a few seconds, so the kill lands in the middle
+    killed = _study("--out", "killed", "--resume", "ckpt", "--chunk-size", "1", cwd=tmp_path)
+    chunks = tmp_path / "ckpt" / "chunks"
+    deadline = time.monotonic() + 120
+    found = 0
+    while killed.poll() is None and time.monotonic() < deadline:
+        found = len(list(chunks.glob("*.npz"))) if chunks.exists() else 0
+        if found >= 20:
+            killed.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    killed.wait(timeout=60)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.read()[-2000:]
+    manifest = json.loads((tmp_path / "ckpt" / "manifest.json").read_text())
+    total = sum(len(sec["chunks"]) for sec in manifest["sections"].values())
+    done_before = len(list(chunks.glob("*.npz")))
+    assert 20 <= done_before < total == 600
+    assert not (tmp_path / "killed" / "ferrando-means.nc").exists()
+
+    resumed = _study("--out", "resumed", "--resume", "ckpt", cwd=tmp_path)  # layout from the manifest
+    whole = _study("--out", "whole", cwd=tmp_path)
+    for proc in (resumed, whole):
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:]
+    assert len(list(chunks.glob("*.npz"))) == total
+    assert not list(chunks.glob(".*.tmp"))
+    a = xr.load_dataset(tmp_path / "resumed" / "ferrando-means.nc")
+    b = xr.load_dataset(tmp_path / "whole" / "ferrando-means.nc")
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    assert a.attrs["resumed_from"] == "ckpt" and a.attrs["seed"] == 5
+
+
+def test_a_resume_folder_of_another_configuration_is_refused(tmp_path, capsys):
+    Checkpoint(tmp_path / "ckpt", {"study": "ferrando-means", "quick": True, "full": False, "seed": 5})
+    code = main([*STUDY[:-1], "6", "--resume", str(tmp_path / "ckpt"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"error: resume folder '{tmp_path / 'ckpt'}' holds a run with another configuration "
+                          "(seed: 5 there, 6 here)")
+    assert not (tmp_path / "out").exists()
+
+
+def _ests():
+    return [WeightedMean(GROUPS, BOUNDS, 4.0), UniformMean(GROUPS, BOUNDS)]
+
+
+class _Broken:
+    """A source that fails if asked for any dataset: proves finished chunks are read, not redone."""
+
+    def __init__(self, src):
+        self.groups, self.bounds, self.shape = src.groups, src.bounds, src.shape
+
+    def generate(self, chain, draw, rng):
+        raise RuntimeError(f"dataset ({chain}, {draw}) was generated again")
+
+
+def test_finished_chunks_are_read_back_and_missing_ones_recomputed(tmp_path):
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 30)
+    config = {"what": "test", "seed": 4}
+    plain = evaluate(_ests(), src, trials=3, seed=4)
+    first = evaluate(_ests(), src, trials=3, seed=4, chunk_size=4, checkpoint=Checkpoint(tmp_path, config))
+    xr.testing.assert_identical(plain, first)
+    files = sorted((tmp_path / "chunks").glob("*.npz"))
+    assert len(files) == 8
+    again = evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
+    xr.testing.assert_identical(plain, again)
+    for f in files[2:5]:
+        f.unlink()
+    with pytest.raises(RuntimeError, match=r"dataset \(0, 8\) was generated again"):
+        evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
+    redone = evaluate(_ests(), src, trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
+    xr.testing.assert_identical(plain, redone)
+    assert len(list((tmp_path / "chunks").glob("*.npz"))) == 8
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"trials": 2}, r"section 'evaluate-0' was run with other settings \(trials: 3 there, 2 here\)"),
+        ({"seed": 9}, r"section 'evaluate-0' was run with other settings \(seed: 4 there, 9 here\)"),
+        ({"chunk_size": 5}, r"chunk_size does not match the chunk layout recorded in .*manifest.json"),
+    ],
+)
+def test_other_engine_settings_in_the_same_folder_are_refused(tmp_path, change, match):
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 12)
+    args = {"trials": 3, "seed": 4, "chunk_size": 4}
+    evaluate(_ests(), src, **args, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+    with pytest.raises(ValueError, match=match):
+        evaluate(_ests(), src, **(args | change), checkpoint=Checkpoint(tmp_path, {"run": 1}))
+
+
+def test_manifest_records_configuration_seed_and_a_layout_covering_every_item_once(tmp_path):
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 23)
+    evaluate(_ests(), src, trials=2, seed=4, chunk_size=5, checkpoint=Checkpoint(tmp_path, {"name": "x", "seed": 4}))
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["config"] == {"name": "x", "seed": 4} and manifest["seed"] == 4
+    chunks = manifest["sections"]["evaluate-0"]["chunks"]
+    assert chunks == [[0, 5], [5, 10], [10, 15], [15, 20], [20, 23]]
+    with np.load(tmp_path / "chunks" / "evaluate-0-000004.npz") as last:
+        assert last["estimate"].shape == (2, 3, 2)
+
+
+@pytest.mark.parametrize("bad", ["file", "manifest"])
+def test_unusable_resume_folders_are_refused(tmp_path, bad):
+    target = tmp_path / "x"
+    if bad == "file":
+        target.write_text("")
+        match = "resume folder must be a folder, got the existing file"
+    else:
+        (target / "chunks").mkdir(parents=True)
+        (target / "manifest.json").write_text("{not json")
+        match = "has an unreadable manifest.json"
+    with pytest.raises(ValueError, match=match):
+        Checkpoint(target, {"seed": 0})
+    assert os.path.exists(target)
