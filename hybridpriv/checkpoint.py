@@ -3,12 +3,15 @@
 ``DIR/manifest.json`` records the run's configuration, its seed and, per section of work
 (``evaluate``, ``risks``, ...), the engine's settings and the chunk layout.  ``DIR/chunks/``
 holds one ``SECTION-NNNNNN.npz`` per finished chunk, written to a temporary file and moved
-into place with :func:`os.replace`, so a killed run leaves whole chunks or none.  Opening a
-folder whose manifest holds another configuration is refused.
+into place with :func:`os.replace`, so a killed run leaves whole chunks or none; the temporary
+files a killed writer leaves behind are removed when the folder is next opened.  A folder is
+used by one run at a time (an exclusive ``flock`` on ``DIR/.lock``; a second run is refused).
+Opening a folder whose manifest holds another configuration is refused.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -59,6 +62,14 @@ class Checkpoint:
             raise ValueError(f"resume folder must be a folder, got the existing file {str(self.folder)!r}")
         self.chunks = self.folder / "chunks"
         self.chunks.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.folder / ".lock", "a")  # held (and the lock with it) until this object is freed
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise ValueError(f"resume folder {str(self.folder)!r} is in use by another run; wait for it or use a new folder") from None
+        for orphan in [*self.chunks.glob(".*.tmp"), *self.folder.glob(".*.tmp")]:  # left by a killed writer
+            orphan.unlink(missing_ok=True)
         self.manifest_path = self.folder / "manifest.json"
         self.config = _normalise(dict(config))
         if self.manifest_path.exists():
@@ -75,6 +86,17 @@ class Checkpoint:
         else:
             self.manifest = {"config": self.config, "seed": self.config.get("seed"), "sections": {}}
             self._save_manifest()
+
+    def close(self) -> None:
+        """Release the folder for other runs (also done when the object is garbage-collected)."""
+        if not self._lock.closed:
+            self._lock.close()
+
+    def __enter__(self) -> "Checkpoint":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _save_manifest(self) -> None:
         text = json.dumps(self.manifest, indent=1, sort_keys=True).encode()

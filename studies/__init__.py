@@ -66,10 +66,14 @@ def run_study(
     run_config = {"study": name, "quick": bool(quick), "full": bool(full), "seed": int(seed)}
     checkpoint = Checkpoint(resume, run_config) if resume is not None else None
     engine = {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size}
-    if full:
-        ds = module.run(quick=quick, seed=seed, progress=progress, full=True, **engine)
-    else:
-        ds = module.run(quick=quick, seed=seed, progress=progress, **engine)
+    try:
+        if full:
+            ds = module.run(quick=quick, seed=seed, progress=progress, full=True, **engine)
+        else:
+            ds = module.run(quick=quick, seed=seed, progress=progress, **engine)
+    finally:
+        if checkpoint is not None:
+            checkpoint.close()
     ds.attrs.update(provenance({**run_config, **ds.attrs.pop("config", {})}, seed, started,
                                dask=describe_client(client)))
     ds.attrs["study"] = name

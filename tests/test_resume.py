@@ -145,3 +145,18 @@ def test_unusable_resume_folders_are_refused(tmp_path, bad):
     with pytest.raises(ValueError, match=match):
         Checkpoint(target, {"seed": 0})
     assert os.path.exists(target)
+
+
+def test_opening_a_folder_removes_a_killed_writers_temporary_files_and_one_run_holds_it(tmp_path):
+    first = Checkpoint(tmp_path, {"seed": 1})
+    first.save("evaluate", 0, {"x": np.arange(3)})
+    orphan = first.chunks / ".evaluate-000001.npz.abc123.tmp"   # what os.replace never got to move
+    orphan.write_bytes(b"half a chunk")
+    with pytest.raises(ValueError, match="in use by another run"):
+        Checkpoint(tmp_path, {"seed": 1})
+    assert orphan.exists()                                     # the refused opener touched nothing
+    first.close()
+    with Checkpoint(tmp_path, {"seed": 1}) as again:
+        assert not orphan.exists()
+        assert again.load("evaluate", 0)["x"].tolist() == [0, 1, 2]
+        assert again.load("evaluate", 1) is None
