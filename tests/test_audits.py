@@ -33,10 +33,14 @@ from hybridpriv import mechanisms as M
 from hybridpriv.estimators import (
     ContributionBoundedCounts,
     Estimator,
+    FullLM,
+    Hybrid,
+    LMOnly,
     PDPSample,
     PEMedian,
     PublicMean,
     PublicMedian,
+    TCMOnly,
     UniformMean,
     UniformMedian,
     WeightedMean,
@@ -191,6 +195,7 @@ def _groups(strict: float, loose: float) -> list[Group]:
 SETTINGS = {"eps=(0.5, 4)": (0.5, 4.0), "eps=(1, 2)": (1.0, 2.0)}
 ZEROS = [np.zeros(N)] * 3  # means: other records at 0 add nothing random (a sum's worst case)
 TIED = [np.full(N, 0.8)] * 3  # medians: other records tied near the upper bound
+ZEROS2 = ZEROS[:2]  # hybrid-model estimators take two groups: (TCM users, LM users)
 
 
 class StrictNoiseAtLoosestEpsilon(WeightedMean):
@@ -206,6 +211,14 @@ class StrictNoiseAtLoosestEpsilon(WeightedMean):
         loosest = eps[np.isfinite(eps)].max()
         scale = np.where(np.isinf(eps), 0.0, self.sensitivity / loosest)
         return ((sums + scale * rng.laplace(size=sums.shape)) / self.sizes) @ self.weights
+
+
+class TCMNoiseAtLMEpsilon(Hybrid):
+    """Broken: the curator's noise on the TCM mean is calibrated to the LM group's epsilon."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._scale_T = self.tcm_sensitivity / self.groups[1].epsilon
 
 
 class SwappedKeepProbabilities(PDPSample):
@@ -248,6 +261,19 @@ _ESTIMATOR_CASES: dict[str, tuple[Callable[[list[Group]], Estimator], list, str]
     "UniformMedian": (lambda g: UniformMedian(g, BOUNDS), TIED, "UniformMedian"),
     "PublicMean": (lambda g: PublicMean(g, BOUNDS), ZEROS, "PublicMean"),
     "PublicMedian": (lambda g: PublicMedian(g, BOUNDS), TIED, "PublicMedian"),
+    "TCMOnly": (lambda g: TCMOnly(g[:2], BOUNDS), ZEROS2, "TCMOnly"),
+    "TCMOnly gaussian": (lambda g: TCMOnly(g[:2], BOUNDS, noise="gaussian", delta=1e-5), ZEROS2, "TCMOnly"),
+    "FullLM": (lambda g: FullLM(g[:2], BOUNDS), ZEROS2, "FullLM"),
+    "FullLM gaussian": (lambda g: FullLM(g[:2], BOUNDS, noise="gaussian", delta=1e-5), ZEROS2, "FullLM"),
+    "LMOnly": (lambda g: LMOnly(g[:2], BOUNDS), ZEROS2, "LMOnly"),
+    "Hybrid kvh": (lambda g: Hybrid(g[:2], BOUNDS, "kvh", sigma2=SIGMA2), ZEROS2, "Hybrid"),
+    "Hybrid kvh, loose group in TCM": (lambda g: Hybrid(g[1::-1], BOUNDS, "kvh", sigma2=SIGMA2), ZEROS2, "Hybrid"),
+    "Hybrid pwh gaussian replace": (
+        lambda g: Hybrid(g[:2], BOUNDS, "pwh", noise="gaussian", delta=1e-5, relation="replace"),
+        ZEROS2,
+        "Hybrid",
+    ),
+    "Hybrid w=0.5": (lambda g: Hybrid(g[:2], BOUNDS, 0.5), ZEROS2, "Hybrid"),
 }
 
 for _name, (_make, _data, _cls) in _ESTIMATOR_CASES.items():
@@ -258,6 +284,10 @@ for _name, (_make, _data, _cls) in _ESTIMATOR_CASES.items():
 for _label, _eps in SETTINGS.items():
     BROKEN[f"WeightedMean, strict group's noise at the loosest epsilon, {_label}"] = (
         _estimator_run(lambda g: StrictNoiseAtLoosestEpsilon(g, BOUNDS, SIGMA2), _eps, ZEROS),
+        "strict",
+    )
+    BROKEN[f"Hybrid, TCM noise at the LM group's epsilon, w=0.9, {_label}"] = (
+        _estimator_run(lambda g: TCMNoiseAtLMEpsilon(g[:2], BOUNDS, 0.9), _eps, ZEROS2),
         "strict",
     )
     BROKEN[f"PDPSample expected, keep-probabilities with eps_i and t swapped, t=max, {_label}"] = (

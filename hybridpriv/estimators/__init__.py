@@ -16,6 +16,8 @@ label                     statistic  class
 ``uniform-median``        median     :class:`UniformMedian`
 ``public-median``         median     :class:`PublicMedian`
 ``k=<k>``                 counts     :class:`ContributionBoundedCounts` (Zeber & Lopatka; user-item, not in the registry)
+``tcm-only`` ...          mean       :class:`TCMOnly`, :class:`FullLM`, :class:`LMOnly`, :class:`Hybrid` (Avent et al.;
+                                     two groups: trusted-curator users, local-model users; not in the registry)
 ========================  =========  ===================================================
 """
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..privacy import Bounds, Group
+from .avent import AVENT_NOISES, AVENT_WEIGHTS, FullLM, Hybrid, LMOnly, TCMOnly
 from .base import Estimator, resolve_sigma2
 from .baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
 from .jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
@@ -38,15 +41,21 @@ from .useritem import (
 )
 
 __all__ = [
+    "AVENT_NOISES",
+    "AVENT_WEIGHTS",
     "ContributionBoundedCounts",
     "ESTIMATOR_NAMES",
     "ESTIMATOR_STATISTIC",
     "Estimator",
+    "FullLM",
+    "Hybrid",
+    "LMOnly",
     "MonteCarloLoss",
     "PDPSample",
     "PEMedian",
     "PublicMean",
     "PublicMedian",
+    "TCMOnly",
     "THRESHOLD_RULES",
     "USER_ITEM_LOSSES",
     "UniformMean",

@@ -505,3 +505,10 @@ def user_item_risk(matrix: object, k: object, epsilon: float) -> float | np.ndar
     """
     terms = user_item_risk_terms(matrix, k, epsilon)
     return terms.total
+
+
+# Avent et al. (hybrid trust model): its own module, re-exported here.
+from . import avent as _avent  # noqa: E402
+from .avent import *  # noqa: E402,F401,F403
+
+__all__ += _avent.__all__
