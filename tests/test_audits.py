@@ -30,6 +30,7 @@ import pytest
 
 import hybridpriv.estimators as estimators_module
 from hybridpriv import mechanisms as M
+from hybridpriv.estimators.wang import HybridMEstimator, representation_counts, representation_weights
 from hybridpriv.estimators import (
     ContributionBoundedCounts,
     Estimator,
@@ -294,6 +295,43 @@ for _label, _eps in SETTINGS.items():
         _estimator_run(lambda g: SwappedKeepProbabilities(g, BOUNDS, "max", denominator="expected"), _eps, ZEROS),
         "strict",
     )
+
+
+# Wang et al.: the representation weights (Proposition 1, sensitivity 2 under replace-one) and Algorithm 1.
+_RW_PUBLIC = np.array([[0.0], [1.0]])
+_RW_PAIR = (np.array([[0.0], [0.0], [0.0]]), np.array([[1.0], [0.0], [0.0]]))  # counts (3,0) -> (2,1)
+
+
+def _rw_statistic(out):  # increasing in the log-likelihood ratio (post-processing)
+    c = 3 * out
+    return np.clip(c[:, 0] - 2.0, 0.0, 1.0) + np.clip(1.0 - c[:, 1], 0.0, 1.0)
+
+
+def _rw_run(epsilon, broken):
+    def mech(d, rng, size):
+        if broken:  # sensitivity 1 instead of 2
+            counts = np.broadcast_to(representation_counts(d, _RW_PUBLIC), (size, 2))
+            return np.maximum(M.laplace(counts, 1.0 / epsilon, rng) / d.shape[0], 0.0)
+        return representation_weights(d, _RW_PUBLIC, epsilon, rng, size=size)
+
+    return lambda seed: _one(
+        audit(mech, _RW_PAIR, epsilon, samples=SAMPLES, confidence=CONFIDENCE, seed=seed, statistic=_rw_statistic)
+    )
+
+
+def _hybrid_m_run(contrast, eps):
+    est = HybridMEstimator([Group("private", N, eps), Group("public", N, math.inf)], BOUNDS, contrast)
+    data = [np.zeros(N), np.linspace(-1.0, 1.0, N)]
+    return lambda seed: audit_estimator(est, data, samples=SAMPLES, confidence=CONFIDENCE, seed=seed)
+
+
+for _eps in (0.5, 2.0):
+    CORRECT[f"representation_weights eps={_eps:g}"] = _rw_run(_eps, False)
+    COVERS[f"representation_weights eps={_eps:g}"] = "representation_weights"
+    BROKEN[f"representation_weights, sensitivity 1 instead of 2, eps={_eps:g}"] = (_rw_run(_eps, True), "mechanism")
+    for _c in ("mean", "median"):
+        CORRECT[f"HybridMEstimator {_c} eps={_eps:g}"] = _hybrid_m_run(_c, _eps)
+        COVERS[f"HybridMEstimator {_c} eps={_eps:g}"] = "HybridMEstimator"
 
 
 # ---------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ label                     statistic  class
 ``k=<k>``                 counts     :class:`ContributionBoundedCounts` (Zeber & Lopatka; user-item, not in the registry)
 ``tcm-only`` ...          mean       :class:`TCMOnly`, :class:`FullLM`, :class:`LMOnly`, :class:`Hybrid` (Avent et al.;
                                      two groups: trusted-curator users, local-model users; not in the registry)
+``hybrid-m-<contrast>``   mean/median :class:`HybridMEstimator` (Wang et al. Algorithm 1 on scalar records); the
+                                     multivariate M-estimators are functions: :func:`algorithm1`, :func:`algorithm2`, ...
 ========================  =========  ===================================================
 """
 
@@ -31,6 +33,22 @@ from .base import Estimator, resolve_sigma2
 from .baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
 from .jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
 from .mixed import WeightedMean, WeightedMedian
+from .wang import (
+    Algorithm2Result,
+    CustomContrast,
+    HybridMEstimator,
+    LogisticContrast,
+    algorithm1,
+    algorithm2,
+    hybrid_oracle,
+    lei_m_estimator,
+    load_hybrid_csv,
+    m_estimate,
+    prediction_error,
+    public_only,
+    private_fit,
+    representation_weights,
+)
 from .useritem import (
     USER_ITEM_LOSSES,
     ContributionBoundedCounts,
@@ -43,13 +61,17 @@ from .useritem import (
 __all__ = [
     "AVENT_NOISES",
     "AVENT_WEIGHTS",
+    "Algorithm2Result",
     "ContributionBoundedCounts",
+    "CustomContrast",
     "ESTIMATOR_NAMES",
     "ESTIMATOR_STATISTIC",
     "Estimator",
     "FullLM",
     "Hybrid",
+    "HybridMEstimator",
     "LMOnly",
+    "LogisticContrast",
     "MonteCarloLoss",
     "PDPSample",
     "PEMedian",
@@ -62,11 +84,21 @@ __all__ = [
     "UniformMedian",
     "WeightedMean",
     "WeightedMedian",
+    "algorithm1",
+    "algorithm2",
     "bounded_counts",
     "default_estimators",
+    "hybrid_oracle",
+    "lei_m_estimator",
+    "load_hybrid_csv",
+    "m_estimate",
     "make_estimator",
     "monte_carlo_user_item_loss",
     "pe_median_costs",
+    "prediction_error",
+    "private_fit",
+    "public_only",
+    "representation_weights",
     "resolve_sigma2",
     "sample_kept_entries",
 ]
