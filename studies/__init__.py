@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from . import ferrando_means, ferrando_medians, zeber_user_item
+from . import avent_kmeans, ferrando_means, ferrando_medians, zeber_user_item
 
 __all__ = ["STUDIES", "Study", "run_study"]
 
@@ -31,6 +31,7 @@ STUDIES: dict[str, Study] = {
     "ferrando-means": Study("ferrando-means", ferrando_means),
     "ferrando-medians": Study("ferrando-medians", ferrando_medians),
     "zeber-user-item": Study("zeber-user-item", zeber_user_item),
+    "avent-kmeans": Study("avent-kmeans", avent_kmeans),
 }
 
 
