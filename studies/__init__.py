@@ -12,7 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from . import avent_kmeans, ferrando_means, ferrando_medians, zeber_user_item
+from . import (
+    avent_amplification,
+    avent_bayes,
+    avent_kmeans,
+    avent_kvh,
+    avent_pwh,
+    avent_salaries,
+    avent_skew,
+    ferrando_means,
+    ferrando_medians,
+    zeber_user_item,
+)
 
 __all__ = ["STUDIES", "Study", "run_study"]
 
@@ -31,7 +42,13 @@ STUDIES: dict[str, Study] = {
     "ferrando-means": Study("ferrando-means", ferrando_means),
     "ferrando-medians": Study("ferrando-medians", ferrando_medians),
     "zeber-user-item": Study("zeber-user-item", zeber_user_item),
+    "avent-kvh": Study("avent-kvh", avent_kvh),
+    "avent-salaries": Study("avent-salaries", avent_salaries),
+    "avent-pwh": Study("avent-pwh", avent_pwh),
+    "avent-skew": Study("avent-skew", avent_skew),
     "avent-kmeans": Study("avent-kmeans", avent_kmeans),
+    "avent-amplification": Study("avent-amplification", avent_amplification),
+    "avent-bayes": Study("avent-bayes", avent_bayes),
 }
 
 
