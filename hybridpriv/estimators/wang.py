@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -1163,6 +1164,14 @@ def algorithm2(
         s = default_s if criterion_sensitivity is None else check_positive(criterion_sensitivity, "criterion_sensitivity")
         if criterion_sensitivity is not None and criterion == "paper" and reference_ridge is None:
             proven = False
+        if not proven:
+            warnings.warn(
+                "algorithm2: criterion='paper' without reference_ridge uses the paper's sensitivity 1, which "
+                "ignores that beta_hat(D) moves with the data (docs/wang-estimators.md has a counterexample); "
+                "epsilon_3 is then not a proven guarantee. Pass reference_ridge=... or criterion='brier' for one.",
+                UserWarning,
+                stacklevel=2,
+            )
     elif callable(criterion):
         if criterion_sensitivity is None:
             raise ValueError("a callable criterion needs criterion_sensitivity (its sensitivity under replace-one)")

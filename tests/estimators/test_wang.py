@@ -9,6 +9,7 @@ medians (the module uses a linear program), ``np.histogramdd`` (the module uses
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -418,6 +419,18 @@ def small_sets():
     return simulate(300, 120, 2, np.random.default_rng(21))
 
 
+def test_algorithm2_warns_when_the_criterion_sensitivity_is_not_proven(small_sets):
+    D, E = small_sets
+    args = (D, E, "logistic", (0.4, 0.1, 0.5), [30, 120])
+    with pytest.warns(UserWarning, match="not a proven guarantee"):
+        assert algorithm2(*args, np.random.default_rng(2)).sensitivity_proven is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert algorithm2(*args, np.random.default_rng(2), reference_ridge=1.0).sensitivity_proven is True
+        assert algorithm2(*args, np.random.default_rng(2), criterion="brier").sensitivity_proven is True
+
+
+@pytest.mark.filterwarnings("ignore:algorithm2. criterion='paper':UserWarning")
 @pytest.mark.parametrize("selection,factor", [("noisy_min", 1), ("curve", 1), ("exponential", 1), ("paper", None)])
 def test_algorithm2_budget_is_the_accountants_total(small_sets, selection, factor):
     D, E = small_sets
