@@ -1,22 +1,36 @@
 """Full-scale user-item selection (Zeber & Lopatka): n = 2,000, m = 100, 100,000 matrices, k = 1..10.
 
-Prints wall time, peak memory, Curveball trades per second, matrices per second, and the
-ratio of the exact-risk path against a naive baseline measured in the same run: dense NumPy
-Monte Carlo of the mechanism with R replicates on the same matrices, extrapolated from a
-subset, at equal Monte Carlo error of the expected loss.
+Prints wall time, peak memory (this process, PyMC's sampler processes, and every dask worker
+process, read in the workers with ``client.run``), Curveball trades per second, matrices per
+second, and the ratio of the exact-risk path against a naive baseline measured in the same
+run: dense NumPy Monte Carlo of the mechanism with R replicates on the same matrices,
+extrapolated from a subset, at equal Monte Carlo error of the expected loss.
 
-    python benchmarks/user_item_full_scale.py            # the full run (a few minutes)
-    python benchmarks/user_item_full_scale.py --draws 2000   # a smaller one
+    python benchmarks/user_item_full_scale.py              # the full run (~4-5 min on a quiet 2-core machine)
+    python benchmarks/user_item_full_scale.py --draws 2000 # a smaller one (~30 s)
 """
 
 from __future__ import annotations
 
-import argparse
-import math
-import resource
-import time
+import os
 
-import numpy as np
+# before numpy is imported: one thread per process, like the dask workers
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import math  # noqa: E402
+import resource  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of the calling process (run in each worker with ``client.run``)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def naive_dense_losses(mat, ks, epsilon, replicates, rng) -> np.ndarray:
@@ -75,7 +89,11 @@ def main() -> None:
     t0 = time.perf_counter()
     idata = model.sample(draws=per_chain, tune=200, chains=chains, seed=args.seed, cores=chains, moves=model.total)
     t_rows = time.perf_counter() - t0
+    # the sampler's processes have ended: the largest of them (RUSAGE_CHILDREN counts only
+    # ended, waited-for children, so not the dask workers, which are read below)
+    peak_sampler = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     client = None
+    peak_workers: list[float] = []
     if args.workers:
         from hybridpriv.cluster import local_client
 
@@ -84,11 +102,13 @@ def main() -> None:
     risk = posterior_risks(model, idata, ks, eps, "squared", seed=args.seed, client=client)
     t_mats = time.perf_counter() - t1
     if client is not None:
+        peak_workers = sorted(client.run(peak_rss_mib).values())
+        cluster = client.cluster
         client.close()
+        cluster.close()
     wall = time.perf_counter() - t0
     dec = decide_k(risk)
-    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    peak_self = peak_rss_mib()
 
     # 3. the naive baseline on a subset of the same matrices, and the exact path on the same subset
     hs = idata["posterior"]["h"].values
@@ -125,7 +145,10 @@ def main() -> None:
     print()
     print(f"matrices: {risk.sizes['chain'] * risk.sizes['draw']:,} (n = 2000, m = 100, k = 1..10, epsilon = {eps:g})")
     print(f"wall time: {wall:.1f} s  (row sums {t_rows:.1f} s, matrices + exact risk {t_mats:.1f} s)")
-    print(f"peak memory: main {peak_self:.0f} MiB, largest worker {peak_children:.0f} MiB")
+    print(f"peak memory: main process {peak_self:.0f} MiB; PyMC sampler process (largest) {peak_sampler:.0f} MiB"
+          + (f"; dask workers {' + '.join(f'{w:.0f}' for w in peak_workers)} MiB; main + workers "
+             f"{peak_self + sum(peak_workers):.0f} MiB (an upper bound of the memory in use at once while scoring)"
+             if peak_workers else "; no dask workers (--workers 0)"))
     print(f"Curveball: {trades_per_s / 1e6:.2f} M trades/s; {model.trades_per_row * 2000:,} trades per matrix")
     print(f"matrices per second (both cores, generation + exact risk): {risk.size / len(ks) / t_mats:.0f}")
     print(f"exact path vs naive dense Monte Carlo at equal MC error: {best_ratio:.0f}x faster (best R)")

@@ -3,7 +3,9 @@
 ``DIR/manifest.json`` records the run's configuration, its seed and, per section of work
 (``evaluate``, ``risks``, ...), the engine's settings and the chunk layout.  ``DIR/chunks/``
 holds one ``SECTION-NNNNNN.npz`` per finished chunk, written to a temporary file and moved
-into place with :func:`os.replace`, so a killed run leaves whole chunks or none; the temporary
+into place with :func:`os.replace`, so a killed run leaves whole chunks or none.  Work done
+before the chunks (e.g. a sampled posterior) can be kept as ``DIR/stages/NAME.nc`` with
+:meth:`Checkpoint.dataset`, recorded in the manifest with its settings.  The temporary
 files a killed writer leaves behind are removed when the folder is next opened.  A folder is
 used by one run at a time (an exclusive ``flock`` on ``DIR/.lock``; a second run is refused).
 Opening a folder whose manifest holds another configuration is refused.
@@ -47,6 +49,20 @@ def _write_atomic(path: Path, write) -> None:
         raise
 
 
+def _local_locks():
+    """xarray takes its netCDF locks from dask's current scheduler: with a dask.distributed client
+    open it asks the scheduler for a named lock (which fails for in-memory files).  The stage
+    files are written and read by this process only, so use local locks."""
+    import contextlib
+    import sys
+
+    if "dask" not in sys.modules:
+        return contextlib.nullcontext()
+    import dask
+
+    return dask.config.set(scheduler="synchronous")
+
+
 class Checkpoint:
     """A resumable run's folder (see the module docstring).
 
@@ -68,7 +84,9 @@ class Checkpoint:
         except BlockingIOError:
             self._lock.close()
             raise ValueError(f"resume folder {str(self.folder)!r} is in use by another run; wait for it or use a new folder") from None
-        for orphan in [*self.chunks.glob(".*.tmp"), *self.folder.glob(".*.tmp")]:  # left by a killed writer
+        self.stages = self.folder / "stages"
+        for orphan in [*self.chunks.glob(".*.tmp"), *self.folder.glob(".*.tmp"), *self.stages.glob(".*.tmp")]:
+            # left by a killed writer
             orphan.unlink(missing_ok=True)
         self.manifest_path = self.folder / "manifest.json"
         self.config = _normalise(dict(config))
@@ -125,6 +143,37 @@ class Checkpoint:
         self.manifest["sections"][section] = {"engine": engine, "chunks": [list(c) for c in layout]}
         self._save_manifest()
         return layout
+
+    def dataset(self, name: str, settings: Mapping[str, object], make):
+        """An ``xarray.Dataset`` kept in the folder: read back if this folder holds stage ``name``
+        with the same ``settings``; else ``make()`` is called, its result written (atomically, as
+        ``stages/NAME.nc``) and the stage recorded in the manifest.  Other settings are refused."""
+        import xarray as xr
+
+        if not name.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"stage name must be letters, digits, '-' or '_', got {name!r}")
+        settings = _normalise(dict(settings))
+        stages = self.manifest.setdefault("stages", {})
+        known = stages.get(name)
+        path = self.stages / f"{name}.nc"
+        if known is not None and known["settings"] != settings:
+            raise ValueError(
+                f"resume folder {str(self.folder)!r}: stage {name!r} was made with other settings "
+                f"({_diff(known['settings'], settings)}); rerun with the same settings or use a new folder"
+            )
+        if known is not None and path.exists():
+            with _local_locks():
+                return xr.load_dataset(path, engine="h5netcdf")
+        ds = make()
+        if not isinstance(ds, xr.Dataset):
+            raise TypeError(f"make() must return an xarray.Dataset, got {type(ds).__name__}")
+        self.stages.mkdir(exist_ok=True)
+        with _local_locks():
+            data = ds.to_netcdf(engine="h5netcdf")  # bytes
+        _write_atomic(path, lambda fh: fh.write(bytes(data)))
+        stages[name] = {"settings": settings, "file": f"stages/{name}.nc"}
+        self._save_manifest()
+        return ds
 
     def _path(self, section: str, index: int) -> Path:
         return self.chunks / f"{section}-{index:06d}.npz"

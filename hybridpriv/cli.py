@@ -1,8 +1,10 @@
 """The ``hybridpriv`` command.
 
-``hybridpriv select [SPEC.toml] [--out DIR] [--draws N] [--trials T] [--seed S]``
+``hybridpriv select [SPEC.toml] [--out DIR] [--draws N] [--trials T] [--seed S] [--workers N | --scheduler ADDRESS]``
     Fit the PyMC model of what is public, simulate datasets from its posterior, evaluate
     every candidate estimator on them and recommend one.  No SPEC: the built-in example.
+    ``--workers`` / ``--scheduler``: evaluate (or score the user-item matrices) on a dask
+    cluster, with the same numbers as in one process.
 ``hybridpriv study list`` / ``hybridpriv study run NAME [--quick|--full] [--out DIR] [--seed S]``
 ``    [--workers N | --scheduler ADDRESS] [--resume DIR] [--chunk-size N]``
     Reproduce a paper's experiment, optionally on a dask cluster (a local one of N processes,
@@ -14,9 +16,10 @@ Bad input exits with status 2 and one line ``error: ...``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 __all__ = ["main"]
@@ -38,6 +41,7 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--draws", type=int, help="simulated datasets (posterior draws); overrides the SPEC")
     s.add_argument("--trials", type=int, help="mechanism runs per dataset; overrides the SPEC")
     s.add_argument("--seed", type=int, help="seed of everything; overrides the SPEC")
+    _cluster_options(s, "evaluate the datasets (or score the matrices)")
     st = sub.add_parser("study", help="reproduce a paper's experiment")
     stsub = st.add_subparsers(dest="study_command", parser_class=_Parser)
     stsub.add_parser("list", help="list the registered studies")
@@ -47,11 +51,41 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--workers", type=int, help="run the chunks on a local dask cluster of N processes (1 thread each)")
-    r.add_argument("--scheduler", help="run the chunks on the running dask scheduler at ADDRESS (tcp://HOST:PORT)")
+    _cluster_options(r, "run the chunks")
     r.add_argument("--resume", metavar="DIR", help="keep finished chunks in DIR; rerun with it to continue a killed run")
-    r.add_argument("--chunk-size", type=int, help="datasets per chunk/task (default: measured, ~0.2 s of work each)")
+    r.add_argument("--chunk-size", type=int, help="datasets per chunk/task (default: measured; 0.1-1 s of CPU work each)")
     return p
+
+
+def _cluster_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--workers", type=int, help=f"{what} on a local dask cluster of N processes (1 thread each)")
+    p.add_argument("--scheduler", help=f"{what} on the running dask scheduler at ADDRESS (tcp://HOST:PORT)")
+
+
+def _check_cluster_args(args: argparse.Namespace) -> None:
+    _positive(args.workers, "workers")
+    if args.workers is not None and args.scheduler is not None:
+        raise ValueError("--workers and --scheduler exclude each other")
+
+
+@contextlib.contextmanager
+def _client(args: argparse.Namespace) -> Iterator[object]:
+    """The dask client of ``--workers N`` (a local cluster, closed at the end) or ``--scheduler
+    ADDRESS``; ``None`` without either (everything in this process)."""
+    if args.workers is None and args.scheduler is None:
+        yield None
+        return
+    from .cluster import describe_client, local_client, scheduler_client
+
+    client = local_client(args.workers) if args.workers is not None else scheduler_client(args.scheduler)
+    cluster = client.cluster if args.workers is not None else None
+    try:
+        print(f"dask: {describe_client(client)}", flush=True)
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 #: A fitted model with a larger R-hat is refused: its simulated datasets would not reflect
@@ -87,13 +121,14 @@ def _select(args: argparse.Namespace) -> int:
     _positive(args.draws, "draws", minimum=2)
     _positive(args.trials, "trials")
     _check_seed(args.seed)
+    _check_cluster_args(args)
     out = _check_out(args.out)
     spec = load_spec(args.spec or builtin_example_path(args.example))
     for key in ("draws", "trials", "seed"):
         if getattr(args, key) is not None:
             setattr(spec, key, getattr(args, key))
     if isinstance(spec, UserItemSpec):
-        return _select_user_item(spec, out, started)
+        return _select_user_item(spec, out, started, args)
     candidates_for(spec, 1.0, mean_square=0.0)  # every candidate can be built: fail before sampling
     print(f"hybridpriv select: {spec.description or spec.source}")
     for g in spec.groups:
@@ -121,12 +156,16 @@ def _select(args: argparse.Namespace) -> int:
     source = datasets_for(spec, posterior)
     n_sets = source.shape[0] * source.shape[1]
     print(f"evaluating {len(candidates)} estimators x {n_sets} datasets x {spec.trials} trials ...", flush=True)
-    ev = evaluate(candidates, source, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
-                  progress=True)
+    from .cluster import describe_client
+
+    with _client(args) as client:
+        ev = evaluate(candidates, source, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
+                      progress=True, client=client)
+        dask = describe_client(client)
     decision = decide(ev)
     decision = decision.merge(ev[["estimate", "truth", "loss", "truth_sample", "truth_population",
                                   "guarantee_epsilon", "required_epsilon"]])
-    decision.attrs.update(provenance(spec.config(), spec.seed, started))
+    decision.attrs.update(provenance(spec.config(), spec.seed, started, dask=dask))
     decision.attrs["recommended"] = str(decision["recommended"].item())
     nc = write_netcdf(decision, out / "selection.nc")
     png = plot_decision(decision, out / "selection.png", title=f"{spec.statistic} release: expected {spec.loss} error")
@@ -148,7 +187,7 @@ def _select(args: argparse.Namespace) -> int:
     return 0
 
 
-def _select_user_item(spec, out: Path, started: float) -> int:
+def _select_user_item(spec, out: Path, started: float, args: argparse.Namespace) -> int:
     """Choose k for contribution-bounded item counts (Zeber & Lopatka)."""
     import math
     import warnings
@@ -190,13 +229,18 @@ def _select_user_item(spec, out: Path, started: float) -> int:
                             samples=100)
     print(f"  matrix chain: {model.trades_per_row} x n trades between kept matrices; R-hat over 4 chains from "
           f"different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f} of 400)")
-    risk = posterior_risks(model, idata, spec.ks, spec.epsilon, spec.loss, spec.trials, spec.seed)
+    from .cluster import describe_client
+
+    with _client(args) as client:
+        risk = posterior_risks(model, idata, spec.ks, spec.epsilon, spec.loss, spec.trials, spec.seed, client=client,
+                               progress=True)
+        dask = describe_client(client)
     idata["posterior"]["risk"] = risk.transpose("chain", "draw", "k")
     out.mkdir(parents=True, exist_ok=True)
     idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
     decision = decide_k(risk)
     decision["risk_by_matrix"] = risk
-    decision.attrs.update(provenance(spec.config(), spec.seed, started))
+    decision.attrs.update(provenance(spec.config(), spec.seed, started, dask=dask))
     decision.attrs["row_sum_max_rhat"] = float(diag.r_hat.max())
     decision.attrs["row_sum_min_ess"] = float(diag.ess_bulk.min())
     decision.attrs["matrix_chain_rhat"] = float(mix["rhat"])
@@ -230,31 +274,14 @@ def _study(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         if args.quick and args.full:
             raise ValueError("--quick and --full exclude each other")
-        _positive(args.workers, "workers")
+        _check_cluster_args(args)
         _positive(args.chunk_size, "chunk-size")
-        if args.workers is not None and args.scheduler is not None:
-            raise ValueError("--workers and --scheduler exclude each other")
         if args.resume is not None and Path(args.resume).exists() and not Path(args.resume).is_dir():
             raise ValueError(f"--resume must be a folder, got the existing file {args.resume!r}")
         _quiet_libraries()
-        from .cluster import describe_client, local_client, scheduler_client
-
-        client = None
-        try:
-            if args.workers is not None:
-                client = local_client(args.workers)
-            elif args.scheduler is not None:
-                client = scheduler_client(args.scheduler)
-            if client is not None:
-                print(f"dask: {describe_client(client)}", flush=True)
+        with _client(args) as client:
             nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True,
                                 full=args.full, client=client, resume=args.resume, chunk_size=args.chunk_size)
-        finally:
-            if client is not None:
-                cluster = client.cluster if args.workers is not None else None
-                client.close()
-                if cluster is not None:
-                    cluster.close()
         print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
         return 0
     raise ValueError("study needs a subcommand: list or run NAME")

@@ -162,7 +162,8 @@ def evaluate(
         ``"squared"`` or ``"absolute"`` error.
     chunk_size
         Datasets generated and evaluated per chunk (one task on a cluster); default: measured
-        so a chunk takes about :data:`hybridpriv.chunks.TARGET_SECONDS`.
+        so a chunk takes about :data:`hybridpriv.chunks.TARGET_SECONDS` of CPU
+        (see :func:`hybridpriv.chunks.chunk_size_for`).
     progress
         ``True`` for a progress line on stderr on long runs, or a callable ``f(done)``.
     draws

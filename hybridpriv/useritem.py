@@ -108,7 +108,7 @@ def _risks_chunk(job: tuple, task: tuple) -> dict[str, np.ndarray]:
     for j, i in enumerate(range(start, stop)):
         chain, d = divmod(i, draws)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, chain, d)))
-        mat = model.matrix_for(hs[j], rng)
+        mat = model.matrix_for(hs[j].astype(np.int64), rng)
         if loss == "squared":
             out[:, j] = user_item_risk(mat, np.asarray(ks), epsilon)
         else:
@@ -137,8 +137,9 @@ def posterior_risks(
     ``UserItemModel.matrix_for`` with a generator keyed by ``(seed, chain, draw)`` (the same
     matrices as ``UserItemModel.matrices_from``).  Matrices are made and scored in chunks
     (``chunk_size`` draws; default: measured, see :mod:`hybridpriv.chunks`), in this process or
-    as tasks on the cluster of a ``dask.distributed`` ``client``; a task receives the model and
-    its draws' row sums and returns only the risks.  ``checkpoint``: a
+    as tasks on the cluster of a ``dask.distributed`` ``client``; a task receives its item range
+    (which keys the matrices' generators) and its draws' row-sum histograms (``m`` small integers
+    per draw; the model is sent once per worker) and returns only the risks.  ``checkpoint``: a
     :class:`~hybridpriv.checkpoint.Checkpoint` that keeps finished chunks (resume).  The numbers
     do not depend on the chunking or on where the chunks run.
     """
@@ -162,7 +163,11 @@ def posterior_risks(
     engine = {"ks": ks_list, "epsilon": eps, "loss": loss, "trials": int(trials), "seed": int(seed),
               "shape": [chains, draws], "row_sums_sum": int(flat.sum()),
               "row_sums_crc32": zlib.crc32(np.ascontiguousarray(flat, dtype=np.int64).tobytes())}
-    section = Section("risks", _risks_chunk, job, chains * draws, engine, extra=lambda a, b: (flat[a:b],))
+    # a task carries its draws' row-sum histograms in the smallest integer type that holds them
+    # (uint16 for n < 65,536: 2 bytes per level, m levels per matrix); the matrix is made from it
+    # in the task (exactly as from int64)
+    payload = flat.astype(np.min_scalar_type(int(flat.max()))) if flat.size and flat.min() >= 0 else flat
+    section = Section("risks", _risks_chunk, job, chains * draws, engine, extra=lambda a, b: (payload[a:b],))
     report = Progress(chains * draws, "scoring matrices") if progress is True else (progress or None)
     parts = run_sections([section], chunk_size, client=client, checkpoint=checkpoint, progress=report)[0]
     out = np.concatenate([p["risk"] for p in parts], axis=1).reshape(len(ks_list), chains, draws)

@@ -11,6 +11,7 @@ counts, so the study uses the documented Zipf-like vector of the ``favorite-site
 from __future__ import annotations
 
 import math
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +32,12 @@ CHAINS = 2
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.useritem.posterior_risks`."""
+    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.useritem.posterior_risks`.
+
+    With a ``checkpoint`` the sampled row-sum posterior (``h`` and its summaries) is kept in the
+    resume folder (``stages/row-sums.nc``) once sampled, and read back on resume instead of
+    sampling PyMC's chain again; the scored matrices are kept chunk by chunk.
+    """
     from hybridpriv.models import UserItemModel
 
     scale = "full" if full else ("quick" if quick else "default")
@@ -42,8 +48,19 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     # the row-sum chain: sum(c) single-item moves between kept draws at the large scales
     # (25 sum(c) at the small ones, where the row-sum level should be close to independent)
     moves = model.total if scale == "full" else 25 * model.total
-    idata = model.sample(draws=per_chain, tune=200, chains=CHAINS, seed=seed, cores=CHAINS, moves=moves)
-    risk = posterior_risks(model, idata, KS, EPSILON, "squared", seed=seed, progress=progress, **engine)
+    settings = {"column_sums_crc32": zlib.crc32(np.asarray(model.column_sums, dtype=np.int64).tobytes()),
+                "n": 2000, "draws_per_chain": per_chain, "tune": 200, "chains": CHAINS, "seed": int(seed),
+                "moves": moves}
+
+    def sample() -> xr.Dataset:
+        idata = model.sample(draws=per_chain, tune=200, chains=CHAINS, seed=seed, cores=CHAINS, moves=moves)
+        return idata["posterior"].to_dataset()[["h", "share_one_item", "max_items"]]
+
+    checkpoint = engine.get("checkpoint")
+    # with a resume folder the sampled row-sum levels are kept in it and read back on resume
+    post = sample() if checkpoint is None else checkpoint.dataset("row-sums", settings, sample)
+    risk = posterior_risks(model, {"posterior": post}, KS, EPSILON, "squared", seed=seed, progress=progress,
+                           **engine)
     dec = decide_k(risk)
     ds = xr.Dataset(
         {
@@ -55,7 +72,6 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
             "mse_by_matrix": risk,
         }
     )
-    post = idata["posterior"]
     for name in ("share_one_item", "max_items"):
         ds[f"posterior_{name}"] = post[name]
     ds["mse"].attrs["description"] = "posterior expected total squared error over items (exact conditional risk)"

@@ -117,6 +117,8 @@ def test_bad_flags_and_outputs_fail_before_any_work(tmp_path, capsys):
         (["study", "run", "ferrando-means", "--out", str(f)], "--out must be a folder"),
         (["select", "--seed", str(2**70)], "--seed must be in [0, 2**63)"),
         (["select", "--draws", "1"], "--draws must be >= 2, got 1"),
+        (["select", "--workers", "0"], "--workers must be >= 1, got 0"),
+        (["select", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers and --scheduler exclude each other"),
     ]:
         code, _, err = _run(capsys, *argv)
         assert code == 2 and err.count("\n") == 1 and needle in err, (argv, err)
@@ -133,16 +135,27 @@ def test_contradictory_knowledge_is_refused(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "did not converge (max R-hat" in err, err
 
 
-def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
+def test_select_user_item_example_writes_a_decision_over_k_with_the_same_numbers_on_two_workers(tmp_path, capsys):
     code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path), "--draws", "40")
     assert code == 0, err
-    ds = xr.open_dataset(tmp_path / "selection.nc")
+    ds = xr.load_dataset(tmp_path / "selection.nc")
     assert list(ds.k.values) == list(range(1, 31))
     assert ds["expected_loss"].dims == ("k",) and ds["risk_by_matrix"].dims == ("k", "chain", "draw")
     assert int(ds.attrs["recommended"]) == int(ds.k[int(ds.expected_loss.argmin("k"))].item())
     assert float(ds.p_best.sum()) == pytest.approx(1.0)
     assert "recommended: k = " in out
     assert (tmp_path / "selection.png").stat().st_size > 10_000
+    assert ds.attrs["dask"] == "none"
+    # the matrices scored on a local cluster of 2 worker processes: the same numbers
+    pytest.importorskip("distributed")
+    code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path / "two"), "--draws",
+                          "40", "--workers", "2")
+    assert code == 0, err
+    assert "dask: local 2 workers" in out
+    two = xr.load_dataset(tmp_path / "two" / "selection.nc")
+    assert two.attrs["dask"] == "local 2 workers"
+    xr.testing.assert_identical(ds.drop_attrs(), two.drop_attrs())
+    assert two.attrs["recommended"] == ds.attrs["recommended"]
 
 
 @pytest.mark.parametrize(

@@ -25,12 +25,73 @@ BOUNDS = Bounds(0.0, 10.0)
 
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                       dashboard_address=None)
-    c = distributed.Client(cluster)
+    from hybridpriv.cluster import local_client
+
+    c = local_client(2)  # what --workers 2 starts
     yield c
+    cluster = c.cluster
     c.close()
     cluster.close()
+
+
+def _worker_settings():
+    import dask
+
+    keys = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")
+    return {k: os.environ.get(k) for k in keys}, dask.config.get("distributed.worker.profile.enabled")
+
+
+def test_local_workers_are_single_threaded_processes_without_the_profiler_or_malloc_trimming(client):
+    from hybridpriv.cluster import worker_pids
+
+    info = client.scheduler_info()["workers"]
+    assert len(info) == 2 and all(w["nthreads"] == 1 for w in info.values())
+    pids = worker_pids(client)
+    assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+    for env, profile in client.run(_worker_settings).values():
+        # no MALLOC_TRIM_THRESHOLD_ (dask's default 65536 costs +20% CPU per user-item matrix in page faults)
+        assert env == {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
+                       "MALLOC_TRIM_THRESHOLD_": None}
+        assert profile is False
+
+
+def test_chunk_sizes_give_every_task_the_same_work_between_100_ms_and_a_second():
+    from hybridpriv.chunks import chunk_size_for, chunk_sizes_for
+
+    # 2.5 ms per item (a user-item matrix): 1 s = 400 items, 100 ms = 40 items
+    assert chunk_size_for(0.0025, 100_000) == 400          # full scale: 250 tasks of ~1 s
+    assert chunk_size_for(0.0025, 3_200) == 100            # 8 s of work: 32 tasks of 0.25 s
+    assert chunk_size_for(0.0025, 100) == 40               # never under 100 ms of work
+    assert chunk_size_for(0.0025, 30) == 30                # one chunk holds a small section
+    assert chunk_size_for(5.0, 10) == 1                    # slow items: one per task
+    assert chunk_size_for(0.0, 7) == 7                     # unmeasurably fast: one chunk
+    # a grid of 1 + 4 + 1 = 6 s of work: 6/32 = 0.1875 s per task in every section, whatever its items cost
+    assert chunk_sizes_for([2**-10, 2**-8, 2**-12], [1024, 1024, 4096]) == [192, 48, 768]
+
+
+def test_stats_count_tasks_bytes_and_time_inside_tasks_and_the_numbers_are_unchanged(client):
+    from hybridpriv.models import UserItemModel
+    from hybridpriv.useritem import posterior_risks
+
+    model = UserItemModel([30, 18, 12, 9, 7, 5, 4, 3], 40)
+    idata = model.sample(draws=12, tune=20, chains=2, seed=3)
+    here = posterior_risks(model, idata, range(1, 5), 1.0, seed=1)
+    from hybridpriv import chunks
+
+    stats = {}
+    original = chunks.run_sections
+    try:
+        chunks.run_sections = lambda *a, **k: original(*a, **k, stats=stats)
+        there = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client, chunk_size=5)
+    finally:
+        chunks.run_sections = original
+    xr.testing.assert_identical(here, there)
+    assert stats["chunks"] == stats["tasks"] == 5 and stats["items"] == 24 and stats["chunk_sizes"] == [5]
+    assert stats["result_bytes"] == 4 * 24 * 8                    # only the risks (k x draws float64) come back
+    # a task carries its range and its draws' row-sum histograms as uint8 here (8 levels, values <= 40),
+    # plus pickling overhead: far below the 8 bytes per level of int64
+    assert stats["task_bytes"] < 5 * 200 + 24 * 8
+    assert stats["task_cpu_seconds"] > 0 and stats["task_wall_seconds"] >= stats["task_cpu_seconds"] * 0.5
 
 
 def _ests():
@@ -67,6 +128,8 @@ def test_user_item_risks_on_a_cluster_equal_one_process(client):
     here = posterior_risks(model, idata, range(1, 5), 1.0, seed=1)
     there = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client, chunk_size=5)
     xr.testing.assert_identical(here, there)
+    measured = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client)  # chunk size measured
+    xr.testing.assert_identical(here, measured)
 
 
 def test_a_client_that_is_not_a_dask_client_is_refused():
@@ -158,3 +221,17 @@ def test_study_gives_identical_data_in_one_process_on_two_local_workers_and_on_a
     for d in ds.values():
         assert d.attrs["seed"] == 3 and json.loads(d.attrs["config"])["seed"] == 3
         assert d.attrs["wall_time_seconds"] > 0 and d.attrs["hybridpriv_version"] and d.attrs["git_hash"]
+
+
+def test_a_kept_stage_is_written_and_read_back_while_a_client_is_open(client, tmp_path):
+    # xarray takes netCDF locks from dask's current scheduler; with a client open that was a
+    # distributed lock named after an in-memory file, which failed (`study run --workers 2 --resume`)
+    from hybridpriv.checkpoint import Checkpoint
+
+    ds = xr.Dataset({"h": (("chain", "draw", "items"), np.arange(24).reshape(2, 3, 4))},
+                    coords={"chain": [0, 1], "draw": [0, 1, 2]})
+    with Checkpoint(tmp_path, {"seed": 0}) as ck:
+        xr.testing.assert_identical(ck.dataset("row-sums", {"seed": 0}, lambda: ds), ds)
+    with Checkpoint(tmp_path, {"seed": 0}) as ck:
+        again = ck.dataset("row-sums", {"seed": 0}, lambda: (_ for _ in ()).throw(AssertionError("made again")))
+    xr.testing.assert_identical(again, ds)
