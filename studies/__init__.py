@@ -22,6 +22,7 @@ from . import (
     avent_skew,
     ferrando_means,
     ferrando_medians,
+    wang_subset,
     zeber_user_item,
 )
 
@@ -49,6 +50,7 @@ STUDIES: dict[str, Study] = {
     "avent-kmeans": Study("avent-kmeans", avent_kmeans),
     "avent-amplification": Study("avent-amplification", avent_amplification),
     "avent-bayes": Study("avent-bayes", avent_bayes),
+    "wang-subset": Study("wang-subset", wang_subset),
 }
 
 
