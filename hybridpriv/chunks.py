@@ -26,6 +26,7 @@ import math
 import pickle
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -228,10 +229,15 @@ def run_sections(
             keys = [f"hybridpriv-{sections[s].name}-{i}-{run}" for s, i in group]
             job_args = [jobs[s] for s, _ in group]
             task_args = [sections[s].task(*layouts[s][i]) for s, i in group]
-            if stats is not None:
-                futs = client.map(_timed_call, [fn] * len(group), job_args, task_args, key=keys, pure=False)
-            else:
-                futs = client.map(fn, job_args, task_args, key=keys, pure=False)
+            # The task arguments are the work itself (e.g. 100,000 row-sum histograms, ~20 MiB in
+            # uint16): dask warns about any graph over 10 MiB; sent in one map they cost ~5 s of main-process
+            # CPU at 100,000 matrices, and 2 workers still run 2.06x faster (benchmarks/distributed_speedup.py).
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
+                if stats is not None:
+                    futs = client.map(_timed_call, [fn] * len(group), job_args, task_args, key=keys, pure=False)
+                else:
+                    futs = client.map(fn, job_args, task_args, key=keys, pure=False)
             futures.update(zip(futs, group))
         for fut in as_completed(futures):
             finish(*futures.pop(fut), fut.result())
