@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from numbers import Integral
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -70,7 +69,7 @@ from scipy.spatial.distance import cdist
 
 from .accounting import Accountant
 from .mechanisms import check_rng, laplace
-from .privacy import Bounds, Guarantee, check_epsilon, check_real_array
+from .privacy import Bounds, Guarantee, check_epsilon, check_integer, check_real_array
 from .theory.avent import pwh_weight  # Definition 5.3
 
 __all__ = [
@@ -98,13 +97,6 @@ _KDTREE_FROM = 64  # use cKDTree from this many centres on (cdist's n x K matrix
 
 
 # -- validation -------------------------------------------------------------------------------
-def _check_int(value: object, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if int(value) < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
-
 
 def _check_points(data: object, bounds: Bounds, name: str, d: int | None = None) -> np.ndarray:
     """``data`` as a float array of shape ``(n, d)`` inside ``bounds`` (NaN and infinities refused)."""
@@ -176,8 +168,8 @@ def noise_scales(epsilon: float, tau: int, m: float, d: int) -> tuple[float, flo
     ``epsilon = inf`` gives ``(0, 0)`` (no noise).
     """
     eps = check_epsilon(epsilon)
-    tau = _check_int(tau, "tau", 1)
-    d = _check_int(d, "d", 1)
+    tau = check_integer(tau, "tau", 1)
+    d = check_integer(d, "d", 1)
     if isinstance(m, bool) or not isinstance(m, (int, float, np.integer, np.floating)) or not (0 < float(m) < math.inf):
         raise ValueError(f"m (data range) must be a finite number > 0, got {m!r}")
     m = float(m)
@@ -193,7 +185,7 @@ def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
     ``r = 1/(K + e^eps - 1)``; ``q/r = e^eps``.  ``epsilon = inf``: ``(1, 0)``.
     """
     eps = check_epsilon(epsilon)
-    k = _check_int(k, "k", 1)
+    k = check_integer(k, "k", 1)
     if k == 1:
         return 1.0, 0.0
     em1 = math.expm1(eps) if eps < 700 else math.inf
@@ -208,7 +200,7 @@ def randomized_response(labels: np.ndarray, k: int, epsilon: float, rng: np.rand
     uniform label in ``0..K-1`` otherwise: ``epsilon``-local DP (see :func:`rr_probabilities`).
     """
     check_rng(rng)
-    k = _check_int(k, "k", 1)
+    k = check_integer(k, "k", 1)
     eps = check_epsilon(epsilon)
     lab = np.asarray(labels)
     if lab.dtype.kind not in "iu":
@@ -263,8 +255,8 @@ def budget_parts(epsilon: float, tau: int, m: float, d: int, k: int = 2) -> dict
 def initial_centres(k: int, d: int, bounds: Bounds | tuple[float, float], rng: np.random.Generator) -> np.ndarray:
     """Line 1: ``k`` centres drawn uniformly in the bounds (data-independent, no privacy cost)."""
     check_rng(rng)
-    k = _check_int(k, "k", 1)
-    d = _check_int(d, "d", 1)
+    k = check_integer(k, "k", 1)
+    d = check_integer(d, "d", 1)
     b = _check_bounds(bounds)
     return b.lower + b.width * rng.random((k, d))
 
@@ -383,8 +375,8 @@ class _LMBranch:
 # -- the three algorithms ---------------------------------------------------------------------
 def _setup(k, epsilon, tau, bounds, rng, d, init):
     check_rng(rng)
-    k = _check_int(k, "k", 1)
-    tau = _check_int(tau, "tau", 1)
+    k = check_integer(k, "k", 1)
+    tau = check_integer(tau, "tau", 1)
     eps = check_epsilon(epsilon)
     b = _check_bounds(bounds)
     if init is None:

@@ -24,8 +24,10 @@ __all__ = [
     "Guarantee",
     "NEIGHBOUR_RELATIONS",
     "check_epsilon",
+    "check_finite",
     "check_groups",
     "check_group_data",
+    "check_integer",
     "check_positive",
     "check_real_array",
     "smallest_private_epsilon",
@@ -74,6 +76,25 @@ def check_epsilon(epsilon: object, name: str = "epsilon", allow_inf: bool = True
     if math.isinf(value) and not allow_inf:
         raise ValueError(f"{name} must be finite, got {epsilon!r}")
     return value
+
+
+def check_integer(value: object, name: str, minimum: int = 1) -> int:
+    """Return ``value`` as an int after checking it is an integer (not a bool) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if int(value) < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_finite(value: object, name: str) -> float:
+    """Return ``value`` as a float after checking it is a finite real number."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
 
 
 def check_positive(value: object, name: str, allow_zero: bool = False) -> float:

@@ -45,14 +45,13 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Sequence
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from hybridpriv.privacy import Bounds, check_positive, check_real_array
+from hybridpriv.privacy import Bounds, check_integer, check_positive, check_real_array
 
 from .grouped import BETA_BOUNDARY_NUDGE
 
@@ -71,12 +70,6 @@ def _check_pair(pair: object, name: str) -> tuple[float, float]:
     if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise TypeError(f"{name} must be a pair of positive numbers, got {pair!r}")
     return check_positive(pair[0], f"{name}[0]"), check_positive(pair[1], f"{name}[1]")
-
-
-def _check_int(value: object, name: str, minimum: int) -> int:
-    if not isinstance(value, Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_array(value: object, name: str, allow_zero: bool = True, upper: float | None = None) -> Any:
@@ -457,8 +450,8 @@ class HybridTrustModel:
         The knowledge of a curator with no records; one chain of ``draws`` exact draws
         (``pm.draw``, seeded by ``seed``).
         """
-        draws = _check_int(draws, "draws", 4)
-        seed = _check_int(seed, "seed", 0)
+        draws = check_integer(draws, "draws", 4)
+        seed = check_integer(seed, "seed", 0)
         model = HybridTrustModel(self.m, homogeneous=self.homogeneous, mean=self.mean,
                                  variance_fraction=self.variance_fraction, gap_logit_sd=self.gap_logit_sd).build()
         vals = pm.draw([model[k] for k in _MOMENTS], draws=draws, random_seed=seed)
@@ -489,10 +482,10 @@ def fit_many(
     for i, mod in enumerate(models):
         if not isinstance(mod, HybridTrustModel):
             raise TypeError(f"models[{i}] must be a HybridTrustModel, got {mod!r}")
-    draws = _check_int(draws, "draws", 4)
-    tune = _check_int(tune, "tune", 0)
-    chains = _check_int(chains, "chains", 1)
-    seed = _check_int(seed, "seed", 0)
+    draws = check_integer(draws, "draws", 4)
+    tune = check_integer(tune, "tune", 0)
+    chains = check_integer(chains, "chains", 1)
+    seed = check_integer(seed, "seed", 0)
     if "random_seed" in sample_kwargs:
         raise TypeError("pass seed=..., not random_seed (it is derived from seed)")
     sample_kwargs.setdefault("cores", 1)

@@ -38,7 +38,7 @@ from pytensor.tensor.random.type import RandomGeneratorType, random_generator_ty
 from pytensor.tensor.variable import TensorVariable
 
 from hybridpriv.data import GroupedDataset, clamped_normal_moments
-from hybridpriv.privacy import Bounds, Group, check_groups, check_positive, check_real_array
+from hybridpriv.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
 
 __all__ = [
     "BETA_BOUNDARY_NUDGE",
@@ -74,20 +74,12 @@ def _is_real(x: object) -> bool:
     return isinstance(x, Real) and not isinstance(x, bool)
 
 
-def _check_finite(value: object, name: str) -> float:
-    if not _is_real(value):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)  # type: ignore[arg-type]
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
 
 def _check_prior_pair(pair: object, name: str) -> tuple[float, float]:
     """A ``(location, positive scale)`` pair of a prior."""
     if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise TypeError(f"{name} must be a pair of numbers, got {pair!r}")
-    return _check_finite(pair[0], f"{name}[0]"), check_positive(pair[1], f"{name}[1]")
+    return check_finite(pair[0], f"{name}[0]"), check_positive(pair[1], f"{name}[1]")
 
 
 # --------------------------------------------------------------------------------------
@@ -547,7 +539,7 @@ class ReleasedMean:
     group: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "value", _check_finite(self.value, "value"))
+        object.__setattr__(self, "value", check_finite(self.value, "value"))
         object.__setattr__(self, "noise_scale", check_positive(self.noise_scale, "noise_scale"))
         if self.group is not None and not isinstance(self.group, str):
             raise TypeError(f"group must be a group name or None, got {self.group!r}")

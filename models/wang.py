@@ -56,7 +56,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -64,7 +63,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special
 
-from hybridpriv.privacy import check_epsilon, check_positive, check_real_array
+from hybridpriv.privacy import check_integer, check_epsilon, check_positive, check_real_array
 
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
@@ -81,14 +80,6 @@ __all__ = [
 #: Standard deviation of the weak Normal prior on the public logistic coefficients (standardised
 #: covariates); also the ridge of the public fit, so perfectly separable public data stay finite.
 PUBLIC_FIT_PRIOR_SD = 10.0
-
-
-def _check_int(value: object, name: str, low: int) -> int:
-    if not isinstance(value, Integral) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def _check_matrix(values: object, name: str) -> np.ndarray:
@@ -162,7 +153,7 @@ class PublishedSummaries:
     outcome_rate: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "n", _check_int(self.n, "n", 2))
+        object.__setattr__(self, "n", check_integer(self.n, "n", 2))
         if self.covariate_mean is not None:
             m = check_real_array(self.covariate_mean, "covariate_mean").ravel().copy()
             if m.size == 0 or not np.isfinite(m).all():
@@ -260,8 +251,8 @@ class WangPrivateModel:
         self.shift_sd = check_positive(shift_sd, "shift_sd")
         self.log_scale_sd = check_positive(log_scale_sd, "log_scale_sd")
         self.coef_sd = check_positive(coef_sd, "coef_sd")
-        self.rate_draws = _check_int(rate_draws, "rate_draws", 10)
-        self.seed = _check_int(seed, "seed", 0)
+        self.rate_draws = check_integer(rate_draws, "rate_draws", 10)
+        self.seed = check_integer(seed, "seed", 0)
         self.public_X, self.public_y, self.summaries = X, y, summaries
         self.p = p
         self.center = X.mean(axis=0)
@@ -336,7 +327,7 @@ class WangPrivateModel:
     ) -> WangPosterior:
         """Sample the posterior with ``pm.sample`` (NUTS); one seed per chain from ``SeedSequence(seed)``."""
         for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("seed", seed, 0)):
-            _check_int(v, name, lo)
+            check_integer(v, name, lo)
         if "random_seed" in sample_kwargs:
             raise TypeError("pass seed=..., not random_seed (it is derived from seed)")
         random_seed = [int(q.generate_state(1, np.uint32)[0]) for q in np.random.SeedSequence(seed).spawn(chains)]
@@ -384,9 +375,9 @@ class WangPosterior:
         chains and draws) and a generator from ``SeedSequence(seed).spawn(count)[k]``, so the same
         seed gives the same datasets.
         """
-        count = _check_int(count, "count", 1)
-        seed = _check_int(seed, "seed", 0)
-        size = self.spec.summaries.n if size is None else _check_int(size, "size", 1)
+        count = check_integer(count, "count", 1)
+        seed = check_integer(seed, "seed", 0)
+        size = self.spec.summaries.n if size is None else check_integer(size, "size", 1)
         total = self.shift.shape[0]
         spec = self.spec
         for k, ss in enumerate(np.random.SeedSequence(seed).spawn(count)):
@@ -601,10 +592,10 @@ def select_subset_size(
     if sizes.min() < 1 or sizes.max() > n_e or np.any(np.diff(sizes) <= 0):
         raise ValueError(f"subset_sizes must be strictly increasing in [1, n_E={n_e}], got {sizes.tolist()}")
     eps = check_epsilon(epsilon)
-    datasets = _check_int(datasets, "datasets", 2)
-    noise_draws = _check_int(noise_draws, "noise_draws", 1)
-    order_datasets = datasets if order_datasets is None else _check_int(order_datasets, "order_datasets", 1)
-    seed = _check_int(seed, "seed", 0)
+    datasets = check_integer(datasets, "datasets", 2)
+    noise_draws = check_integer(noise_draws, "noise_draws", 1)
+    order_datasets = datasets if order_datasets is None else check_integer(order_datasets, "order_datasets", 1)
+    seed = check_integer(seed, "seed", 0)
     ss_order, ss_eval, ss_noise = np.random.SeedSequence(seed).spawn(3)
     order_seed = int(ss_order.generate_state(1)[0])
     eval_seed = int(ss_eval.generate_state(1)[0])

@@ -227,11 +227,11 @@ def test_debiased_lm_is_closer_than_the_pseudocode_lm():
 @pytest.mark.parametrize(
     "kwargs,exc,match",
     [
-        ({"k": 0}, ValueError, "k must be >= 1, got 0"),
+        ({"k": 0}, ValueError, "k must be an integer >= 1, got 0"),
         ({"k": 2.5}, TypeError, "k must be an integer"),
         ({"epsilon": 0}, ValueError, "epsilon must be > 0, got 0"),
         ({"epsilon": -1.0}, ValueError, "epsilon must be > 0"),
-        ({"tau": 0}, ValueError, "tau must be >= 1, got 0"),
+        ({"tau": 0}, ValueError, "tau must be an integer >= 1, got 0"),
         ({"tau": True}, TypeError, "tau must be an integer"),
         ({"init": [[0.5, 0.5]]}, ValueError, "init must hold k=2"),
         ({"init": [[0.5, 0.5], [1.5, 0.5]]}, ValueError, "outside bounds"),

@@ -42,7 +42,7 @@ from numbers import Real
 import numpy as np
 
 from .. import mechanisms as M
-from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee
+from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_finite
 from ..theory.avent import full_lm_mse, hybrid_mse, kvh_weight, kvh_weight_heterogeneous, lm_only_mse, pwh_weight, tcm_only_mse
 from .base import Estimator
 
@@ -68,14 +68,6 @@ def _nonneg(value: object, name: str) -> float:
         raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
     return v
 
-
-def _finite(value: object, name: str) -> float:
-    if not _is_real(value):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)  # type: ignore[arg-type]
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
 
 
 class _AventEstimator(Estimator):
@@ -400,7 +392,7 @@ class Hybrid(_AventEstimator):
         n, c, sT, sL = self.n, self.c, self.s_T2, self.s_L2
         weight = self.weight
         if not isinstance(weight, str):
-            w = _finite(weight, "weight")
+            w = check_finite(weight, "weight")
             if not 0.0 <= w <= 1.0:
                 raise ValueError(f"weight must be in [0, 1], got {weight!r}")
             return w
@@ -418,8 +410,8 @@ class Hybrid(_AventEstimator):
                     f"weight='kvh-heterogeneous' needs sigma_T2 and sigma_L2, got sigma_T2={self.sigma_T2!r}, "
                     f"sigma_L2={self.sigma_L2!r}"
                 )
-            mT = 0.0 if self.mu_T is None else _finite(self.mu_T, "mu_T")
-            mL = 0.0 if self.mu_L is None else _finite(self.mu_L, "mu_L")
+            mT = 0.0 if self.mu_T is None else check_finite(self.mu_T, "mu_T")
+            mL = 0.0 if self.mu_L is None else check_finite(self.mu_L, "mu_L")
             return float(
                 kvh_weight_heterogeneous(
                     n, c, _nonneg(self.sigma_T2, "sigma_T2"), _nonneg(self.sigma_L2, "sigma_L2"), sT, sL, mT, mL

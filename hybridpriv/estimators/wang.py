@@ -68,7 +68,7 @@ from scipy.spatial import cKDTree
 
 from ..accounting import Accountant
 from ..mechanisms import check_rng, exponential_mechanism, laplace
-from ..privacy import Bounds, Group, Guarantee, check_epsilon, check_positive, check_real_array
+from ..privacy import Bounds, Group, Guarantee, check_epsilon, check_integer, check_positive, check_real_array
 from .base import Estimator
 
 __all__ = [
@@ -136,14 +136,6 @@ def _points(values: object, name: str, min_rows: int = 1) -> np.ndarray:
 def _same_width(a: np.ndarray, b: np.ndarray, na: str, nb: str) -> None:
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"{na} and {nb} must have the same number of columns, got {a.shape[1]} and {b.shape[1]}")
-
-
-def _check_int(value: object, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _check_bool(value: object, name: str) -> bool:
@@ -424,7 +416,7 @@ def representation_weights(
     truncate = _check_bool(truncate, "truncate")
     P = _points(private, "private")
     counts = representation_counts(P, public, method)
-    shape = counts.shape if size is None else (_check_int(size, "size"), counts.size)
+    shape = counts.shape if size is None else (check_integer(size, "size"), counts.size)
     counts = np.broadcast_to(counts, shape)
     if math.isinf(eps):
         noisy = np.array(counts, dtype=float)
@@ -980,7 +972,7 @@ def criterion_sensitivity_bound(n_private: int, radius: float, ridge: float) -> 
     the other ``n_D - 1`` coordinates of ``h_D`` by at most ``R ||delta beta|| / 4`` each, and
     the replaced record's coordinate changes ``t`` by at most 1 (the paper's argument).
     """
-    n = _check_int(n_private, "n_private")
+    n = check_integer(n_private, "n_private")
     r = check_positive(radius, "radius")
     lam = check_positive(ridge, "ridge")
     return 1.0 + r * r / (2.0 * lam * math.sqrt(n))
@@ -1288,8 +1280,8 @@ def lei_m_estimator(
     rng = check_rng(rng) if math.isfinite(eps) else rng
     D = c.check_points(private)
     n, p = D.shape
-    m = _check_int(bins, "bins")
-    max_cells = _check_int(max_cells, "max_cells")
+    m = check_integer(bins, "bins")
+    max_cells = check_integer(max_cells, "max_cells")
     lo = np.zeros(p) if lower is None else np.broadcast_to(check_real_array(lower, "lower"), (p,)).astype(float)
     hi = np.ones(p) if upper is None else np.broadcast_to(check_real_array(upper, "upper"), (p,)).astype(float)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()) or np.any(lo > hi):

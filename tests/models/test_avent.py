@@ -348,9 +348,10 @@ def test_bad_model(kwargs, exc, match):
 def test_clamp_and_bad_fit_arguments():
     model = HybridTrustModel(1.0, pilot_T=[-0.5, 0.3, 2.0], clamp=True)
     np.testing.assert_array_equal(model.pilot_T, [0.0, 0.3, 1.0])
-    for kwargs, match in ((dict(draws=0), "draws must be an integer >= 4"), (dict(seed=-1), "seed must be"),
-                          (dict(chains=1.5), "chains must be an integer")):
-        with pytest.raises(ValueError, match=match):
+    for kwargs, error, match in ((dict(draws=0), ValueError, "draws must be an integer >= 4"),
+                                 (dict(seed=-1), ValueError, "seed must be"),
+                                 (dict(chains=1.5), TypeError, "chains must be an integer")):
+        with pytest.raises(error, match=match):
             model.fit(**kwargs)
     with pytest.raises(TypeError, match="not random_seed"):
         model.fit(random_seed=3)
