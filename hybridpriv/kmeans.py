@@ -173,7 +173,15 @@ def noise_scales(epsilon: float, tau: int, m: float, d: int) -> tuple[float, flo
     if isinstance(m, bool) or not isinstance(m, (int, float, np.integer, np.floating)) or not (0 < float(m) < math.inf):
         raise ValueError(f"m (data range) must be a finite number > 0, got {m!r}")
     m = float(m)
-    return (m * d + 1) * tau / eps, m * d * (tau + 1) / eps
+    b_t, b_l = (m * d + 1) * tau / eps, m * d * (tau + 1) / eps
+    if not math.isinf(eps):
+        tiny = float(np.finfo(float).tiny)
+        if not all(math.isfinite(b) and b >= tiny for b in (b_t, b_l)):
+            raise ValueError(
+                f"epsilon={epsilon!r} with m={m:g} (data range), tau={tau}, d={d} gives noise scales b_T={b_t:g}, "
+                f"b_L={b_l:g}; both must be finite (normal) numbers > 0: epsilon or m is too extreme for floating point"
+            )
+    return b_t, b_l
 
 
 def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
@@ -248,8 +256,15 @@ def budget_parts(epsilon: float, tau: int, m: float, d: int, k: int = 2) -> dict
     eps = check_epsilon(epsilon)
     if math.isinf(eps):
         return {"count": math.inf, "sum": math.inf, "report": math.inf, "rr": math.inf}
-    q, r = rr_probabilities(eps / (tau + 1), max(int(k), 2))
-    return {"count": 1.0 / b_t, "sum": m * d / b_t, "report": m * d / b_l, "rr": math.log(q / r)}
+    # log(q/r) in log space: q and r = 1/(K + e^eps' - 1) underflow to 0 once eps' = eps/(tau+1) > ~700
+    eps_rr, kk = eps / (tau + 1), max(int(k), 2)
+    log_denominator = eps_rr + math.log1p((kk - 1) * math.exp(-eps_rr))  # log(K - 1 + e^eps')
+    log_q, log_r = eps_rr - log_denominator, -log_denominator
+    parts = {"count": 1.0 / b_t, "sum": m * d / b_t, "report": m * d / b_l, "rr": log_q - log_r}
+    bad = {key: v for key, v in parts.items() if not math.isfinite(v)}
+    if bad:
+        raise ValueError(f"epsilon={epsilon!r} with m={m!r}, tau={tau}, d={d} gives non-finite budget parts {bad}")
+    return parts
 
 
 def initial_centres(k: int, d: int, bounds: Bounds | tuple[float, float], rng: np.random.Generator) -> np.ndarray:

@@ -193,6 +193,44 @@ def test_budget_is_split_as_the_pseudocode_and_sums_to_epsilon(tau, d, bounds):
     assert res.guarantee["tcm"].epsilon == res.guarantee["lm"].epsilon == eps
 
 
+@pytest.mark.parametrize("eps", [5000.0, 1e300])
+def test_large_epsilon_is_accounted_in_log_space(eps):
+    """epsilon/(tau+1) > ~700 made r = 1/(K + e^eps' - 1) underflow to 0 and budget_parts divide by it
+    (ZeroDivisionError already at epsilon = 5000 with tau = 2).  log(q/r) = eps' exactly."""
+    tau, d, m = 2, 2, 1.0
+    parts = km.budget_parts(eps, tau, m, d, 3)
+    assert parts["rr"] == pytest.approx(eps / (tau + 1), rel=1e-12)
+    assert parts["count"] == pytest.approx(eps / ((m * d + 1) * tau), rel=1e-12)
+    rng = np.random.default_rng(3)
+    res = km.hybrid_kmeans(X[:90], X[90:], 3, eps, tau, (0, 1), rng)
+    assert res.spent_epsilon["tcm"] == pytest.approx(eps, rel=1e-12)
+    assert res.spent_epsilon["lm"] == pytest.approx(eps, rel=1e-12)
+    lm = [r.epsilon["lm"] for r in res.accountant.releases if "lm" in r.epsilon]
+    np.testing.assert_allclose(lm, split_budget(eps, [1.0] * (tau + 1)), rtol=1e-12)
+    assert np.isfinite(res.history).all() and ((res.history >= 0) & (res.history <= 1)).all()
+    # at a moderate epsilon the log-space value agrees with the probabilities themselves
+    q, r = km.rr_probabilities(2.5 / 4, 3)
+    assert km.budget_parts(2.5, 3, 1.0, 2, 3)["rr"] == pytest.approx(math.log(q / r), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "eps,m,match",
+    [
+        (1e-308, 1.0, r"epsilon=1e-308 with m=1 \(data range\), tau=2, d=2 gives noise scales b_T=inf"),
+        (1e300, 1e-300, r"epsilon=1e\+300 with m=1e-300 .* b_L=0"),
+        (1e-300, 1e10, r"epsilon=1e-300 with m=1e\+10 .* b_T=inf"),
+    ],
+)
+def test_extreme_epsilon_or_range_raises(eps, m, match):
+    with pytest.raises(ValueError, match=match):
+        km.noise_scales(eps, 2, m, 2)
+    with pytest.raises(ValueError, match=match):
+        km.budget_parts(eps, 2, m, 2)
+    with pytest.raises(ValueError, match=match):
+        km.hybrid_kmeans(X[:90] * m, X[90:] * m, 3, eps, 2, (0, m), np.random.default_rng(0))
+    assert km.noise_scales(math.inf, 2, m, 2) == (0.0, 0.0)  # public: no noise, no error
+
+
 # -- properties ------------------------------------------------------------------------------------
 def test_same_seed_same_result_and_centres_stay_in_bounds():
     xt, xl = km.split_users(X, 0.1, np.random.default_rng(2))

@@ -448,6 +448,85 @@ def test_laplace_sum_is_not_amplified():
     assert np.all(np.diff(lr) >= -1e-12) and lr[-1] == pytest.approx(1.0, abs=0.01) and lr.max() <= 1.0
 
 
+def test_half_integer_bessel_series_matches_scipy_kv():
+    """The finite series of K_(n-1/2) in log space against scipy.special.kv wherever kv is finite."""
+    from scipy import special
+
+    from hybridpriv.theory.avent import _log_kv_half_integer
+
+    for n, z in ((1, 0.3), (3, 1.0), (12, 2.5), (100, 1.0), (50, 40.0), (2, 1e-5), (150, 200.0), (40, 1e-3)):
+        ref = special.kv(n - 0.5, z)
+        assert np.isfinite(ref) and ref > 0
+        assert math.exp(_log_kv_half_integer(n, z)) == pytest.approx(ref, rel=1e-12)
+    # orders where kv overflows: compare with the recurrence K_(v+1) = K_(v-1) + (2v/z) K_v in log space
+    z = 1.0
+    lk = [math.log(special.kv(0.5, z)), math.log(special.kv(1.5, z))]  # orders 1/2, 3/2
+    for v in np.arange(1.5, 2999.0):  # builds K_(v+1) for v + 1 up to 2999.5
+        lk.append(lk[-1] + math.log(math.exp(lk[-2] - lk[-1]) + 2 * v / z))
+    for n in (200, 1000, 3000):
+        assert float(_log_kv_half_integer(n, z)) == pytest.approx(lk[n - 1], rel=1e-12)
+
+
+def test_laplace_sum_density_at_and_near_zero_by_numerical_convolution():
+    """x = 0 is regular: a grid convolution of Laplace densities (step h = 2e-3, error O(h^2) ~ 3e-6)."""
+    from scipy import signal
+
+    b, h, half = 0.8, 2e-3, 30.0
+    grid = np.arange(-half, half + h / 2, h)
+    p1 = np.exp(-np.abs(grid) / b) / (2 * b)
+    p = p1.copy()
+    for n in range(2, 6):
+        p = signal.fftconvolve(p, p1) * h  # density of the n-fold sum on the grid -n*half + i*h
+        for x in (0.0, 0.5, -1.7):
+            i = round((x + n * half) / h)
+            assert laplace_sum_density(x, n, b) == pytest.approx(p[i], rel=2e-5)
+    # the closed form p(0) = Gamma(n - 1/2) / (2 sqrt(pi) b Gamma(n)), and continuity at 0
+    for n in (1, 2, 7, 150, 5000):
+        p0 = math.exp(math.lgamma(n - 0.5) - math.lgamma(n)) / (2 * math.sqrt(math.pi) * b)
+        assert laplace_sum_density(0.0, n, b) == pytest.approx(p0, rel=1e-11)
+        assert laplace_sum_density(1e-300, n, b) == pytest.approx(p0, rel=1e-11)
+        assert laplace_sum_density(-1e-9, n, b) == pytest.approx(p0, rel=1e-7)
+
+
+@pytest.mark.parametrize("n, b", [(2000, 1.0), (5000, 0.3)])
+def test_laplace_sum_density_for_thousands_of_users(n, b):
+    """Appendix D sums over thousands of LM users: the density (which overflowed to inf for n >= ~150
+    through log(kve)) integrates to 1 and matches the Normal(0, 2 n b^2) near the centre.
+
+    Tolerances from the Edgeworth expansion (Laplace excess kurtosis 3, so 3/n for the sum):
+    p/phi = 1 + He4(u)/(8n) + O(1/n^2), |He4(u)| <= 3 on |u| <= 2 standard deviations, so the
+    plain Normal is within 1/n (observed 0.75/n) and the corrected one within 2/n^2 (observed 1.49/n^2).
+    The log ratio log p(x) - log p(x + k) is the Normal's (2 x k + k^2)/(2 s^2) up to
+    d/dx log(1 + He4/(8n)) k <= k/(n s): tolerance 2 k/(n s).
+    """
+    s = math.sqrt(2 * n) * b
+    total, _err = integrate.quad(lambda x: laplace_sum_density(x, n, b), -60 * s, 60 * s, points=[0.0], limit=200, epsabs=1e-13)
+    assert total == pytest.approx(1.0, abs=1e-9)
+    x = np.linspace(-2 * s, 2 * s, 41)
+    p = laplace_sum_density(x, n, b)
+    assert np.all(np.isfinite(p))
+    phi = stats.norm.pdf(x, scale=s)
+    u = x / s
+    assert np.max(np.abs(p / phi - 1)) <= 1.0 / n
+    assert np.max(np.abs(p / (phi * (1 + (u**4 - 6 * u**2 + 3) / (8 * n))) - 1)) <= 2.0 / n**2
+    k = 1.0
+    lr = laplace_sum_log_ratio(x, n, b, k)
+    assert np.all(np.isfinite(lr))
+    np.testing.assert_allclose(lr, (2 * x * k + k**2) / (2 * s**2), rtol=0, atol=2 * k / (n * s))
+    # far tail: still finite, non-decreasing and at most k/b (log-concavity; the Appendix D statement)
+    far = np.array([0.0, 10 * s, 1e3 * s, 1e5 * s])
+    lr_far = laplace_sum_log_ratio(far, n, b, k)
+    assert np.all(np.isfinite(lr_far)) and np.all(np.diff(lr_far) > 0) and lr_far[-1] <= k / b
+    assert lr_far[-1] == pytest.approx(k / b, rel=0.02)
+
+
+def test_laplace_sum_density_raises_when_not_representable():
+    with pytest.raises(ValueError, match=r"n=3 Laplace\(b=1e-10\) variables at x=1e\+308 is not finite"):
+        laplace_sum_density(1e308, 3, 1e-10)
+    with pytest.raises(ValueError, match="not finite"):
+        laplace_sum_log_ratio(1.0, 5, 1e-310, 1.0)
+
+
 def test_laplace_hybrid_amplification_by_two_component_density():
     """One TCM noise + one honest LM user's noise: the density has a closed form; its log-ratio sup is Delta/b_max."""
     n, c, m, eps = 10, 0.5, 1.0, 1.0
@@ -520,6 +599,13 @@ def test_xarray_in_xarray_out():
         (lambda: amplified_epsilon(0.3, 100, 0.1, 1.0, 1e-3, 1.0, 1e-5, 1.5), ValueError, "adversarial_fraction"),
         (lambda: amplified_epsilon(0.3, 100, 0.1, 1.0, 1e-3, 1.0, 1e-5, 0.1, group="all"), ValueError, "group must be"),
         (lambda: laplace_sum_density(1.0, 2.5, 1.0), ValueError, "positive integer"),
+        # extreme epsilon / m: the variance over- or underflows (was (inf, inf) / (0, 0) silently)
+        (lambda: noise_variances("laplace", 1e-200, 1.0, 100, 0.5), ValueError, r"s_L2 = inf .* epsilon=1e-200, m=1"),
+        (lambda: noise_variances("laplace", 1e200, 1.0, 100, 0.5), ValueError, r"s_L2 = 0 .* epsilon=1e\+200"),
+        (lambda: noise_variances("laplace", 1.0, 1e300, 100, 0.5), ValueError, r"s_L2 = inf .* m=1e\+300"),
+        (lambda: noise_variances("gaussian", 1e-200, 1.0, 100, 0.5, 1e-5, "classic"), ValueError, "epsilon=1e-200"),
+        (lambda: noise_variances("laplace", [1.0, 1e-200], 1.0, 100, 0.5), ValueError, "s_L2 = inf .* epsilon=1e-200"),
+        (lambda: noise_variances("laplace", 1.0, 1e-150, 1e10, 0.5), ValueError, r"s_T2 = .* m=1e-150, n=1e\+10"),
         (lambda: max_kvh_improvement(-1.0), ValueError, "epsilon must be in"),
         (lambda: appendix_b_instance(1.0), ValueError, "too small"),
     ],

@@ -140,12 +140,9 @@ class _AventEstimator(Estimator):
         #: sensitivity of the TCM users' mean (central) and of one user's value (local)
         self.tcm_sensitivity = self.bounds.sum_sensitivity(relation) / self.n_T
         self.local_sensitivity = self.bounds.width
-        self._scale_T = self._scale(tcm.epsilon, self.deltas[0], self.tcm_sensitivity)
-        self._scale_L = self._scale(lm.epsilon, self.deltas[1], self.local_sensitivity)
-        self._scale_LT = self._scale(tcm.epsilon, self.deltas[0], self.local_sensitivity)
-        self.s_T2 = self._variance(self._scale_T)
-        self.s_L2 = self._variance(self._scale_L)
-        self.s_LT2 = self._variance(self._scale_LT)
+        self._scale_T, self.s_T2 = self._calibrate(tcm, self.deltas[0], self.tcm_sensitivity, "TCM mean (central)")
+        self._scale_L, self.s_L2 = self._calibrate(lm, self.deltas[1], self.local_sensitivity, "local report")
+        self._scale_LT, self.s_LT2 = self._calibrate(tcm, self.deltas[0], self.local_sensitivity, "local report")
 
     # -- calibration ------------------------------------------------------------------
     def _group_delta(self, group: Group, delta: object) -> float:
@@ -169,7 +166,24 @@ class _AventEstimator(Estimator):
         return M.gaussian_sigma(epsilon, delta, sensitivity, method=self.calibration)
 
     def _variance(self, scale: float) -> float:
-        return 2.0 * scale**2 if self.noise == "laplace" else scale**2
+        # float products give inf/0 on over/underflow instead of raising OverflowError
+        return 2.0 * scale * scale if self.noise == "laplace" else scale * scale
+
+    def _calibrate(self, group: Group, delta: float, sensitivity: float, what: str) -> tuple[float, float]:
+        """``(scale, variance)`` of one noise draw; both must be finite and > 0 (normal floats) unless public."""
+        scale = self._scale(group.epsilon, delta, sensitivity)
+        if group.is_public:
+            return scale, self._variance(scale)
+        variance = self._variance(scale)
+        tiny = np.finfo(float).tiny
+        if not (math.isfinite(scale) and scale >= tiny and math.isfinite(variance) and variance >= tiny):
+            raise ValueError(
+                f"group {group.name!r}: the {self.noise} noise on the {what} has scale {scale:g} and variance "
+                f"{variance:g} (sensitivity {sensitivity:g}), not a finite (normal) number > 0: "
+                f"epsilon={group.epsilon!r} with bounds ({self.bounds.lower:g}, {self.bounds.upper:g}) is too "
+                "extreme for floating point"
+            )
+        return scale, variance
 
     def _noisy(self, values: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
         if scale == 0.0:

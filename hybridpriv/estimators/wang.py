@@ -935,6 +935,10 @@ def prediction_error(
     th = np.atleast_2d(th)
     if th.ndim != 2 or th.shape[1] != design.shape[1]:
         raise ValueError(f"theta must have shape ({design.shape[1]},) or (k, {design.shape[1]}), got {np.shape(theta)}")
+    if not np.isfinite(th).all():
+        bad = np.argwhere(~np.isfinite(th))[0]
+        where = f"theta[{bad[1]}]" if single else f"theta[{bad[0]}, {bad[1]}]"
+        raise ValueError(f"theta must be finite, got {where} = {float(th[tuple(bad)])}")
     if reference is None:
         if y is None:
             raise ValueError("prediction_error needs y (to fit beta_hat(D)) or reference")
@@ -942,10 +946,15 @@ def prediction_error(
         if yy.shape != (design.shape[0],):
             raise ValueError(f"y must have shape ({design.shape[0]},), got {yy.shape}")
         ref = private_fit(np.column_stack([_points(X, "X"), yy]), LogisticContrast(c.intercept, c.l2))
+        if not np.isfinite(ref).all():
+            raise ValueError(f"the non-private fit beta_hat(D) on (X, y) is not finite ({ref}); pass reference")
     else:
         ref = check_real_array(reference, "reference")
         if ref.shape != (design.shape[1],):
             raise ValueError(f"reference must have shape ({design.shape[1]},), got {ref.shape}")
+        if not np.isfinite(ref).all():
+            j = int(np.flatnonzero(~np.isfinite(ref))[0])
+            raise ValueError(f"reference must be finite, got reference[{j}] = {float(ref[j])}")
     base = special.expit(design @ ref)
     t = np.sqrt(((special.expit(th @ design.T) - base) ** 2).sum(axis=1))
     return float(t[0]) if single else t

@@ -154,11 +154,43 @@ class NotAPosterior:
         (lambda: Hybrid(G, (0, 1), "bayes", posterior=NotAPosterior()), TypeError, "bayes_weight"),
         (lambda: Hybrid(G, (0, 1), "bayes", posterior=StandInPosterior(2.0)), ValueError, "must be a number in"),
         (lambda: Hybrid(G, (0, 1), "bayes", posterior=StandInPosterior(float("nan"))), ValueError, "must be a number in"),
+        # extreme epsilon / bounds: the noise variance over- or underflows (was a bare OverflowError, or 0)
+        (
+            lambda: Hybrid([Group("t", 10, 1e-300), Group("l", 90, 1e-300)], (0, 1), weight="pwh"),
+            ValueError,
+            r"group 't': .* variance inf .* epsilon=1e-300 with bounds \(0, 1\)",
+        ),
+        (
+            lambda: Hybrid([Group("t", 10, 1.0), Group("l", 90, 1e-300)], (0, 1), weight="pwh"),
+            ValueError,
+            r"group 'l': the laplace noise on the local report .* epsilon=1e-300",
+        ),
+        (
+            lambda: Hybrid([Group("t", 10, 1.0), Group("l", 90, 1.0)], (0, 1e308), weight="pwh"),
+            ValueError,
+            r"variance inf .* epsilon=1.0 with bounds \(0, 1e\+308\)",
+        ),
+        (
+            lambda: Hybrid([Group("t", 10, 1e300), Group("l", 90, 1e300)], (0, 1), weight="pwh"),
+            ValueError,
+            r"variance 0 .* epsilon=1e\+300",
+        ),
+        (
+            lambda: FullLM([Group("t", 10, 1e-300), Group("l", 90, 1.0)], (0, 1), noise="gaussian", delta=1e-5,
+                           calibration="classic"),
+            ValueError,
+            r"group 't': the gaussian noise .* epsilon=1e-300",
+        ),
     ],
 )
 def test_bad_input(make, err, match):
     with pytest.raises(err, match=match):
         make()
+
+
+def test_public_group_still_gets_zero_noise_next_to_the_finiteness_check():
+    est = Hybrid([Group("t", 10, math.inf), Group("l", 90, 1.0)], (0, 1), weight="pwh")
+    assert est.s_T2 == 0.0 and est.s_L2 == pytest.approx(2.0) and est.w == 1.0
 
 
 def test_bad_data():

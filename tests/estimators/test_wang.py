@@ -366,6 +366,22 @@ def test_prediction_error_and_brier_match_direct_computation():
         prediction_error(thetas, X)
 
 
+def test_prediction_error_rejects_non_finite_theta_and_reference():
+    """A NaN/inf coefficient used to give a silent nan; now a ValueError naming the entry."""
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(50, 2))
+    y = rng.binomial(1, expit(X @ [0.6, -0.4]))
+    ref = irls_logistic(X, y, np.ones(50))
+    with pytest.raises(ValueError, match=r"theta must be finite, got theta\[1\] = nan"):
+        prediction_error([0.1, np.nan], X, y)
+    with pytest.raises(ValueError, match=r"theta must be finite, got theta\[1, 0\] = inf"):
+        prediction_error([[0.1, 0.2], [np.inf, 0.0]], X, reference=ref)
+    with pytest.raises(ValueError, match=r"reference must be finite, got reference\[0\] = nan"):
+        prediction_error([0.1, 0.2], X, reference=[np.nan, 0.0])
+    # finite inputs still work (and are unchanged)
+    assert np.isfinite(prediction_error([0.1, 0.2], X, reference=ref))
+
+
 def test_papers_criterion_sensitivity_one_ignores_the_reference_fit():
     """Counterexample to Section 5.1's sensitivity 1: replacing one record moves beta_hat(D) and with it
     every coordinate of h_D.  With a ridge reference the bound 1 + R^2 / (2 lambda sqrt(n)) holds."""
