@@ -25,7 +25,7 @@ def quick():
 
 def _data(ds, p_index, repeat):
     """Regenerate a repeat's data from the study's documented seed scheme."""
-    ss_data = np.random.SeedSequence(0, spawn_key=(p_index, repeat)).spawn(3)[0]
+    ss_data = np.random.SeedSequence(0, spawn_key=(p_index, repeat)).spawn(5)[0]
     return wang_subset.simulate(2, ds.attrs["n_private"], ds.attrs["n_public"], np.random.default_rng(ss_data))
 
 
@@ -40,13 +40,50 @@ def test_structure(quick):
     assert set(np.unique(quick.chosen_size)) <= set(quick.subset_size.values.tolist())
 
 
-def test_equal_total_epsilon(quick):
-    # Algorithm 2's accountant: eps1 + eps2 + eps3 = (0.8 + 0.2 + 1) eps; the budget-free release
-    # spends the same total on its weights and nothing on the choice
+def test_equal_release_epsilon_and_summaries_flag(quick):
+    # Algorithm 2's accountant: eps1 + eps2 + eps3 = (0.8 + 0.2 + 1) eps; both budget-free releases
+    # charge the same 2 eps to this release (all on the weights, nothing on the choice) ...
     eps = quick.epsilon
-    np.testing.assert_allclose(quick.total_epsilon.sel(selector="algorithm2"), (2 * eps).broadcast_like(
-        quick.total_epsilon.sel(selector="algorithm2")), rtol=1e-12)
-    np.testing.assert_allclose(quick.total_epsilon.sel(selector="budget_free"), quick.total_epsilon.sel(selector="algorithm2"))
+    rel = quick.release_epsilon
+    assert list(quick.selector.values) == ["algorithm2", "budget_free_public", "budget_free_summaries"]
+    np.testing.assert_allclose(rel.sel(selector="algorithm2"), (2 * eps).broadcast_like(rel.sel(selector="algorithm2")),
+                               rtol=1e-12)
+    for sel in ("budget_free_public", "budget_free_summaries"):
+        np.testing.assert_allclose(rel.sel(selector=sel), rel.sel(selector="algorithm2"), rtol=1e-12)
+    # ... but only the public-only selector is at equal privacy cost: the summaries variant relies
+    # on D's exact summaries, assumed published independently before this release
+    flags = quick.uses_published_summaries
+    assert flags.dtype == bool
+    assert flags.sel(selector="budget_free_summaries").item() is True
+    assert not flags.sel(selector="algorithm2").item() and not flags.sel(selector="budget_free_public").item()
+    assert "published independently" in quick.attrs["budget_free_summaries_model_knowledge"]
+    # the public-only model's knowledge of D is its size alone
+    k = wang_subset.public_knowledge(600)
+    assert (k.n, k.covariate_mean, k.covariate_variance, k.outcome_rate) == (600, None, None, None)
+
+
+def test_public_only_selector_never_sees_D(quick, monkeypatch):
+    """Replace D (covariates and outcomes) and keep E: the public-only model's predictions, order and
+    choice must not move; the summaries model's must (so this check can detect a leak of D)."""
+    real = wang_subset.simulate
+
+    def other_D(p, n_private, n_public, rng):
+        sim = real(p, n_private, n_public, rng)
+        alt = np.random.default_rng(12345)
+        sim["Xd"] = 1.5 * alt.standard_normal(sim["Xd"].shape) + 0.7
+        sim["yd"] = (alt.random(n_private) < 0.8).astype(float)
+        return sim
+
+    base = quick.isel(repeat=[0])  # repeat 0 has the same seeds in a one-repeat run
+    monkeypatch.setattr(wang_subset, "simulate", other_D)
+    changed = wang_subset.run(quick=True, seed=0, repeats=1)
+    pub = {"selector": "budget_free_public"}
+    np.testing.assert_array_equal(changed.expected_error.sel(pub), base.expected_error.sel(pub))
+    np.testing.assert_array_equal(changed.chosen_size.sel(pub), base.chosen_size.sel(pub))
+    summ = {"selector": "budget_free_summaries"}
+    assert not np.allclose(changed.expected_error.sel(summ), base.expected_error.sel(summ))
+    # D did change: the releases' errors (evaluated on D) differ
+    assert not np.allclose(changed.chosen_error.sel(pub), base.chosen_error.sel(pub))
 
 
 def test_cells_recomputed_independently(quick):
@@ -66,11 +103,12 @@ def test_cells_recomputed_independently(quick):
         # d(D, E) with every public point, on the rescaled sets
         d01, e01, _ = rescale(D, E)
         np.testing.assert_allclose(quick.distance.sel(p=2, repeat=r, subset_size=600), distance(d01, e01), rtol=1e-12)
-        # the budget-free release is its own curve at the chosen size
-        for eps in quick.epsilon.values:
-            n = int(quick.chosen_size.sel(selector="budget_free", p=2, epsilon=eps, repeat=r))
-            assert float(quick.chosen_error.sel(selector="budget_free", p=2, epsilon=eps, repeat=r)) == float(
-                pe.sel({"method": "budget_free_curve", "epsilon": eps, "subset_size": n}))
+        # each budget-free release is its own curve at the chosen size
+        for sel in ("budget_free_public", "budget_free_summaries"):
+            for eps in quick.epsilon.values:
+                n = int(quick.chosen_size.sel(selector=sel, p=2, epsilon=eps, repeat=r))
+                assert float(quick.chosen_error.sel(selector=sel, p=2, epsilon=eps, repeat=r)) == float(
+                    pe.sel({"method": f"{sel}_curve", "epsilon": eps, "subset_size": n}))
 
 
 def test_distance_decreases_with_the_subset(quick):
