@@ -14,6 +14,8 @@ is checked):
 * ``grid engine``: ferrando-means at full settings (7 n x 1,000 draws, 6 estimators), its engine
   stage (``evaluate_many``, estimators built beforehand);
 * ``grid study``: the whole ferrando-means study (its PDP threshold set-up is serial).
+* ``avent-pwh``: the whole avent-pwh study at default scale (exact curves plus Monte Carlo points
+  through the engine), a grid study with more work per run.
 
 Per stage and run it reports: wall time; CPU seconds of the main process (in the cluster run:
 the client, the scheduler and the nannies, which LocalCluster runs in this process) and of the workers
@@ -245,6 +247,15 @@ def main() -> None:
             b = ferrando_means.run(quick=False, seed=args.seed, client=client)
         xr.testing.assert_identical(a, b)
         rows.append(_report("ferrando-means whole study (serial set-up)", one, two, args.workers))
+        # a grid study with more Monte Carlo work: Avent et al. Fig. 3 (exact curves + engine MC points)
+        from hybridpriv.studies import avent_pwh
+
+        with Measured([]) as one:
+            a = avent_pwh.run(quick=False, seed=args.seed)
+        with Measured(workers, nannies) as two:
+            b = avent_pwh.run(quick=False, seed=args.seed, client=client)
+        xr.testing.assert_identical(a, b)
+        rows.append(_report("avent-pwh whole study (default scale)", one, two, args.workers))
 
     cluster = client.cluster
     client.close()
