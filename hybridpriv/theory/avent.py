@@ -183,6 +183,12 @@ def _real(x: object, name: str) -> np.ndarray:
     return _arr(x, name)
 
 
+def _divide(num: object, den: np.ndarray, fallback: object) -> np.ndarray:
+    """``num / den`` where ``den > 0``, ``fallback`` elsewhere (no division by zero is evaluated)."""
+    positive = den > 0
+    return np.where(positive, num / np.where(positive, den, 1.0), fallback)
+
+
 # --------------------------------------------------------------------------------------
 # noise
 # --------------------------------------------------------------------------------------
@@ -418,8 +424,7 @@ def kvh_weight(n: object, c: object, sigma2: object, s_T2: object, s_L2: object)
     v, sT, sL = _var(sigma2, "sigma2"), _var(s_T2, "s_T2"), _var(s_L2, "s_L2")
     num = c_ * (v + sL)
     den = v + c_ * ((1 - c_) * n_ * sT + sL)
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, num / safe, c_ + 0.0 * num))
+    return _out(_divide(num, den, c_ + 0.0 * num))
 
 
 @_xarray_aware()
@@ -446,8 +451,7 @@ def kvh_weight_heterogeneous(
     V = (1 - c_) * vT + c_ * vL + c_ * (1 - c_) * n_ * d**2
     num = c_ * (V + sL)
     den = V + c_ * (1 - c_) * n_ * sT + c_ * sL
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, num / safe, c_ + 0.0 * num))
+    return _out(_divide(num, den, c_ + 0.0 * num))
 
 
 @_xarray_aware()
@@ -460,8 +464,7 @@ def pwh_weight(n: object, c: object, s_T2: object, s_L2: object) -> float | np.n
     n_, c_ = _nc(n, c)
     sT, sL = _var(s_T2, "s_T2"), _var(s_L2, "s_L2")
     den = sL + (1 - c_) * n_ * sT
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, sL / safe, c_ + 0.0 * sL))
+    return _out(_divide(sL, den, c_ + 0.0 * sL))
 
 
 @_xarray_aware()
@@ -477,8 +480,7 @@ def kvh_mse(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) ->
     v, sT, sL = _var(sigma2, "sigma2"), _var(s_T2, "s_T2"), _var(s_L2, "s_L2")
     num = (1 - c_) * v * sL + c_ * n_ * (c_ * v + sL) * sT
     den = n_ * (v + c_ * sL) + (1 - c_) * c_ * n_**2 * sT
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, num / safe, 0.0))
+    return _out(_divide(num, den, 0.0))
 
 
 @_xarray_aware()
@@ -492,8 +494,7 @@ def pwh_mse(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) ->
     v, sT, sL = _var(sigma2, "sigma2"), _var(s_T2, "s_T2"), _var(s_L2, "s_L2")
     num = (1 - c_) * c_ * n_**2 * sT**2 * (c_ * v + sL) + c_ * n_ * sL * sT * (2 * (c_ - 1) * v + sL) + (1 - c_) * v * sL**2
     den = c_ * n_ * (sL + (1 - c_) * n_ * sT) ** 2
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, num / safe, 0.0))
+    return _out(_divide(num, den, 0.0))
 
 
 @_xarray_aware()
@@ -598,8 +599,7 @@ def n_crit(
     bias = (1 - c_) * (_real(mu_T, "mu_T") - _real(mu_L, "mu_L"))
     num = c_ * sL - (1 - c_) ** 2 * vT - c_ * (1 - c_) * vL
     den = c_ * (bias**2 + sT)
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, num / safe, np.where(num >= 0, np.inf, -np.inf)))
+    return _out(_divide(num, den, np.where(num >= 0, np.inf, -np.inf)))
 
 
 @_xarray_aware()
@@ -628,8 +628,7 @@ def n_crit_laplace(c: object, epsilon: object, m: object, sigma2: object) -> flo
     m_ = _arr(m, "m", lo=0.0, lo_open=True)
     v = _var(sigma2, "sigma2")
     den = c_ * (2 * c_ * m_**2 - (1 - c_) * eps**2 * v)
-    safe = np.where(den > 0, den, 1.0)
-    return _out(np.where(den > 0, 2 * m_**2 / safe, np.inf))
+    return _out(_divide(2 * m_**2, den, np.inf))
 
 
 @_xarray_aware()
