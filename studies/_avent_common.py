@@ -19,11 +19,14 @@ from hybridpriv.data import GroupedDataset
 from hybridpriv.evaluate import evaluate_many
 from hybridpriv.privacy import Bounds, Group, check_groups
 
+from ._common import Z95
+
 __all__ = [
     "BETAS",
     "SALARY",
     "Z95",
     "TwoGroupSource",
+    "axis",
     "beta_mc",
     "beta_sampler",
     "beta_variance",
@@ -40,8 +43,6 @@ __all__ = [
     "uniform_sampler",
 ]
 
-Z95 = 1.959963984540054
-
 #: the three symmetric Beta distributions of Figure 1 (label, alpha, beta) on [0, 1]
 BETAS: tuple[tuple[str, float, float], ...] = (
     ("Beta(10,10)", 10.0, 10.0),
@@ -52,6 +53,12 @@ BETAS: tuple[tuple[str, float, float], ...] = (
 #: the published figures of the 2010 UC salary data (Section 4): the risk depends on the data
 #: only through n, m and sigma, so no data file is needed
 SALARY = {"n": 252_540, "m": 2_349_033.0, "sigma": 53_254.0}
+
+
+def axis(name: str, values: Sequence[float]) -> xr.DataArray:
+    """A grid axis: the float ``values`` as a 1-D DataArray over dimension ``name``, with itself as coordinate."""
+    v = np.asarray(values, dtype=float)
+    return xr.DataArray(v, dims=name, coords={name: v})
 
 
 def beta_variance(a: float, b: float) -> float:

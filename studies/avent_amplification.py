@@ -40,9 +40,7 @@ def formula_grid(cs, fractions, epsilon: float = EPSILON, delta: float = DELTA, 
     """Exact epsilon' over ``group x c x adversarial_fraction`` (one vectorised call per group)."""
     from hybridpriv.theory.avent import amplified_epsilon, kvh_weight, noise_variances
 
-    c = xr.DataArray(np.asarray(cs, dtype=float), dims="c", coords={"c": np.asarray(cs, dtype=float)})
-    f = xr.DataArray(np.asarray(fractions, dtype=float), dims="adversarial_fraction",
-                     coords={"adversarial_fraction": np.asarray(fractions, dtype=float)})
+    c, f = common.axis("c", cs), common.axis("adversarial_fraction", fractions)
     n = xr.DataArray(float(N))
     s_T2, s_L2 = noise_variances("gaussian", epsilon, M, n, c, delta=delta, calibration="classic")
     w = kvh_weight(n, c, SIGMA**2, s_T2, s_L2)

@@ -44,7 +44,6 @@ import numpy as np
 import xarray as xr
 
 from hybridpriv.estimators.avent import Hybrid
-from hybridpriv.evaluate import evaluate_many
 from hybridpriv.models.avent import HybridTrustModel, HybridTrustPosterior, fit_many
 from hybridpriv.privacy import Group
 from hybridpriv.theory.avent import (
@@ -56,7 +55,7 @@ from hybridpriv.theory.avent import (
     tcm_only_mse,
 )
 
-from ._avent_common import BETAS, TwoGroupSource, beta_sampler, beta_variance
+from ._avent_common import BETAS, TwoGroupSource, axis, beta_sampler, beta_variance, mc_mse, mean_with_se
 
 __all__ = ["ASSUMPTIONS", "DESCRIPTION", "fit_knowledge", "formula_grid", "pilot_model", "plot", "run"]
 
@@ -117,9 +116,7 @@ def formula_grid(ns, weights: xr.DataArray, cs=CS, epsilons=EPSILONS, betas=BETA
     """Exact MSEs of the baselines, KVH, PWH, naive and the given Bayes weights (any extra dims)."""
     dist = [b[0] for b in betas]
     sigma2 = xr.DataArray([beta_variance(a, b) for _, a, b in betas], dims="distribution", coords={"distribution": dist})
-    n = xr.DataArray(np.asarray(ns, dtype=float), dims="n", coords={"n": np.asarray(ns, dtype=float)})
-    c = xr.DataArray(np.asarray(cs, dtype=float), dims="c", coords={"c": np.asarray(cs, dtype=float)})
-    eps = xr.DataArray(np.asarray(epsilons, dtype=float), dims="epsilon", coords={"epsilon": np.asarray(epsilons, dtype=float)})
+    n, c, eps = axis("n", ns), axis("c", cs), axis("epsilon", epsilons)
     s_T2, s_L2 = noise_variances("laplace", eps, M, n, c)
     w_kvh = kvh_weight(n, c, sigma2, s_T2, s_L2)
     w_pwh = pwh_weight(n, c, s_T2, s_L2)
@@ -180,10 +177,8 @@ def _mc_check(posteriors, points, draws: int, seed: int, progress: bool, engine:
             src = TwoGroupSource(groups, (0.0, M), [beta_sampler(a, b, M)] * 2, draws, [a / (a + b) * M] * 2)
             yield {"check": lab}, {"bayes": est}, src
 
-    res = evaluate_many(runs(), {"check": labels}, trials=1, seed=seed, target="sample", progress=progress, **engine)
-    loss = res["loss"].isel(chain=0, trial=0, estimator=0, drop=True)
-    mean = loss.mean("draw")
-    se = loss.std("draw", ddof=1) / np.sqrt(loss.sizes["draw"])
+    loss = mc_mse(runs(), {"check": labels}, seed, progress, engine).isel(estimator=0, drop=True)
+    mean, se = mean_with_se(loss)
     return xr.Dataset({"mc_mse": mean, "mc_mse_se": se})
 
 
@@ -204,9 +199,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
             posteriors[know, assume, name] = post
     fit_seconds = time.perf_counter() - started
     # the Bayes weights over the grid: a vectorised closed form per posterior
-    n = xr.DataArray(ns.astype(float), dims="n", coords={"n": ns.astype(float)})
-    c = xr.DataArray(np.asarray(CS), dims="c", coords={"c": np.asarray(CS)})
-    eps = xr.DataArray(np.asarray(EPSILONS), dims="epsilon", coords={"epsilon": np.asarray(EPSILONS)})
+    n, c, eps = axis("n", ns), axis("c", CS), axis("epsilon", EPSILONS)
     s_T2, s_L2 = noise_variances("laplace", eps, M, n, c)
     w = xr.concat(
         [xr.concat(

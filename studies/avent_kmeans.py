@@ -42,6 +42,8 @@ import xarray as xr
 from hybridpriv.kmeans import hybrid_kmeans, initial_centres, lm_kmeans, split_users, tcm_kmeans, wcss
 from hybridpriv.privacy import Bounds
 
+from ._common import mse_with_ci
+
 __all__ = ["ALGORITHMS", "CENTRES", "DESCRIPTION", "VARIANTS", "make_data", "plot", "run", "summarise"]
 
 DESCRIPTION = "Avent et al. Fig. 6: WCSS of hybrid, TCM-only and LM DP K-means over iterations tau"
@@ -53,7 +55,6 @@ EPSILON = 7.0
 K = 4
 BOUNDS = Bounds(0.0, 1.0)
 CS = (0.001, 0.01)
-Z95 = 1.959963984540054
 
 
 def make_data(n_per_cluster: int, rng: np.random.Generator) -> np.ndarray:
@@ -146,14 +147,9 @@ def run(
 
 def summarise(ds: xr.Dataset) -> xr.Dataset:
     """Add means, 95% intervals, quantiles and the ratios to the better baseline (from ``wcss*``)."""
-    trials = ds.sizes["trial"]
     for name in ("wcss", "wcss_variant"):
         arr = ds[name]
-        mean = arr.mean("trial")
-        se = arr.std("trial", ddof=1) / np.sqrt(trials)
-        ds[f"{name}_mean"] = mean
-        ds[f"{name}_low"] = mean - Z95 * se
-        ds[f"{name}_high"] = mean + Z95 * se
+        ds[f"{name}_mean"], ds[f"{name}_low"], ds[f"{name}_high"] = mse_with_ci(arr, ("trial",))
         ds[f"{name}_q025"] = arr.quantile(0.025, "trial").drop_vars("quantile")
         ds[f"{name}_q975"] = arr.quantile(0.975, "trial").drop_vars("quantile")
     m, mv = ds.wcss_mean, ds.wcss_variant_mean

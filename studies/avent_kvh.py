@@ -50,10 +50,7 @@ def formula_grid(ns, cs=CS, epsilons=EPSILONS, betas=common.BETAS, weight: str =
     dist = xr.DataArray([b[0] for b in betas], dims="distribution")
     sigma2 = xr.DataArray([common.beta_variance(a, b) for _, a, b in betas], dims="distribution",
                           coords={"distribution": dist})
-    n = xr.DataArray(np.asarray(ns, dtype=float), dims="n", coords={"n": np.asarray(ns, dtype=float)})
-    c = xr.DataArray(np.asarray(cs, dtype=float), dims="c", coords={"c": np.asarray(cs, dtype=float)})
-    eps = xr.DataArray(np.asarray(epsilons, dtype=float), dims="epsilon",
-                       coords={"epsilon": np.asarray(epsilons, dtype=float)})
+    n, c, eps = common.axis("n", ns), common.axis("c", cs), common.axis("epsilon", epsilons)
     s_T2, s_L2 = noise_variances("laplace", eps, M, n, c)
     if weight == "kvh":
         w = kvh_weight(n, c, sigma2, s_T2, s_L2)

@@ -41,9 +41,7 @@ def formula_grid(cs, epsilons, n=N) -> xr.Dataset:
     from hybridpriv.theory.avent import hybrid_mse, kvh_weight, noise_variances, pwh_weight, relative_improvement
 
     sigma2 = SIGMA**2
-    c = xr.DataArray(np.asarray(cs, dtype=float), dims="c", coords={"c": np.asarray(cs, dtype=float)})
-    eps = xr.DataArray(np.asarray(epsilons, dtype=float), dims="epsilon",
-                       coords={"epsilon": np.asarray(epsilons, dtype=float)})
+    c, eps = common.axis("c", cs), common.axis("epsilon", epsilons)
     n = xr.DataArray(float(n))
     s_T2, s_L2 = noise_variances("laplace", eps, M, n, c)
     w = xr.concat([kvh_weight(n, c, sigma2, s_T2, s_L2), pwh_weight(n, c, s_T2, s_L2) + 0 * c * eps],

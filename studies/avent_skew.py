@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 from . import _avent_common as common
@@ -43,11 +42,7 @@ MEAN_SIGMA2 = 1.0 / 12.0
 
 
 def _axes(ns, cs, epsilons):
-    n = xr.DataArray(np.asarray(ns, dtype=float), dims="n", coords={"n": np.asarray(ns, dtype=float)})
-    c = xr.DataArray(np.asarray(cs, dtype=float), dims="c", coords={"c": np.asarray(cs, dtype=float)})
-    eps = xr.DataArray(np.asarray(epsilons, dtype=float), dims="epsilon",
-                       coords={"epsilon": np.asarray(epsilons, dtype=float)})
-    return n, c, eps
+    return common.axis("n", ns), common.axis("c", cs), common.axis("epsilon", epsilons)
 
 
 def variance_grid(ns, cs=CS, epsilons=EPSILONS) -> xr.Dataset:
@@ -87,7 +82,7 @@ def mean_grid(ns, cs=CS, epsilons=EPSILONS, shifts=SHIFTS) -> xr.Dataset:
     )
 
     n, c, eps = _axes(ns, cs, epsilons)
-    t = xr.DataArray(np.asarray(shifts, dtype=float), dims="shift", coords={"shift": np.asarray(shifts, dtype=float)})
+    t = common.axis("shift", shifts)
     mu_T, mu_L = 1.0 - t, 1.0 + t
     v = MEAN_SIGMA2
     s_T2, s_L2 = noise_variances("laplace", eps, MEAN_M, n, c)
