@@ -36,6 +36,43 @@ def _check_ks(ks: Sequence[int]) -> np.ndarray:
     return k.astype(np.int64)
 
 
+def _check_risk_args(ks: Sequence[int], epsilon: float, loss: str) -> tuple[np.ndarray, float]:
+    """The candidate ``ks`` (int64) and ``epsilon`` checked, and ``loss`` one of :data:`USER_ITEM_LOSSES`."""
+    from .privacy import check_epsilon
+
+    k = _check_ks(ks)
+    eps = check_epsilon(epsilon, allow_inf=False)
+    if loss not in USER_ITEM_LOSSES:
+        raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
+    return k, eps
+
+
+def _matrix_risks(mat, ks: np.ndarray, epsilon: float, loss: str, trials: int, seed: int, chain: int,
+                  draw: int) -> np.ndarray:
+    """The risk of every k on one matrix: exact for ``"squared"``, else Monte Carlo with a
+    generator keyed by ``(seed, k, chain, draw)``."""
+    from .estimators.useritem import monte_carlo_user_item_loss
+    from .theory import user_item_risk
+
+    if loss == "squared":
+        return user_item_risk(mat, ks, epsilon)
+    out = np.empty(len(ks))
+    for j, kk in enumerate(ks):
+        rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3, int(kk), chain, draw)))
+        out[j] = monte_carlo_user_item_loss(mat, int(kk), epsilon, rng, trials, loss=loss)[0]
+    return out
+
+
+def _risk_array(out: np.ndarray, ks: np.ndarray, epsilon: float, loss: str, trials: int) -> xr.DataArray:
+    """Risks ``(k, chain, draw)`` with their coordinates and attributes."""
+    chains, draws = out.shape[1:]
+    da = xr.DataArray(out, dims=("k", "chain", "draw"),
+                      coords={"k": ks, "chain": np.arange(chains), "draw": np.arange(draws)})
+    da.attrs.update({"loss": loss, "epsilon": epsilon, "exact": int(loss == "squared"),
+                     "mc_trials": 0 if loss == "squared" else trials})
+    return da
+
+
 def risk_over_matrices(
     matrices: Iterable[sp.csr_matrix],
     shape: tuple[int, int],
@@ -60,14 +97,7 @@ def risk_over_matrices(
         ``"squared"`` (exact conditional risk, no Monte Carlo) or ``"max"`` / ``"top10"``
         (Monte Carlo with ``trials`` runs of the mechanism per matrix).
     """
-    from .estimators.useritem import monte_carlo_user_item_loss
-    from .privacy import check_epsilon
-    from .theory import user_item_risk
-
-    k = _check_ks(ks)
-    eps = check_epsilon(epsilon, allow_inf=False)
-    if loss not in USER_ITEM_LOSSES:
-        raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
+    k, eps = _check_risk_args(ks, epsilon, loss)
     if (
         isinstance(shape, (str, bytes))
         or not isinstance(shape, Sequence)
@@ -82,18 +112,11 @@ def risk_over_matrices(
         c, d = i % chains, i // chains
         if d >= draws:
             raise ValueError(f"more matrices than shape {shape} allows")
-        if loss == "squared":
-            out[:, c, d] = user_item_risk(mat, k, eps)
-        else:
-            for j, kk in enumerate(k):
-                rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3, int(kk), c, d)))
-                out[j, c, d] = monte_carlo_user_item_loss(mat, int(kk), eps, rng, trials, loss=loss)[0]
+        out[:, c, d] = _matrix_risks(mat, k, eps, loss, trials, seed, c, d)
         seen += 1
     if seen != chains * draws:
         raise ValueError(f"expected {chains * draws} matrices for shape {shape}, got {seen}")
-    da = xr.DataArray(out, dims=("k", "chain", "draw"), coords={"k": k, "chain": np.arange(chains), "draw": np.arange(draws)})
-    da.attrs.update({"loss": loss, "epsilon": eps, "exact": int(loss == "squared"), "mc_trials": 0 if loss == "squared" else trials})
-    return da
+    return _risk_array(out, k, eps, loss, trials)
 
 
 def _risks_chunk(job: tuple, task: tuple) -> dict[str, np.ndarray]:
@@ -101,20 +124,13 @@ def _risks_chunk(job: tuple, task: tuple) -> dict[str, np.ndarray]:
     ``(chain, draw) = divmod(i, draws)``); ``hs`` holds their posterior row-sum histograms."""
     model, ks, epsilon, loss, trials, seed, draws = job
     start, stop, hs = task
-    from .estimators.useritem import monte_carlo_user_item_loss
-    from .theory import user_item_risk
-
+    k = np.asarray(ks)
     out = np.empty((len(ks), stop - start))
     for j, i in enumerate(range(start, stop)):
         chain, d = divmod(i, draws)
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, chain, d)))
         mat = model.matrix_for(hs[j].astype(np.int64), rng)
-        if loss == "squared":
-            out[:, j] = user_item_risk(mat, np.asarray(ks), epsilon)
-        else:
-            for q, kk in enumerate(ks):
-                r = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(3, int(kk), chain, d)))
-                out[q, j] = monte_carlo_user_item_loss(mat, int(kk), epsilon, r, trials, loss=loss)[0]
+        out[:, j] = _matrix_risks(mat, k, epsilon, loss, trials, seed, chain, d)
     return {"risk": out}
 
 
@@ -145,12 +161,8 @@ def posterior_risks(
     """
     from .chunks import Section, check_chunk_size, check_client, run_sections
     from .evaluate import Progress
-    from .privacy import check_epsilon
 
-    k = _check_ks(ks)
-    eps = check_epsilon(epsilon, allow_inf=False)
-    if loss not in USER_ITEM_LOSSES:
-        raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
+    k, eps = _check_risk_args(ks, epsilon, loss)
     chunk_size = check_chunk_size(chunk_size)
     check_client(client)
     if not (isinstance(progress, bool) or callable(progress)):
@@ -171,11 +183,7 @@ def posterior_risks(
     report = Progress(chains * draws, "scoring matrices") if progress is True else (progress or None)
     parts = run_sections([section], chunk_size, client=client, checkpoint=checkpoint, progress=report)[0]
     out = np.concatenate([p["risk"] for p in parts], axis=1).reshape(len(ks_list), chains, draws)
-    da = xr.DataArray(out, dims=("k", "chain", "draw"),
-                      coords={"k": k, "chain": np.arange(chains), "draw": np.arange(draws)})
-    da.attrs.update({"loss": loss, "epsilon": eps, "exact": int(loss == "squared"),
-                     "mc_trials": 0 if loss == "squared" else trials})
-    return da
+    return _risk_array(out, k, eps, loss, trials)
 
 
 def decide_k(risk: xr.DataArray) -> xr.Dataset:
