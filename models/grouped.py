@@ -25,7 +25,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -68,11 +68,6 @@ RELEASE_TAIL = 50.0
 CUSTOM_MC_SAMPLES = 20_000
 
 Params = Mapping[str, float]
-
-
-def _is_real(x: object) -> bool:
-    return isinstance(x, Real) and not isinstance(x, bool)
-
 
 
 def _check_prior_pair(pair: object, name: str) -> tuple[float, float]:
