@@ -56,22 +56,6 @@ def _noop(job, task):
     return {"x": np.zeros(1)}
 
 
-def _ferrando_runs(ns):
-    """The full ferrando-means settings, as the study builds them."""
-    from hybridpriv.data import normal_source
-    from hybridpriv.estimators import PDPSample, WeightedMean
-    from hybridpriv.studies import ferrando_means as fm
-
-    for n in ns:
-        groups, sigma2 = fm.setting(n)
-        ests = {"weighted": WeightedMean(groups, fm.BOUNDS, sigma2)}
-        for rule in ("min", "opt", "avg", "max"):
-            ests[f"pdp-{rule}"] = PDPSample(groups, fm.BOUNDS, rule, sigma2=sigma2)
-        ests["pdp-opt-expected"] = PDPSample(groups, fm.BOUNDS, "opt", sigma2=sigma2, denominator="expected",
-                                             mean_square=0.0)
-        yield {"n": n}, ests, normal_source(groups, fm.BOUNDS, fm.MU, fm.SIGMA, draws=1000)
-
-
 def _cpu(proc) -> float:
     t = proc.cpu_times()
     return t.user + t.system
@@ -156,6 +140,17 @@ def _report(name, one: Measured, two: Measured, n_workers: int) -> tuple:
     return name, one.wall, two.wall, bound
 
 
+def _compare(name, run, client, workers, nannies, n_workers: int) -> tuple:
+    """``run(client)`` in one process (``client=None``), then on the cluster: the numbers must be
+    identical; the two runs' measurements reported by :func:`_report`."""
+    with Measured([]) as one:
+        a = run(None)
+    with Measured(workers, nannies) as two:
+        b = run(client)
+    xr.testing.assert_identical(a, b)
+    return _report(name, one, two, n_workers)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=100_000, help="user-item matrices (default 100,000: the full study)")
@@ -224,38 +219,26 @@ def main() -> None:
         posterior_risks(model, small, ks, 1.0, seed=args.seed, client=client, chunk_size=2)
         posterior_risks(model, small, ks, 1.0, seed=args.seed)
         print(f"warm-up (imports, kernel compilation; once per process): {time.perf_counter() - t0:.1f}s")
-        with Measured([]) as one:
-            a = posterior_risks(model, idata, ks, 1.0, seed=args.seed)
-        with Measured(workers, nannies) as two:
-            b = posterior_risks(model, idata, ks, 1.0, seed=args.seed, client=client)
-        xr.testing.assert_identical(a, b)
-        rows.append(_report(f"user-item risks, {2 * per_chain:,} matrices", one, two, args.workers))
+        rows.append(_compare(f"user-item risks, {2 * per_chain:,} matrices",
+                             lambda cl: posterior_risks(model, idata, ks, 1.0, seed=args.seed, client=cl),
+                             client, workers, nannies, args.workers))
 
     if "grid" in stages:
         ns = [100, 200, 500, 1000, 2000, 5000, 10000]
-        runs = list(_ferrando_runs(ns))
+        runs = list(ferrando_means.grid(ns, 1000))  # the full settings, estimators built beforehand
         evaluate_many(runs[:1], {"n": ns[:1]}, trials=1, seed=args.seed, draws=20, client=client)  # warm
-        with Measured([]) as one:
-            a = evaluate_many(runs, {"n": ns}, trials=1, seed=args.seed)
-        with Measured(workers, nannies) as two:
-            b = evaluate_many(runs, {"n": ns}, trials=1, seed=args.seed, client=client)
-        xr.testing.assert_identical(a, b)
-        rows.append(_report("ferrando-means engine stage (7 n x 1,000)", one, two, args.workers))
-        with Measured([]) as one:
-            a = ferrando_means.run(quick=False, seed=args.seed)
-        with Measured(workers, nannies) as two:
-            b = ferrando_means.run(quick=False, seed=args.seed, client=client)
-        xr.testing.assert_identical(a, b)
-        rows.append(_report("ferrando-means whole study (serial set-up)", one, two, args.workers))
+        rows.append(_compare("ferrando-means engine stage (7 n x 1,000)",
+                             lambda cl: evaluate_many(runs, {"n": ns}, trials=1, seed=args.seed, client=cl),
+                             client, workers, nannies, args.workers))
+        rows.append(_compare("ferrando-means whole study (serial set-up)",
+                             lambda cl: ferrando_means.run(quick=False, seed=args.seed, client=cl),
+                             client, workers, nannies, args.workers))
         # a grid study with more Monte Carlo work: Avent et al. Fig. 3 (exact curves + engine MC points)
         from hybridpriv.studies import avent_pwh
 
-        with Measured([]) as one:
-            a = avent_pwh.run(quick=False, seed=args.seed)
-        with Measured(workers, nannies) as two:
-            b = avent_pwh.run(quick=False, seed=args.seed, client=client)
-        xr.testing.assert_identical(a, b)
-        rows.append(_report("avent-pwh whole study (default scale)", one, two, args.workers))
+        rows.append(_compare("avent-pwh whole study (default scale)",
+                             lambda cl: avent_pwh.run(quick=False, seed=args.seed, client=cl),
+                             client, workers, nannies, args.workers))
 
     cluster = client.cluster
     client.close()

@@ -22,7 +22,7 @@ from hybridpriv.theory import mixed_mean_variance, pdp_sample_variance
 
 from ._common import variance_with_ci
 
-__all__ = ["DESCRIPTION", "EPSILONS", "FIXED_SIZES", "plot", "run", "setting"]
+__all__ = ["DESCRIPTION", "EPSILONS", "FIXED_SIZES", "grid", "plot", "run", "setting"]
 
 DESCRIPTION = "Ferrando et al. Fig. 1: variance of weighted vs PDP Sample means over n"
 EPSILONS = (10.0, 0.05, 0.1, 0.01, 0.25, 0.15)
@@ -39,24 +39,27 @@ def setting(n: int) -> tuple[list[Group], float]:
     return groups, clamped_normal_moments(MU, SIGMA, BOUNDS)["variance"]
 
 
+def grid(ns: list[int], draws: int):
+    """The settings :func:`run` evaluates: ``({"n": n}, estimators, source)`` for every ``n``
+    (``draws`` datasets each), as :func:`~hybridpriv.evaluate.evaluate_many` takes them."""
+    for n in ns:
+        groups, sigma2 = setting(n)
+        ests = {"weighted": WeightedMean(groups, BOUNDS, sigma2)}
+        for rule in ("min", "opt", "avg", "max"):
+            ests[f"pdp-{rule}"] = PDPSample(groups, BOUNDS, rule, sigma2=sigma2)
+        # the PDP-valid variant (public expected count as denominator); the records' mean is 0
+        ests["pdp-opt-expected"] = PDPSample(groups, BOUNDS, "opt", sigma2=sigma2, denominator="expected", mean_square=0.0)
+        yield {"n": n}, ests, normal_source(groups, BOUNDS, MU, SIGMA, draws=draws)
+
+
 def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) -> xr.Dataset:
     """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.evaluate.evaluate_many`."""
     ns = [100, 1000, 10000] if quick else [100, 200, 500, 1000, 2000, 5000, 10000]
     trials = 200 if quick else 1000
 
-    built: dict[int, dict] = {}  # the estimators of every n, whose thresholds the table reports
-
-    def runs():
-        for n in ns:
-            groups, sigma2 = setting(n)
-            ests = built[n] = {"weighted": WeightedMean(groups, BOUNDS, sigma2)}
-            for rule in ("min", "opt", "avg", "max"):
-                ests[f"pdp-{rule}"] = PDPSample(groups, BOUNDS, rule, sigma2=sigma2)
-            # the PDP-valid variant (public expected count as denominator); the records' mean is 0
-            ests["pdp-opt-expected"] = PDPSample(groups, BOUNDS, "opt", sigma2=sigma2, denominator="expected", mean_square=0.0)
-            yield {"n": n}, ests, normal_source(groups, BOUNDS, MU, SIGMA, draws=trials)
-
-    res = evaluate_many(runs(), {"n": ns}, trials=1, seed=seed, progress=progress, **engine)
+    runs = list(grid(ns, trials))
+    built = {coords["n"]: ests for coords, ests, _ in runs}  # the estimators whose thresholds the table reports
+    res = evaluate_many(runs, {"n": ns}, trials=1, seed=seed, progress=progress, **engine)
     var, low, high = variance_with_ci(res["estimate"], ("chain", "draw", "trial"))
     theory = np.empty((len(LABELS), len(ns)))
     thresholds = np.full((len(LABELS), len(ns)), np.nan)
