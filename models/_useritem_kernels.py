@@ -530,6 +530,8 @@ def _randint(rng, k):  # pragma: no cover - compiled
         x = np.int64(rng.random() * _TWO53)
         if x < limit:
             return x % k
+
+
 @njit(cache=True)
 def _curveball_kernel(indptr, indices, n_trades, rng, shuffle):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
