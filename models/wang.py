@@ -471,17 +471,13 @@ def noisy_weights(counts: np.ndarray, n_private: int, epsilon: float, rng: np.ra
                   truncate: bool = True, size: int | None = None) -> np.ndarray:
     """Definitions 5-6 from precomputed counts: ``max((counts + Laplace(2 / epsilon)) / n_D, 0)``.
 
-    The same computation, in the same order of random draws, as
-    :func:`hybridpriv.estimators.wang.representation_weights` (which recomputes the counts with
-    a KD-tree); used to add fresh noise many times to counts computed once.
+    :func:`hybridpriv.estimators.wang.weights_from_counts` (the noise step of
+    :func:`~hybridpriv.estimators.wang.representation_weights`, same draws in the same order);
+    used to add fresh noise many times to counts computed once.
     """
-    from hybridpriv.mechanisms import check_rng, laplace
+    from hybridpriv.estimators.wang import weights_from_counts
 
-    eps = check_epsilon(epsilon)
-    c = counts if size is None else np.broadcast_to(counts, (size, counts.size))
-    noisy = np.array(c, dtype=float) if math.isinf(eps) else laplace(c, 2.0 / eps, check_rng(rng))
-    w = noisy / n_private
-    return np.maximum(w, 0.0) if truncate else w
+    return weights_from_counts(counts, n_private, epsilon, rng, truncate, size)
 
 
 def _fit_or_uniform(points: np.ndarray, weights: np.ndarray, contrast: Any) -> np.ndarray:
@@ -509,6 +505,7 @@ def select_subset_size(
     categorical: Sequence[int] | None = None,
     criterion: Callable[[np.ndarray, np.ndarray], float] | None = None,
     counts: Sequence[np.ndarray] | None = None,
+    expected_weight: np.ndarray | None = None,
 ) -> SubsetChoice:
     """Choose how many public points to release, from public information only (no privacy cost).
 
@@ -550,6 +547,10 @@ def select_subset_size(
         Precomputed noise-free counts of the evaluation datasets on every candidate subset (from
         an earlier call's ``SubsetChoice.counts`` with the same seed, sizes and datasets): skips
         the KD-tree queries when only ``epsilon`` changes.
+    expected_weight
+        Precomputed expected weights of the public points (an earlier call's
+        ``SubsetChoice.expected_weight`` with the same seed and ``order_datasets``): skips the
+        ordering step's KD-tree queries when only ``epsilon`` changes.
 
     Returns
     -------
@@ -605,11 +606,18 @@ def select_subset_size(
         return np.column_stack([X, y])
 
     # 1. ordering by expected noise-free weights (public: simulated data only)
-    expected = np.zeros(n_e)
-    for X, y in posterior.sample_datasets(order_datasets, order_seed):
-        d01, e01, _ = rescale(to_points(X, y), E, categorical)
-        expected += representation_counts(d01, e01) / X.shape[0]
-    expected /= order_datasets
+    if expected_weight is None:
+        expected = np.zeros(n_e)
+        for X, y in posterior.sample_datasets(order_datasets, order_seed):
+            d01, e01, _ = rescale(to_points(X, y), E, categorical)
+            expected += representation_counts(d01, e01) / X.shape[0]
+        expected /= order_datasets
+    else:
+        expected = check_real_array(expected_weight, "expected_weight")
+        if expected.shape != (n_e,) or not np.isfinite(expected).all():
+            raise ValueError(
+                f"expected_weight must hold {n_e} finite numbers (one per public point), got shape {expected.shape}"
+            )
     order = np.argsort(-expected, kind="stable")
 
     # 2. expected criterion per size

@@ -72,9 +72,9 @@ import xarray as xr
 from hybridpriv.estimators.wang import (
     LogisticContrast,
     algorithm2,
-    distance,
     lei_m_estimator,
     m_estimate,
+    nearest_public,
     prediction_error,
     private_fit,
     public_only,
@@ -252,7 +252,8 @@ def run(
                 ),
             }
             select_seeds = {"budget_free_public": _seed(ss_select_pub), "budget_free_summaries": _seed(ss_select)}
-            cached = dict.fromkeys(models)
+            cached = dict.fromkeys(models)  # evaluation counts and ordering weights: reused across epsilons
+            cached_weight = dict.fromkeys(models)
             bf_counts = dict.fromkeys(models)  # counts of the real D on each model-ordered subset (oracle curve)
             for ie, eps in enumerate(eps_vals):
                 rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(key, r, 1 + ie)))
@@ -271,12 +272,14 @@ def run(
                 # curves on Algorithm 2's order
                 for k, n in enumerate(sizes):
                     idx = res.order[:n]
-                    cnt = representation_counts(d01, e01[idx])
+                    # one nearest-point search gives the counts and d(D, E_(i))
+                    near, dmin = nearest_public(d01, e01[idx], return_distance=True)
+                    cnt = np.bincount(near, minlength=n).astype(float)
                     th_np = _fit(E[idx], cnt / D.shape[0], c)
                     th_dp = _fit(E[idx], noisy_weights(cnt, D.shape[0], eps, rng), c)
                     err[METHODS.index("nonprivate_hybrid"), ip, ie, r, cols[k]] = err_of(th_np)
                     err[METHODS.index("dp_hybrid"), ip, ie, r, cols[k]] = err_of(th_dp)
-                    dist[ip, ie, r, cols[k]] = distance(d01, e01[idx])
+                    dist[ip, ie, r, cols[k]] = float(dmin.mean())
                 err[METHODS.index("public_only"), ip, ie, r, cols] = pub_err
                 if p == 2:
                     lo, hi = E.min(axis=0), E.max(axis=0)
@@ -287,9 +290,10 @@ def run(
                 for sel in ("budget_free_summaries", "budget_free_public"):
                     isel = SELECTORS.index(sel)
                     choice = select_subset_size(
-                        models[sel], E, c, sizes, total, seed=select_seeds[sel], counts=cached[sel], **cfg["select"]
+                        models[sel], E, c, sizes, total, seed=select_seeds[sel], counts=cached[sel],
+                        expected_weight=cached_weight[sel], **cfg["select"],
                     )
-                    cached[sel] = choice.counts
+                    cached[sel], cached_weight[sel] = choice.counts, choice.expected_weight
                     expected[isel, ip, ie, r, cols] = choice.expected_error
                     expected_se[isel, ip, ie, r, cols] = choice.mcse
                     if bf_counts[sel] is None:

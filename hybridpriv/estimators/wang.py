@@ -102,6 +102,7 @@ __all__ = [
     "representation_counts",
     "representation_weights",
     "rescale",
+    "weights_from_counts",
 ]
 
 #: Two public points are tied for a private point when their distances differ by at most
@@ -351,7 +352,9 @@ def _nearest(private: object, public: object, method: str, pname: str = "public"
     return _nearest_chunked(P, E)
 
 
-def nearest_public(private: object, public: object, method: str = "auto") -> np.ndarray:
+def nearest_public(
+    private: object, public: object, method: str = "auto", *, return_distance: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Index of each private point's nearest public point (Euclidean).
 
     Tie rule: public points whose distance is within ``TIE_RTOL * d_min + TIE_ATOL`` of the
@@ -365,8 +368,12 @@ def nearest_public(private: object, public: object, method: str = "auto") -> np.
     bounded by the block, never the full ``n_D x n_E`` matrix; faster in high dimension);
     ``"auto"`` (default): the KD-tree up to ``KDTREE_MAX_COLUMNS`` columns, chunked above.
     Both give the same indices (tested).
+
+    ``return_distance``: also return each private point's distance to that public point (one
+    search gives :func:`representation_counts` and :func:`distance` together).
     """
-    return _nearest(private, public, method)[0]
+    best, dist = _nearest(private, public, method)
+    return (best, dist) if _check_bool(return_distance, "return_distance") else best
 
 
 def representation_counts(private: object, public: object, method: str = "auto") -> np.ndarray:
@@ -416,13 +423,28 @@ def representation_weights(
     truncate = _check_bool(truncate, "truncate")
     P = _points(private, "private")
     counts = representation_counts(P, public, method)
-    shape = counts.shape if size is None else (check_integer(size, "size"), counts.size)
-    counts = np.broadcast_to(counts, shape)
-    if math.isinf(eps):
-        noisy = np.array(counts, dtype=float)
-    else:
-        noisy = laplace(counts, 2.0 / eps, check_rng(rng))
-    w = noisy / P.shape[0]
+    size = None if size is None else check_integer(size, "size")
+    return weights_from_counts(counts, P.shape[0], eps, rng, truncate, size)
+
+
+def weights_from_counts(
+    counts: np.ndarray,
+    n_private: int,
+    epsilon: float,
+    rng: np.random.Generator | None,
+    truncate: bool = True,
+    size: int | None = None,
+) -> np.ndarray:
+    """Definitions 5-6 from precomputed counts: ``max((counts + Laplace(2 / epsilon)) / n_D, 0)``.
+
+    The noise step of :func:`representation_weights` (same draws in the same order): use it to
+    add fresh noise many times to counts computed once (:func:`representation_counts`).
+    ``counts`` and ``size`` are not validated here.
+    """
+    eps = check_epsilon(epsilon)
+    c = counts if size is None else np.broadcast_to(counts, (size, counts.size))
+    noisy = np.array(c, dtype=float) if math.isinf(eps) else laplace(c, 2.0 / eps, check_rng(rng))
+    w = noisy / n_private
     return np.maximum(w, 0.0) if truncate else w
 
 

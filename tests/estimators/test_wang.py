@@ -38,6 +38,7 @@ from hybridpriv.estimators.wang import (
     representation_counts,
     representation_weights,
     rescale,
+    weights_from_counts,
 )
 from hybridpriv.privacy import Group
 
@@ -104,6 +105,11 @@ def test_nearest_and_counts_match_a_full_distance_matrix(p):
     w = representation_weights(P, E, math.inf, None)
     np.testing.assert_allclose(w, np.bincount(ref, minlength=40) / 300)
     assert w.sum() == pytest.approx(1.0)
+    # the noise step on precomputed counts: the same draws in the same order
+    for eps, trunc, size in ((0.7, True, None), (2.0, False, 3), (math.inf, True, None)):
+        a = representation_weights(P, E, eps, np.random.default_rng(5), truncate=trunc, size=size)
+        b = weights_from_counts(representation_counts(P, E), 300, eps, np.random.default_rng(5), trunc, size)
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("method", ["kdtree", "chunked"])
@@ -350,6 +356,13 @@ def test_distance_is_the_mean_nearest_distance():
     d = np.sqrt(((P[:, None] - E[None]) ** 2).sum(axis=2)).min(axis=1).mean()
     assert distance(P, E) == pytest.approx(d)
     assert distance(P, E[:5]) >= distance(P, E)  # a subset is never closer
+    # one search gives the indices of nearest_public and the distances behind distance()
+    for method in ("kdtree", "chunked"):
+        idx, dmin = nearest_public(P, E, method, return_distance=True)
+        np.testing.assert_array_equal(idx, nearest_public(P, E, method))
+        assert float(dmin.mean()) == distance(P, E, method)
+    with pytest.raises(TypeError, match="return_distance"):
+        nearest_public(P, E, return_distance=1)
 
 
 def test_prediction_error_and_brier_match_direct_computation():

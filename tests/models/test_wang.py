@@ -196,6 +196,13 @@ def test_same_seed_same_result_and_mcse_is_honest(same, public):
     # precomputed counts give the same numbers without the KD-tree queries
     d = select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, counts=a.counts, **kw)
     np.testing.assert_array_equal(a.errors, d.errors)
+    # ... and the ordering's expected weights skip the ordering queries as well
+    f = select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, counts=a.counts,
+                           expected_weight=a.expected_weight, **kw)
+    np.testing.assert_array_equal(a.errors, f.errors)
+    assert np.array_equal(a.order, f.order) and np.array_equal(a.expected_weight, f.expected_weight)
+    with pytest.raises(ValueError, match="expected_weight"):
+        select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, expected_weight=a.expected_weight[:-1], **kw)
     # the public set may also be given as points with the label last
     e = select_subset_size(same, np.column_stack(public), "logistic", sizes, 0.5, seed=3, **kw)
     np.testing.assert_array_equal(a.errors, e.errors)
