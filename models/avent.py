@@ -53,6 +53,7 @@ import pytensor.tensor as pt
 
 from hybridpriv.privacy import Bounds, check_integer, check_positive, check_real_array
 
+from ._sampling import chain_seeds
 from .grouped import BETA_BOUNDARY_NUDGE
 
 __all__ = ["BAYES_RHAT_FAIL", "HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
@@ -486,11 +487,9 @@ def fit_many(
     tune = check_integer(tune, "tune", 0)
     chains = check_integer(chains, "chains", 1)
     seed = check_integer(seed, "seed", 0)
-    if "random_seed" in sample_kwargs:
-        raise TypeError("pass seed=..., not random_seed (it is derived from seed)")
+    random_seed = chain_seeds(seed, chains, sample_kwargs)
     sample_kwargs.setdefault("cores", 1)
     sample_kwargs.setdefault("compute_convergence_checks", False)
-    random_seed = [int(s.generate_state(1, np.uint32)[0]) for s in np.random.SeedSequence(seed).spawn(chains)]
     single = len(models) == 1
     prefixes = [""] if single else [f"k{i}::" for i in range(len(models))]
     with pm.Model() as model:

@@ -40,6 +40,8 @@ from pytensor.tensor.variable import TensorVariable
 from hybridpriv.data import GroupedDataset, clamped_normal_moments
 from hybridpriv.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
 
+from ._sampling import chain_seeds
+
 __all__ = [
     "BETA_BOUNDARY_NUDGE",
     "BetaFamily",
@@ -741,9 +743,7 @@ class GroupedDataModel:
         for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("seed", seed, 0)):
             if not isinstance(v, Integral) or isinstance(v, bool) or v < lo:
                 raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-        if "random_seed" in sample_kwargs:
-            raise TypeError("pass seed=..., not random_seed (it is derived from seed)")
-        random_seed = [int(s.generate_state(1, np.uint32)[0]) for s in np.random.SeedSequence(seed).spawn(chains)]
+        random_seed = chain_seeds(seed, chains, sample_kwargs)
         model = self.build()
         with model:
             idata = pm.sample(

@@ -63,7 +63,9 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special
 
-from hybridpriv.privacy import check_integer, check_epsilon, check_positive, check_real_array
+from hybridpriv.privacy import check_epsilon, check_integer, check_positive, check_real_array
+
+from ._sampling import chain_seeds
 
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
@@ -328,9 +330,7 @@ class WangPrivateModel:
         """Sample the posterior with ``pm.sample`` (NUTS); one seed per chain from ``SeedSequence(seed)``."""
         for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("seed", seed, 0)):
             check_integer(v, name, lo)
-        if "random_seed" in sample_kwargs:
-            raise TypeError("pass seed=..., not random_seed (it is derived from seed)")
-        random_seed = [int(q.generate_state(1, np.uint32)[0]) for q in np.random.SeedSequence(seed).spawn(chains)]
+        random_seed = chain_seeds(seed, chains, sample_kwargs)
         model = self.build()
         sample_kwargs.setdefault("compute_convergence_checks", False)
         with model:
