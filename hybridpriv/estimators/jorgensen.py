@@ -9,7 +9,7 @@ import numpy as np
 
 from ..mechanisms import interval_exponential_mechanism, sample_log_weights
 from ..privacy import Bounds, Group, Guarantee, check_epsilon, check_positive
-from ..theory import PDP_DENOMINATORS, pdp_keep_probabilities, pdp_optimal_threshold
+from ..theory import PDP_DENOMINATORS, pdp_keep_probabilities, pdp_optimal_threshold, pdp_replace_loss
 from .base import Estimator, resolve_sigma2
 
 __all__ = ["PDPSample", "PEMedian", "THRESHOLD_RULES", "pe_median_costs"]
@@ -38,12 +38,16 @@ class PDPSample(Estimator):
     denominator
         ``"kept"`` (default, the seed paper's form): ``(S_kept + Lap(Delta/t)) / M`` with
         ``M`` the number kept (the midpoint of the bounds if nothing is kept).
-        ``"expected"``: ``(S_kept + Lap(Delta/t)) / E[M]`` with the public constant
-        ``E[M] = sum_i n_i p_i``, a ``t``-DP mechanism on the sample, so Jorgensen et al.'s
-        sampling theorem applies.
+        ``"expected"``: ``c + (S_kept - c M + Lap(Delta_c/t)) / E[M]`` with ``c`` the
+        midpoint of the bounds and the public constant ``E[M] = sum_i n_i p_i``: the sum of
+        the kept records' offsets ``x - c`` is a ``t``-DP release on the sample, so the
+        sampling theorem applies (``Delta_c``: the sensitivity of a sum of offsets, ``(b - a)/2``
+        under add/remove, ``b - a`` under replace).
     mean_square
-        ``mu^2`` for ``threshold="opt"`` with ``denominator="expected"`` (its variance
-        depends on it); taken from the model when ``sigma2`` is a fitted model.
+        For ``threshold="opt"`` with ``denominator="expected"`` (its variance depends on it):
+        ``E[(mu - c)^2]``, the records' mean's squared offset from the midpoint of the bounds
+        (``mu^2`` for bounds symmetric about 0); taken from the model when ``sigma2`` is a
+        fitted model.
     relation
         Neighbouring relation of the sum's sensitivity ``Delta`` (see :class:`WeightedMean`).
     clamp
@@ -51,8 +55,16 @@ class PDPSample(Estimator):
 
     Guarantee
     ---------
-    ``denominator="expected"``: group ``i`` gets ``ln(1 + p_i (e^t - 1)) = min(epsilon_i, t)``
-    under ``relation`` (sampling amplification; public records get ``t``).
+    ``denominator="expected"``, with ``p_i`` group ``i``'s keep probability (public records:
+    ``p = 1``): under ``"add-remove"`` group ``i`` gets ``ln(1 + p_i (e^t - 1)) = min(epsilon_i, t)``
+    (sampling amplification); under ``"replace"`` the exact loss
+    ``ln((1 - p_i + p_i e^{t/2}) / (1 - p_i + p_i e^{-t/2}))``, which is below ``min(epsilon_i, t)``
+    (derivation in ``docs/theory.md``).  Both hold for any bounds because the released sum is
+    of offsets from the midpoint: a record that is not kept adds 0, which lies between the
+    offsets of any two records.  (Until 2026-11-23 the sum was of the raw records with the
+    noise sized to ``b - a`` under ``"replace"``: when the bounds exclude 0, a record that is
+    not kept added 0, outside ``[a, b]``, and the promise ``min(epsilon_i, t)`` was false,
+    e.g. an exact loss of 1.363 for a promised 0.5 at bounds [10, 20], ``t = 2``.)
     ``denominator="kept"``: dividing by the true count is not covered by the noise under
     add/remove neighbours (the count changes with the record), and under replace-one
     neighbours (same coins, same count) a kept record moves the sum by up to ``b - a``, so
@@ -79,7 +91,12 @@ class PDPSample(Estimator):
         if denominator not in PDP_DENOMINATORS:
             raise ValueError(f"denominator must be one of {PDP_DENOMINATORS}, got {denominator!r}")
         self.denominator = denominator
-        self.sensitivity = self.bounds.sum_sensitivity(self.relation)
+        # "expected" sums offsets from the midpoint: their sensitivity is half the raw one's under add/remove
+        self.centre = self.bounds.midpoint if denominator == "expected" else 0.0
+        self.sensitivity = (
+            self.bounds.sum_sensitivity(self.relation) if denominator == "kept"
+            else (self.bounds.width if self.relation == "replace" else self.bounds.width / 2.0)
+        )
         eps = self.epsilons
         finite = eps[np.isfinite(eps)]
         suffix = "" if denominator == "kept" else "-expected"
@@ -93,12 +110,14 @@ class PDPSample(Estimator):
                 m2 = 0.0
                 if denominator == "expected":
                     if mean_square is None:
-                        if not hasattr(sigma2, "mean_square_posterior_mean"):
+                        if not hasattr(sigma2, "population_posterior_means"):
                             raise ValueError(
-                                "threshold='opt' with denominator='expected' needs mean_square (mu^2) "
-                                "or a fitted model as sigma2, got None"
+                                "threshold='opt' with denominator='expected' needs mean_square (E[(mu - c)^2], "
+                                "c the midpoint of the bounds) or a fitted model as sigma2, got None"
                             )
-                        mean_square = sigma2.mean_square_posterior_mean  # type: ignore[union-attr]
+                        pop = sigma2.population_posterior_means  # type: ignore[union-attr]
+                        c = self.centre  # E[(mu - c)^2] = E[mu^2] - 2 c E[mu] + c^2
+                        mean_square = max(pop["mean_square"] - 2.0 * c * pop["mean"] + c * c, 0.0)
                     m2 = check_positive(mean_square, "mean_square", allow_zero=True)
                 s2 = resolve_sigma2(sigma2)
             if finite.size == 0:
@@ -134,13 +153,18 @@ class PDPSample(Estimator):
         if self.denominator == "kept":
             eps = t * self.bounds.width / self.sensitivity
             return {g.name: Guarantee(eps, 0.0, "replace") for g in self.groups}
-        # ln(1 + p_i (e^t - 1)) = min(eps_i, t), written without overflow for large t
-        return {g.name: Guarantee(min(g.epsilon, t), 0.0, self.relation) for g in self.groups}
+        if self.relation == "add-remove":
+            # ln(1 + p_i (e^t - 1)) = min(eps_i, t), written without overflow for large t
+            return {g.name: Guarantee(min(g.epsilon, t), 0.0, self.relation) for g in self.groups}
+        return {g.name: Guarantee(pdp_replace_loss(p, t), 0.0, "replace")
+                for g, p in zip(self.groups, self.keep_probabilities)}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         trials = data[0].shape[0]
         kept_sum = np.zeros(trials)
         kept_n = np.zeros(trials)
+        if self.centre:
+            data = [x - self.centre for x in data]
         for x, p in zip(data, self.keep_probabilities):
             if p >= 1.0:
                 kept_sum += x.sum(axis=1)
@@ -151,7 +175,7 @@ class PDPSample(Estimator):
                 kept_n += keep.sum(axis=1)
         noisy = kept_sum + (self.sensitivity / self.threshold) * rng.laplace(size=trials)
         if self.denominator == "expected":
-            return noisy / self.expected_kept
+            return self.centre + noisy / self.expected_kept
         with np.errstate(invalid="ignore", divide="ignore"):
             out = noisy / kept_n
         return np.where(kept_n > 0, out, self.bounds.midpoint)

@@ -27,6 +27,7 @@ __all__ = [
     "pdp_count_pmf",
     "pdp_keep_probabilities",
     "pdp_optimal_threshold",
+    "pdp_replace_loss",
     "pdp_sample_variance",
     "UserItemRiskTerms",
     "check_contribution_bounds",
@@ -176,6 +177,32 @@ def pdp_keep_probabilities(epsilons: Sequence[float], threshold: float) -> np.nd
     return np.where(np.isinf(e), 1.0, p)
 
 
+def pdp_replace_loss(probability: float, threshold: float) -> float:
+    """Exact privacy loss of PDP Sample with the expected-count denominator under replace-one.
+
+    A record kept with probability ``p`` adds its offset from the bounds' midpoint, ``u`` in
+    ``[-(b-a)/2, (b-a)/2]``, to a sum released with ``Lap((b - a)/t)``; a record not kept adds 0.
+    With the rest of the sample at ``R``, the output density is ``(1-p) L(y - R) + p L(y - R - u)``;
+    for ``y`` beyond every atom the two neighbours' densities differ by exactly the factor below,
+    and nowhere by more (the ratio of two such mixtures is monotone between the atoms), so
+
+    ``ln((1 - p + p e^{t/2}) / (1 - p + p e^{-t/2}))``
+
+    (``t`` for ``p = 1``; below ``ln(1 + p (e^t - 1))``, the add/remove loss).  Computed in log
+    space so large thresholds do not overflow.
+    """
+    p = float(probability)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"probability must be in [0, 1], got {probability!r}")
+    t = check_epsilon(threshold, "threshold", allow_inf=False)
+    if p == 0.0:
+        return 0.0
+    if p == 1.0:
+        return t
+    lq, lp = math.log1p(-p), math.log(p)
+    return float(np.logaddexp(lq, lp + t / 2.0) - np.logaddexp(lq, lp - t / 2.0))
+
+
 def pdp_count_pmf(sizes: Sequence[int], probabilities: Sequence[float]) -> np.ndarray:
     """Exact distribution of the number of kept records ``M = sum_i Binomial(n_i, p_i)``.
 
@@ -227,13 +254,15 @@ def pdp_sample_variance(
     The event ``M = 0`` (release = midpoint of the bounds) is excluded; its probability is
     ``pdp_count_pmf(...)[0]``.
 
-    ``denominator="expected"``: the release is ``(S_kept + Lap(Delta/t)) / E[M]`` with the
-    public constant ``E[M] = sum_i n_i p_i``; it is unbiased and, since each kept record
-    contributes ``p (sigma2 + mu^2) - p^2 mu^2`` to ``Var(S_kept)``,
+    ``denominator="expected"``: the release is ``c + (sum_kept (x - c) + Lap(Delta/t)) / E[M]``
+    with the public constant ``E[M] = sum_i n_i p_i`` and ``c`` the midpoint of the bounds
+    (``Delta`` is then the sensitivity of the sum of offsets ``x - c``); it is unbiased and,
+    since each kept record contributes ``p (sigma2 + (mu - c)^2) - p^2 (mu - c)^2`` to the
+    variance of the sum,
 
     ``V(t) = (sigma2 E[M] + mean_square * sum_i n_i p_i (1 - p_i) + 2 Delta^2/t^2) / E[M]^2``
 
-    with ``mean_square = mu^2`` (or its posterior mean: ``V`` is linear in it).
+    with ``mean_square = (mu - c)^2`` (or its posterior mean: ``V`` is linear in it).
     """
     n, e = _check_sizes_epsilons(sizes, epsilons)
     t = check_epsilon(threshold, "threshold", allow_inf=False)

@@ -186,24 +186,83 @@ def test_pdp_guarantee_is_finite_for_huge_thresholds():
 
 
 def test_pdp_expected_denominator_variance_monte_carlo():
-    # release (S_kept + Lap)/E[M]: V = (s2 E[M] + mu^2 sum n p (1-p) + 2 D^2/t^2) / E[M]^2, checked by MC
-    # with a non-zero mean so the count-variance term matters
+    # release c + (sum_kept (x - c) + Lap(D/t))/E[M], c = midpoint, D = (b - a)/2 under add/remove:
+    # V = (s2 E[M] + (mu - c)^2 sum n p (1-p) + 2 D^2/t^2) / E[M]^2, checked by MC with records whose
+    # mean is off the midpoint so the count-variance term matters
     groups = [Group("pub", 10, math.inf), Group("a", 30, 0.2), Group("b", 20, 1.0)]
     lo, hi, t = 0.0, 4.0, 0.6
     est = PDPSample(groups, (lo, hi), t, denominator="expected")
     rng = np.random.default_rng(np.random.SeedSequence(77))
     trials = 40_000
-    data = [rng.uniform(lo, hi, size=(trials, g.size)) for g in groups]  # mu = 2, sigma2 = 16/12
+    data = [rng.uniform(0.0, 3.0, size=(trials, g.size)) for g in groups]  # mu = 1.5, sigma2 = 9/12
     out = est.estimate(data, rng)
     p = np.array([1.0] + [min(1.0, math.expm1(e) / math.expm1(t)) for e in (0.2, 1.0)])
     n = np.array([10, 30, 20])
     em = float((n * p).sum())
-    exact = (16 / 12 * em + 4.0 * float((n * p * (1 - p)).sum()) + 2 * hi**2 / t**2) / em**2
-    assert abs(out.mean() - 2.0) < 4 * math.sqrt(exact / trials)
+    offset2, half_width = (1.5 - 2.0) ** 2, 2.0
+    exact = (9 / 12 * em + offset2 * float((n * p * (1 - p)).sum()) + 2 * half_width**2 / t**2) / em**2
+    assert abs(out.mean() - 1.5) < 4 * math.sqrt(exact / trials)
     centred = out - out.mean()
     se = math.sqrt((np.mean(centred**4) - out.var() ** 2) / trials)
     assert abs(out.var() - exact) < 4 * se, (out.var(), exact, se)
-    assert pdp_sample_variance([10, 30, 20], [math.inf, 0.2, 1.0], t, 16 / 12, hi, "expected", 4.0) == pytest.approx(exact)
+    assert pdp_sample_variance([10, 30, 20], [math.inf, 0.2, 1.0], t, 9 / 12, half_width, "expected", offset2) == (
+        pytest.approx(exact))
+
+
+def _mixture_log_ratio_sup(p: float, scale: float, u: np.ndarray, v: np.ndarray) -> float:
+    """Brute force: sup over outputs y and atoms (u, v) of ln f_u(y) / f_v(y), f_u = (1-p) L(y) + p L(y - u)."""
+    y = np.linspace(-60 * scale, 60 * scale, 24_001)[:, None, None]
+    uu, vv = u[None, :, None], v[None, None, :]
+
+    def log_f(a):
+        return np.logaddexp(np.log1p(-p) - np.abs(y) / scale, np.log(p) - np.abs(y - a) / scale)
+
+    return float((log_f(uu) - log_f(vv)).max())
+
+
+@pytest.mark.parametrize("bounds", [(10.0, 20.0), (-20.0, -10.0), (-1.0, 1.0), (-1.0, 5.0), (0.0, 3.0)])
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_pdp_expected_guarantee_equals_the_exact_loss_for_any_bounds(bounds, relation):
+    # The exact pure-DP loss of one record of a group kept with probability p, the rest of the sample
+    # fixed (the worst case), by brute force over outputs and over the record's possible values:
+    # offsets x - c in [-(b-a)/2, (b-a)/2], and 0 for a record not kept (add/remove: absent).
+    # Before 2026-11-23 the raw records were summed, and at bounds [10, 20], t = 2 the loss of the group
+    # promised 0.5 was 1.363 (the issue's number, reproduced below with raw atoms).
+    t = 2.0
+    groups = [Group("pub", 3, math.inf), Group("strict", 4, 0.5), Group("loose", 4, 1.5), Group("top", 2, 3.0)]
+    est = PDPSample(groups, bounds, t, denominator="expected", relation=relation)
+    a, b = bounds
+    half = (b - a) / 2
+    offsets = np.linspace(-half, half, 9)
+    scale = est.sensitivity / t
+    for g, p in zip(groups, est.keep_probabilities):
+        promised = est.guarantee[g.name]
+        assert promised.relation == relation
+        assert promised.epsilon <= min(g.epsilon, t) * (1 + 1e-12)
+        if p >= 1.0:
+            continue  # public (or fully kept) records: no sampling to amplify
+        if relation == "replace":
+            exact = _mixture_log_ratio_sup(p, scale, offsets, offsets)
+        else:  # add/remove: with the record (kept with p) vs without it
+            y = np.linspace(-60 * scale, 60 * scale, 24_001)[:, None]
+            with_r = np.logaddexp(np.log1p(-p) - np.abs(y) / scale, np.log(p) - np.abs(y - offsets) / scale)
+            without = -np.abs(y) / scale
+            exact = float(np.abs(with_r - without).max())
+        assert promised.epsilon == pytest.approx(exact, rel=1e-3, abs=1e-6), (g.name, promised.epsilon, exact)
+    if bounds == (10.0, 20.0) and relation == "replace":
+        # the old mechanism: raw records (atoms 10..20 and 0 for "not kept"), noise (b - a)/t
+        p = est.keep_probabilities[1]
+        old = _mixture_log_ratio_sup(p, (b - a) / t, np.linspace(a, b, 9), np.linspace(a, b, 9))
+        assert old == pytest.approx(1.363, abs=1e-3)
+
+
+def test_pdp_expected_replace_passes_a_black_box_audit_with_bounds_that_exclude_zero():
+    from hybridpriv.testing import assert_passes, audit_estimator
+
+    groups = [Group("pub", 3, math.inf), Group("strict", 2, 0.5), Group("loose", 2, 1.5)]
+    est = PDPSample(groups, (10.0, 20.0), 2.0, denominator="expected", relation="replace")
+    data = [np.full(g.size, 15.0) for g in groups]  # others at the midpoint: they add no randomness
+    assert_passes(audit_estimator(est, data, samples=50_000, confidence=0.99, seed=3))
 
 
 def test_pdp_opt_threshold_needs_sigma2_and_is_in_range():
