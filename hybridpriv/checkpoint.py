@@ -8,19 +8,32 @@ before the chunks (e.g. a sampled posterior) can be kept as ``DIR/stages/NAME.nc
 :meth:`Checkpoint.dataset`, recorded in the manifest with its settings.  The temporary
 files a killed writer leaves behind are removed when the folder is next opened.  A folder is
 used by one run at a time (an exclusive ``flock`` on ``DIR/.lock``; a second run is refused).
-Opening a folder whose manifest holds another configuration is refused.
+Opening a folder whose manifest holds another configuration is refused, naming what differs
+(down to one candidate's parameter: ``candidates.weighted.params.sigma2: 1.0 there, 100.0 here``).
+
+Every chunk file proves what it is: it carries its identity (section, index, item range and the
+hash of the section's settings) and a SHA-256 of its arrays, checked when it is read.  A chunk
+that is empty, truncated, altered, or copied from another chunk or run is not used: it is
+reported in one line on stderr and recomputed.  A read-only folder holding a finished run can be
+read back (nothing needs writing).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import io
 import json
 import os
+import sys
 import tempfile
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
+
+from .params import differences
 
 __all__ = ["Checkpoint"]
 
@@ -29,10 +42,24 @@ def _normalise(obj: object) -> object:
     return json.loads(json.dumps(obj, sort_keys=True, default=str))
 
 
-def _diff(old: Mapping, new: Mapping) -> str:
-    keys = sorted(set(old) | set(new))
-    parts = [f"{k}: {old.get(k, '(absent)')!r} there, {new.get(k, '(absent)')!r} here" for k in keys if old.get(k) != new.get(k)]
-    return "; ".join(parts)
+def _diff(old: Mapping, new: Mapping, limit: int = 6) -> str:
+    parts = differences(old, new)
+    more = f"; and {len(parts) - limit} more" if len(parts) > limit else ""
+    return "; ".join(parts[:limit]) + more
+
+
+def _hash(obj: object) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def _arrays_digest(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes (sorted by name)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _write_atomic(path: Path, write) -> None:
@@ -77,17 +104,27 @@ class Checkpoint:
         if self.folder.exists() and not self.folder.is_dir():
             raise ValueError(f"resume folder must be a folder, got the existing file {str(self.folder)!r}")
         self.chunks = self.folder / "chunks"
-        self.chunks.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.folder / ".lock", "a")  # held (and the lock with it) until this object is freed
+        if not self.chunks.is_dir():
+            self.chunks.mkdir(parents=True, exist_ok=True)
+        self.read_only = not os.access(self.folder, os.W_OK) or not os.access(self.chunks, os.W_OK)
+        lock_path = self.folder / ".lock"
+        try:  # held (and the lock with it) until this object is closed or freed
+            self._lock = open(lock_path, "r" if self.read_only and lock_path.exists() else "a")
+        except OSError as exc:
+            raise ValueError(f"resume folder {str(self.folder)!r} cannot be used: {exc.strerror}") from None
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock.close()
             raise ValueError(f"resume folder {str(self.folder)!r} is in use by another run; wait for it or use a new folder") from None
         self.stages = self.folder / "stages"
-        for orphan in [*self.chunks.glob(".*.tmp"), *self.folder.glob(".*.tmp"), *self.stages.glob(".*.tmp")]:
-            # left by a killed writer
-            orphan.unlink(missing_ok=True)
+        self._section_hash: dict[str, str] = {}
+        self._layouts: dict[str, list[tuple[int, int]]] = {}
+        self.damaged: list[str] = []
+        if not self.read_only:
+            for orphan in [*self.chunks.glob(".*.tmp"), *self.folder.glob(".*.tmp"), *self.stages.glob(".*.tmp")]:
+                # left by a killed writer
+                orphan.unlink(missing_ok=True)
         self.manifest_path = self.folder / "manifest.json"
         self.config = _normalise(dict(config))
         if self.manifest_path.exists():
@@ -102,6 +139,8 @@ class Checkpoint:
                     "rerun with the same settings or use a new folder"
                 )
         else:
+            if self.read_only:
+                raise ValueError(f"resume folder {str(self.folder)!r} is read-only and holds no run")
             self.manifest = {"config": self.config, "seed": self.config.get("seed"), "sections": {}}
             self._save_manifest()
 
@@ -117,6 +156,8 @@ class Checkpoint:
         self.close()
 
     def _save_manifest(self) -> None:
+        if self.read_only:
+            raise ValueError(f"resume folder {str(self.folder)!r} is read-only and this run would need to write to it")
         text = json.dumps(self.manifest, indent=1, sort_keys=True).encode()
         _write_atomic(self.manifest_path, lambda fh: fh.write(text))
 
@@ -138,10 +179,12 @@ class Checkpoint:
                     f"chunk_size does not match the chunk layout recorded in {str(self.manifest_path)!r} "
                     f"(first chunk {list(stored[0])} there); omit chunk_size to resume"
                 )
+            self._section_hash[section], self._layouts[section] = _hash(engine), stored
             return stored
         layout = [tuple(int(x) for x in c) for c in (chunks if chunks is not None else make())]
         self.manifest["sections"][section] = {"engine": engine, "chunks": [list(c) for c in layout]}
         self._save_manifest()
+        self._section_hash[section], self._layouts[section] = _hash(engine), layout
         return layout
 
     def dataset(self, name: str, settings: Mapping[str, object], make):
@@ -178,17 +221,57 @@ class Checkpoint:
     def _path(self, section: str, index: int) -> Path:
         return self.chunks / f"{section}-{index:06d}.npz"
 
+    def _identity(self, section: str, index: int) -> str:
+        """What a chunk must say it is: section, index, item range and settings (when laid out), run."""
+        items = list(self._layouts[section][index]) if section in self._layouts else None
+        return json.dumps({"section": section, "index": index, "items": items,
+                           "settings": self._section_hash.get(section), "run": _hash(self.config)}, sort_keys=True)
+
+    def _damaged(self, path: Path, why: str) -> None:
+        self.damaged.append(path.name)
+        print(f"checkpoint: {path.name} in {str(self.folder)!r} is not this chunk ({why}); recomputing it",
+              file=sys.stderr, flush=True)
+        if not self.read_only:
+            path.unlink(missing_ok=True)
+
     def load(self, section: str, index: int) -> dict[str, np.ndarray] | None:
-        """The arrays of a finished chunk, or ``None``."""
+        """The arrays of a finished chunk, or ``None`` (not there yet, or damaged: then recomputed)."""
         path = self._path(section, index)
         if not path.exists():
             return None
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        expected = self._identity(section, index)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            self._damaged(path, f"unreadable: {type(exc).__name__}")
+            return None
+        identity = arrays.pop("__chunk__", None)
+        digest = arrays.pop("__sha256__", None)
+        if identity is None or digest is None:
+            self._damaged(path, "no identity or checksum")
+            return None
+        if str(identity) != expected:
+            self._damaged(path, "it belongs to another chunk or run")
+            return None
+        if str(digest) != _arrays_digest(arrays):
+            self._damaged(path, "checksum mismatch")
+            return None
+        return arrays
 
     def save(self, section: str, index: int, arrays: Mapping[str, np.ndarray]) -> None:
-        """Write a finished chunk atomically."""
-        _write_atomic(self._path(section, index), lambda fh: np.savez(fh, **arrays))
+        """Write a finished chunk atomically, with its identity and checksum."""
+        if self.read_only:
+            raise ValueError(f"resume folder {str(self.folder)!r} is read-only and this run would need to write to it "
+                             f"(chunk {index} of {section!r} is missing)")
+        if any(k.startswith("__") for k in arrays):
+            raise ValueError("chunk array names must not start with '__' (reserved)")
+        payload = dict(arrays)
+        payload["__chunk__"] = np.array(self._identity(section, index))
+        payload["__sha256__"] = np.array(_arrays_digest(arrays))
+        buf = io.BytesIO()
+        np.savez(buf, **payload)
+        _write_atomic(self._path(section, index), lambda fh: fh.write(buf.getvalue()))
 
     def __repr__(self) -> str:
         return f"Checkpoint({str(self.folder)!r})"

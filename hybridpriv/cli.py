@@ -111,8 +111,11 @@ def _check_out(out: str) -> Path:
 
 
 def _select(args: argparse.Namespace) -> int:
+    import xarray as xr
+
     from .evaluate import evaluate
     from .report import plot_decision, provenance, write_netcdf
+    from .tasks import Statistic
     from .select import decide, format_table
     from .spec import UserItemSpec, builtin_example_path, load_spec
     from .workflow import candidates_for, datasets_for, fit_model
@@ -159,12 +162,11 @@ def _select(args: argparse.Namespace) -> int:
     from .cluster import describe_client
 
     with _client(args) as client:
-        ev = evaluate(candidates, source, trials=spec.trials, seed=spec.seed, target=spec.target, loss=spec.loss,
-                      progress=True, client=client)
+        ev = evaluate(candidates, source, Statistic(spec.target, spec.loss), trials=spec.trials, seed=spec.seed,
+                      requirements=spec.relation, progress=True, client=client)
         dask = describe_client(client)
     decision = decide(ev)
-    decision = decision.merge(ev[["estimate", "truth", "loss", "truth_sample", "truth_population",
-                                  "guarantee_epsilon", "required_epsilon"]])
+    decision = xr.merge([decision, ev.drop_vars("risk")], compat="override", combine_attrs="override")
     decision.attrs.update(provenance(spec.config(), spec.seed, started, dask=dask))
     decision.attrs["recommended"] = str(decision["recommended"].item())
     nc = write_netcdf(decision, out / "selection.nc")
@@ -182,7 +184,7 @@ def _select(args: argparse.Namespace) -> int:
         print(f"  within 2 Monte Carlo s.e. of it: {', '.join(close)} (more --draws would separate them, or they are equivalent)")
     failing = [str(e) for e in decision.estimator.values if not bool(meets.sel(estimator=e))]
     if failing:
-        print(f"  not eligible (they protect some group less than its epsilon asks; see guarantee_epsilon): {', '.join(failing)}")
+        print(f"  not eligible (they protect some group less than its epsilon asks; see privacy_epsilon and required_epsilon): {', '.join(failing)}")
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 

@@ -1,11 +1,13 @@
-"""Simulated datasets and the sources that generate them.
+"""Datasets and the sources that generate them.
 
-A *source* is anything the evaluation engine can ask for the dataset of one
-``(chain, draw)`` index: a fixed known distribution (:class:`IIDSource`), or the posterior
-predictive of a PyMC model of public knowledge (:class:`hybridpriv.models.GroupedPosterior`).
-The engine owns the seeds: it hands :meth:`DatasetSource.generate` a numpy ``Generator``
-keyed by ``(seed, chain, draw)``, so a dataset does not depend on chunking or on which
-worker made it.
+A *source* is anything the evaluation engine can ask for the dataset of one ``(chain, draw)``
+index: a known distribution (:class:`IIDSource`), a fixed real dataset (:class:`FixedSource`),
+or the posterior predictive of a PyMC model of public knowledge (every fitted model in
+:mod:`hybridpriv.models` is one).  The engine owns the seeds: it hands
+:meth:`DatasetSource.generate` a numpy ``Generator`` on the stream ``("dataset", chain, draw)``
+(:mod:`hybridpriv.random`), so a dataset does not depend on chunking or on which worker made it.
+
+Every dataset has a *kind* (:data:`DATA_KINDS`), and every mechanism says which kind it reads.
 """
 
 from __future__ import annotations
@@ -14,16 +16,37 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .params import Parametrized
 from .privacy import Bounds, Group, check_groups
 
-__all__ = ["DatasetSource", "GroupedDataset", "IIDSource", "STATISTICS", "sample_statistic"]
+__all__ = ["DATA_KINDS", "DatasetSource", "FixedSource", "GroupedDataset", "IIDSource", "STATISTICS",
+           "data_kind_of", "sample_statistic"]
 
 #: Statistics a dataset's truth is computed for.
 STATISTICS = ("mean", "median")
+
+#: The kinds of data mechanisms read.  ``"grouped"``: one 1-D array of scalar records per privacy
+#: group (:class:`GroupedDataset`); ``"user-item"``: a binary users x items matrix (SciPy CSR);
+#: ``"public-private"``: a private design beside public records
+#: (:class:`hybridpriv.estimators.wang.HybridDesign`); ``"points"``: a point cloud whose users
+#: trust the curator or not (:class:`hybridpriv.estimators.kmeans.PointCloud`).
+DATA_KINDS = ("grouped", "user-item", "public-private", "points")
+
+
+def data_kind_of(data: object) -> str:
+    """The kind of ``data`` (its ``data_kind`` attribute; a SciPy sparse matrix is ``"user-item"``)."""
+    kind = getattr(data, "data_kind", None)
+    if kind is None:
+        import scipy.sparse as sp
+
+        if sp.issparse(data):
+            return "user-item"
+        raise TypeError(f"cannot tell the data kind of {type(data).__name__}; give it a data_kind attribute")
+    return kind
 
 
 def sample_statistic(values: Sequence[np.ndarray], statistic: str) -> float:
@@ -51,6 +74,7 @@ class GroupedDataset:
 
     values: tuple[np.ndarray, ...]
     population: Mapping[str, float] = field(default_factory=dict)
+    data_kind = "grouped"
 
     def truth(self, statistic: str, target: str = "population") -> float:
         """The value an estimator of ``statistic`` is scored against.
@@ -69,53 +93,114 @@ class GroupedDataset:
 
 @runtime_checkable
 class DatasetSource(Protocol):
-    """What the evaluation engine needs from a source of simulated datasets."""
+    """What the evaluation engine needs from a source of datasets.
 
-    groups: tuple[Group, ...]
-    bounds: Bounds
+    ``shape`` is the index space ``(chains, draws)``; ``generate(chain, draw, rng)`` returns the
+    dataset at that index using only ``rng`` for randomness (and the same dataset for the same
+    index and generator state).  Sources should also offer ``get_params()`` or
+    ``describe_params()`` (what :func:`hybridpriv.params.describe` records in results and
+    checkpoints).  Grouped sources also carry ``groups`` and ``bounds``.
+    """
 
     @property
     def shape(self) -> tuple[int, int]:
         """``(chains, draws)``: the index space of available datasets."""
         ...
 
-    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         """The dataset at ``(chain, draw)``, using only ``rng`` for randomness."""
         ...
 
 
-class IIDSource:
-    """Datasets drawn afresh from one known distribution, clamped to the bounds.
+def check_source(source: object) -> None:
+    """Raise ``TypeError`` unless ``source`` has ``shape`` and ``generate`` (the protocol)."""
+    if not isinstance(source, DatasetSource):
+        raise TypeError(f"source must provide shape and generate(chain, draw, rng), got {type(source).__name__}")
+
+
+def _check_draws(draws: object) -> int:
+    if not isinstance(draws, Integral) or isinstance(draws, bool) or draws < 1:
+        raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
+    return int(draws)
+
+
+@dataclass(frozen=True)
+class NormalSampler:
+    """``f(rng, size)`` drawing ``Normal(mu, sigma^2)`` (picklable, described by its fields)."""
+
+    mu: float
+    sigma: float
+
+    def __call__(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return rng.normal(self.mu, self.sigma, size)
+
+
+@dataclass(frozen=True)
+class BetaSampler:
+    """``f(rng, size)`` drawing ``shift + scale * Beta(a, b)`` (picklable, described by its fields)."""
+
+    a: float
+    b: float
+    scale: float = 1.0
+    shift: float = 0.0
+
+    def __call__(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return self.shift + self.scale * rng.beta(self.a, self.b, size=size)
+
+
+@dataclass(frozen=True)
+class UniformSampler:
+    """``f(rng, size)`` drawing ``Uniform(low, high)`` (picklable, described by its fields)."""
+
+    low: float
+    high: float
+
+    def __call__(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        return rng.uniform(self.low, self.high, size=size)
+
+
+class IIDSource(Parametrized):
+    """Grouped datasets drawn afresh from known distributions, clamped to the bounds.
 
     Parameters
     ----------
     groups, bounds
         The setting.
     sampler
-        ``sampler(rng, size) -> ndarray`` drawing unclamped records.
+        ``sampler(rng, size) -> ndarray`` drawing unclamped records, used for every group; or a
+        sequence of samplers, one per group (groups from different distributions).  Give
+        picklable samplers (e.g. :class:`NormalSampler`) for cluster runs; their fields are
+        what results and checkpoints record.
     population
         The clamped distribution's ``mean``, ``median`` and ``variance`` (see
-        :func:`clamped_normal_moments` for a normal distribution).
+        :func:`clamped_normal_moments` for a normal distribution): the values a
+        ``target="population"`` task scores against.
     draws
         How many datasets the source offers (one chain).
     public_values
         Optional fixed records for public groups, by group name (kept in every dataset).
     """
 
+    data_kind = "grouped"
+
     def __init__(
         self,
         groups: Sequence[Group],
         bounds: Bounds | tuple[float, float],
-        sampler: Callable[[np.random.Generator, int], np.ndarray],
+        sampler: Callable[[np.random.Generator, int], np.ndarray] | Sequence[Callable],
         population: Mapping[str, float],
         draws: int,
         public_values: Mapping[str, np.ndarray] | None = None,
     ) -> None:
         self.groups = check_groups(groups)
         self.bounds = Bounds.from_pair(bounds)
-        if not callable(sampler):
-            raise TypeError(f"sampler must be callable, got {sampler!r}")
-        self.sampler = sampler
+        samplers = list(sampler) if isinstance(sampler, Sequence) and not isinstance(sampler, (str, bytes)) else [sampler] * len(self.groups)
+        if len(samplers) != len(self.groups):
+            raise ValueError(f"sampler must be one callable or one per group ({len(self.groups)}), got {len(samplers)}")
+        for f in samplers:
+            if not callable(f):
+                raise TypeError(f"sampler must be callable, got {f!r}")
+        self.samplers = tuple(samplers)
         if not isinstance(population, Mapping):
             raise TypeError(f"population must be a mapping statistic -> value, got {population!r}")
         for key, value in population.items():
@@ -124,9 +209,7 @@ class IIDSource:
             if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(float(value)):
                 raise ValueError(f"population[{key!r}] must be a finite number, got {value!r}")
         self.population = {k: float(v) for k, v in population.items()}
-        if not isinstance(draws, Integral) or isinstance(draws, bool) or draws < 1:
-            raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-        self.draws = int(draws)
+        self.draws = _check_draws(draws)
         self.public_values = {}
         if public_values is not None and not isinstance(public_values, Mapping):
             raise TypeError(f"public_values must be a mapping group name -> records, got {public_values!r}")
@@ -142,18 +225,45 @@ class IIDSource:
             self.public_values[name] = arr
 
     @property
+    def sampler(self) -> Callable:
+        """The first group's sampler (all groups' when one was given)."""
+        return self.samplers[0]
+
+    @property
     def shape(self) -> tuple[int, int]:
         return (1, self.draws)
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
         values = []
-        for g in self.groups:
+        for g, f in zip(self.groups, self.samplers):
             if g.name in self.public_values:
                 values.append(self.public_values[g.name])
             else:
-                x = np.asarray(self.sampler(rng, g.size), dtype=float)
+                x = np.asarray(f(rng, g.size), dtype=float)
                 values.append(np.clip(x, self.bounds.lower, self.bounds.upper))
         return GroupedDataset(tuple(values), self.population)
+
+
+class FixedSource(Parametrized):
+    """One fixed dataset (e.g. real records) offered ``draws`` times.
+
+    The engine's Monte Carlo then varies only the mechanisms' noise: the evaluation is the
+    risk *given this dataset*.  ``data`` is any dataset a mechanism reads (its kind is
+    :func:`data_kind_of` ``(data)``).
+    """
+
+    def __init__(self, data: Any, draws: int = 1) -> None:
+        self.data = data
+        self.data_kind = data_kind_of(data)
+        self.draws = _check_draws(draws)
+        self.groups = getattr(data, "groups", None)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (1, self.draws)
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
+        return self.data
 
 
 def clamped_normal_moments(mu: float, sigma: float, bounds: Bounds) -> dict[str, float]:
@@ -198,10 +308,10 @@ def normal_source(
         raise ValueError(
             f"normal_source: mu={mu!r}, sigma={sigma!r} are too large for the clamped moments in floating point"
         )
-    return IIDSource(groups, b, lambda rng, n: rng.normal(mu, sigma, n), moments, draws)
+    return IIDSource(groups, b, NormalSampler(float(mu), float(sigma)), moments, draws)
 
 
-class ThinnedSource:
+class ThinnedSource(Parametrized):
     """Evenly spaced draws of another source, every chain kept.
 
     Posterior sampling is cheap and evaluation is not: fit a long chain (for well-mixed
@@ -209,16 +319,14 @@ class ThinnedSource:
     """
 
     def __init__(self, source: DatasetSource, draws: int) -> None:
-        if not isinstance(source, DatasetSource):
-            raise TypeError(
-                f"source must provide groups, bounds, shape and generate(chain, draw, rng), got {type(source).__name__}"
-            )
+        check_source(source)
         chains, total = source.shape
         if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= total:
             raise ValueError(f"draws must be an integer in [1, {total}], got {draws!r}")
         self.source = source
-        self.groups = source.groups
-        self.bounds = source.bounds
+        self.groups = getattr(source, "groups", None)
+        self.bounds = getattr(source, "bounds", None)
+        self.data_kind = getattr(source, "data_kind", "grouped")
         self.index = np.unique(np.linspace(0, total - 1, draws).round().astype(int))
         self._chains = chains
 
@@ -226,8 +334,9 @@ class ThinnedSource:
     def shape(self) -> tuple[int, int]:
         return (self._chains, int(self.index.size))
 
-    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         return self.source.generate(chain, int(self.index[draw]), rng)
 
 
-__all__ += ["ThinnedSource", "clamped_normal_moments", "normal_source"]
+__all__ += ["BetaSampler", "NormalSampler", "ThinnedSource", "UniformSampler", "check_source",
+            "clamped_normal_moments", "normal_source"]

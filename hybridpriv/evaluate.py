@@ -1,52 +1,45 @@
-"""The Monte Carlo engine: estimators x simulated datasets x trials -> ``xarray.Dataset``.
+"""The one Monte Carlo engine: candidates x datasets x trials -> ``xarray.Dataset``, for every family.
 
-Seeding: one integer ``seed`` makes everything.  The dataset at ``(chain, draw)`` uses a
-generator keyed ``SeedSequence(seed, spawn_key=(0, chain, draw))`` and estimator ``e`` on it
-uses ``SeedSequence(seed, spawn_key=(1, crc32(label), chain, draw))``.  Keys do not depend on
-chunking, on the order of evaluation, or on which other estimators run, so the same seed
-gives the same numbers however the work is split.
+``evaluate(candidates, source, task)`` asks the source for the dataset of every ``(chain, draw)``,
+the task for its truth, and every candidate for ``trials`` releases on it, scored by the task's
+loss; where the task has the exact risk given the dataset (user-item counts), that is used
+instead of releases.  The candidates are any :class:`~hybridpriv.estimators.base.Mechanism` of the
+task's data kind, along any candidate dimension (``estimator``, ``k``, ``subset_size``, ``tau``).
 
-Streaming: datasets are generated chunk by chunk and dropped once every estimator has run
-on them; memory holds one chunk of datasets plus the (estimator, chain, draw, trial) result.
-Chunks run in this process, or as tasks on a ``dask.distributed`` cluster (``client=``), and
-can be kept on disk to resume a killed run (``checkpoint=``): see :mod:`hybridpriv.chunks`
-and :mod:`hybridpriv.checkpoint`.
+Seeding (:mod:`hybridpriv.random`): the dataset at ``(chain, draw)`` comes from stream
+``("dataset", chain, draw)`` and candidate ``label``'s releases on it from
+``("mechanism", label, chain, draw)``; nothing depends on chunking, workers, the order of work or
+on which other candidates run.
+
+Streaming: datasets are generated chunk by chunk and dropped once every candidate has run on
+them; memory holds one chunk of datasets plus the (candidate, chain, draw, trial) result.  Chunks
+run in this process, or as tasks on a ``dask.distributed`` cluster (``client=``), and can be kept
+on disk to resume a killed run (``checkpoint=``): see :mod:`hybridpriv.chunks` and
+:mod:`hybridpriv.checkpoint`.  The checkpoint records every candidate's parameters, the source's
+and the task's: resuming with any of them changed is refused, naming it.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
-import zlib
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
-from .data import DatasetSource
-from .estimators.base import Estimator
-from .mechanisms import check_rng  # noqa: F401  (re-exported for users writing sources)
+from .data import check_source
+from .estimators.base import Mechanism
+from .params import describe
+from .privacy import Guarantee
+from .random import check_seed, rng
+from .tasks import Statistic, Task
 
-__all__ = ["LOSSES", "data_rng", "estimator_rng", "evaluate", "Progress"]
-
-#: Loss functions of an estimate against the truth.
-LOSSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "squared": np.square,
-    "absolute": np.abs,
-}
-
-
-def data_rng(seed: int, chain: int, draw: int) -> np.random.Generator:
-    """The generator that makes the dataset at ``(chain, draw)``."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0, chain, draw)))
-
-
-def estimator_rng(seed: int, label: str, chain: int, draw: int) -> np.random.Generator:
-    """The generator estimator ``label`` uses on the dataset at ``(chain, draw)``."""
-    return np.random.default_rng(
-        np.random.SeedSequence(seed, spawn_key=(1, zlib.crc32(label.encode()), chain, draw))
-    )
+__all__ = ["Progress", "evaluate", "evaluate_many", "requirements_of"]
 
 
 class Progress:
@@ -72,98 +65,304 @@ class Progress:
         self.shown = True
 
 
-def _as_mapping(estimators: Sequence[Estimator] | Mapping[str, Estimator]) -> dict[str, Estimator]:
-    if isinstance(estimators, Mapping):
-        items = list(estimators.items())
+# -- arguments ------------------------------------------------------------------------------------
+def _as_candidates(candidates: object) -> dict[Any, Mechanism]:
+    """``{coordinate: mechanism}`` from a mapping, a sequence (coordinates: labels) or one mechanism."""
+    if isinstance(candidates, Mapping):
+        items = list(candidates.items())
     else:
-        if isinstance(estimators, Estimator):
-            estimators = [estimators]
-        if isinstance(estimators, (str, bytes)) or not isinstance(estimators, Iterable):
-            raise TypeError(
-                f"estimators must be a sequence of Estimator or a mapping label -> Estimator, got {estimators!r}"
-            )
-        items = [(getattr(e, "label", None), e) for e in estimators]
+        if isinstance(candidates, Mechanism):
+            candidates = [candidates]
+        if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Iterable):
+            raise TypeError(f"candidates must be a sequence of mechanisms or a mapping coordinate -> mechanism, got {candidates!r}")
+        items = [(getattr(m, "label", None), m) for m in candidates]
     if not items:
-        raise ValueError("estimators must hold at least one estimator, got none")
-    out: dict[str, Estimator] = {}
-    for label, est in items:
-        if not isinstance(est, Estimator):
-            raise TypeError(f"estimators must be Estimator instances, got {est!r}")
-        if not isinstance(label, str) or not label:
-            raise ValueError(f"every estimator needs a non-empty string label, got {label!r}")
-        if label in out:
-            raise ValueError(f"estimator labels must be unique, got {label!r} twice (pass a mapping label -> estimator)")
-        out[label] = est
+        raise ValueError("candidates must hold at least one mechanism, got none")
+    out: dict[Any, Mechanism] = {}
+    for coord, mech in items:
+        if not isinstance(mech, Mechanism):
+            raise TypeError(f"candidates must be Mechanism instances (hybridpriv.estimators.base.Mechanism), got {mech!r}")
+        if isinstance(coord, (bool, np.bool_)) or not isinstance(coord, (str, int, float, np.integer, np.floating)):
+            raise ValueError(f"every candidate needs a string or number coordinate (its label), got {coord!r}")
+        if isinstance(coord, str) and not coord:
+            raise ValueError("candidate labels must be non-empty strings")
+        if coord in out:
+            raise ValueError(f"candidate coordinates must be unique, got {coord!r} twice (pass a mapping coordinate -> mechanism)")
+        out[coord.item() if isinstance(coord, np.generic) else coord] = mech
     return out
 
 
+def _check_dim(dim: object) -> str:
+    if not isinstance(dim, str) or not dim.isidentifier() or dim in ("chain", "draw", "trial", "unit", "quantity"):
+        raise ValueError(f"dim must be a name other than chain, draw, trial, unit, quantity, got {dim!r}")
+    return dim
+
+
+def _check_trials(trials: object) -> int:
+    if not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 1:
+        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
+    return int(trials)
+
+
+def requirements_of(source: object, requirements: object = None) -> dict[str, Guarantee] | None:
+    """The protection every unit requires: ``requirements`` as given (a mapping unit -> Guarantee),
+    or, for a grouped source, its groups' epsilons and deltas under the relation ``requirements``
+    names (default ``"add-remove"``); ``False``: none (no eligibility in the decision)."""
+    if requirements is False:
+        return None
+    if isinstance(requirements, Mapping):
+        out = {}
+        for unit, g in requirements.items():
+            if not isinstance(g, Guarantee):
+                raise TypeError(f"requirements[{unit!r}] must be a Guarantee, got {g!r}")
+            out[str(unit)] = g
+        return out
+    groups = getattr(source, "groups", None)
+    if groups is None:
+        if requirements is not None:
+            raise ValueError(f"requirements={requirements!r} needs a grouped source; pass a mapping unit -> Guarantee")
+        return None
+    relation = "add-remove" if requirements is None else requirements
+    return {g.name: g.requirement(relation) for g in groups}  # type: ignore[arg-type]
+
+
+# -- the chunk task -------------------------------------------------------------------------------
 @dataclass
 class _Job:
-    """What a chunk task needs: the estimators and the source (data are generated in the task)."""
+    """What a chunk task needs: the candidates, the source and the task (data are made in the task)."""
 
-    ests: dict[str, Estimator]
-    source: DatasetSource
-    statistics: list[str]
+    coords: list[Any]
+    labels: list[str]
+    mechanisms: list[Mechanism]
+    source: Any
+    task: Task
     seed: int
     trials: int
     draws: int
 
 
-def _evaluate_chunk(job: _Job, task: tuple) -> dict[str, np.ndarray]:
-    """Items ``start..stop`` (item ``i`` is ``(chain, draw) = divmod(i, draws)``): estimates and truths."""
-    start, stop = task[0], task[1]
-    labels = list(job.ests)
-    n = stop - start
-    estimate = np.empty((len(labels), n, job.trials))
-    t_sample = np.empty((len(job.statistics), n))
-    t_pop = np.full((len(job.statistics), n), np.nan)
+def _evaluate_chunk(job: _Job, item_range: tuple) -> dict[str, np.ndarray]:
+    """Items ``start..stop`` (item ``i`` is ``(chain, draw) = divmod(i, draws)``): risks, losses, truths."""
+    start, stop = item_range[0], item_range[1]
+    n, k, t = stop - start, len(job.mechanisms), job.trials
+    risk = np.empty((k, n))
+    loss = np.full((k, n, t), np.nan)
+    estimate: np.ndarray | None = np.full((k, n, t), np.nan)
+    exact_of: np.ndarray | None = None
+    names: list[str] | None = None
+    truth_rows = []
     for j, i in enumerate(range(start, stop)):
         c, d = divmod(i, job.draws)
-        ds = job.source.generate(c, d, data_rng(job.seed, c, d))
-        for s, stat in enumerate(job.statistics):
-            t_sample[s, j] = ds.truth(stat, "sample")
-            if stat in ds.population:
-                t_pop[s, j] = ds.population[stat]
-        batch = [np.broadcast_to(v, (job.trials, v.shape[-1])) for v in ds.values]
-        for k, label in enumerate(labels):
-            estimate[k, j, :] = job.ests[label].estimate(batch, estimator_rng(job.seed, label, c, d))
-    return {"estimate": estimate, "truth_sample": t_sample, "truth_population": t_pop}
+        data = job.source.generate(c, d, rng(job.seed, "dataset", c, d))
+        truth = dict(job.task.truth(data))
+        if names is None:
+            names = sorted(truth)
+        elif sorted(truth) != names:
+            raise RuntimeError(f"{type(job.task).__name__}.truth returned other quantities on dataset {(c, d)}")
+        truth_rows.append([float(truth[q]) for q in names])
+        exact = job.task.exact_risk(job.mechanisms, data, truth)
+        exact = np.full(k, np.nan) if exact is None else np.asarray(exact, dtype=float)
+        if exact.shape != (k,):
+            raise RuntimeError(f"{type(job.task).__name__}.exact_risk returned shape {exact.shape}, expected ({k},)")
+        has = np.isfinite(exact)
+        if exact_of is None:
+            exact_of = has
+        elif not np.array_equal(has, exact_of):
+            raise RuntimeError(f"{type(job.task).__name__}.exact_risk covers other candidates on dataset {(c, d)}")
+        risk[has, j] = exact[has]
+        for m in np.flatnonzero(~has):
+            mech = job.mechanisms[m]
+            releases = np.asarray(mech.release(data, rng(job.seed, "mechanism", job.labels[m], c, d), t))
+            if releases.shape[:1] != (t,):
+                raise RuntimeError(f"{type(mech).__name__}.release returned shape {releases.shape}, expected ({t}, ...)")
+            lo = np.asarray(job.task.loss(mech, releases, data, truth), dtype=float)
+            if lo.shape != (t,) or not np.isfinite(lo).all():
+                raise RuntimeError(f"{type(job.task).__name__}.loss of {job.labels[m]!r} is not {t} finite numbers: {lo!r}")
+            loss[m, j] = lo
+            risk[m, j] = lo.mean()
+            if estimate is not None:
+                if releases.ndim == 1:
+                    estimate[m, j] = releases
+                else:
+                    estimate = None  # releases are vectors: keep only their losses
+    out = {"risk": risk, "loss": loss, "exact": np.asarray(exact_of, dtype=bool),
+           "truth": np.array(truth_rows, dtype=float).reshape(n, len(names or [])).T,
+           "truth_names": np.array(names or [], dtype=str)}
+    if estimate is not None:
+        out["estimate"] = estimate
+    return out
+
+
+# -- assembling ------------------------------------------------------------------------------------
+def _privacy_table(job: _Job, dim: str, required: Mapping[str, Guarantee] | None) -> xr.Dataset:
+    decl = [m.privacy for m in job.mechanisms]
+    for label, p in zip(job.labels, decl):
+        if not isinstance(p, Mapping) or not all(isinstance(g, Guarantee) for g in p.values()):
+            raise TypeError(f"candidate {label!r}: privacy must be a mapping unit -> Guarantee, got {p!r}")
+    units: list[str] = []
+    for p in [*(decl), required or {}]:
+        units.extend(u for u in p if u not in units)
+    none = Guarantee(0.0, 0.0, "add-remove", "local")  # a unit the mechanism never reads: nothing leaks
+    rows = [[p.get(u, none) for u in units] for p in decl]
+    ds = xr.Dataset(
+        {
+            "privacy_epsilon": ((dim, "unit"), np.array([[g.epsilon for g in r] for r in rows], dtype=float).reshape(len(rows), len(units))),
+            "privacy_delta": ((dim, "unit"), np.array([[g.delta for g in r] for r in rows], dtype=float).reshape(len(rows), len(units))),
+            "privacy_relation": ((dim, "unit"), np.array([[g.relation for g in r] for r in rows], dtype=str).reshape(len(rows), len(units))),
+            "privacy_trust": ((dim, "unit"), np.array([[g.trust for g in r] for r in rows], dtype=str).reshape(len(rows), len(units))),
+        },
+        coords={"unit": np.array(units, dtype=str)},
+    )
+    ds["privacy_epsilon"].attrs["description"] = "epsilon each candidate promises each unit (its privacy declaration)"
+    if required is not None:
+        req = [required.get(u, Guarantee(np.inf)) for u in units]
+        ds["required_epsilon"] = ("unit", np.array([g.epsilon for g in req], dtype=float))
+        ds["required_delta"] = ("unit", np.array([g.delta for g in req], dtype=float))
+        ds["required_relation"] = ("unit", np.array([g.relation for g in req], dtype=str))
+        ds["required_trust"] = ("unit", np.array([g.trust for g in req], dtype=str))
+        ds["required_epsilon"].attrs["description"] = "epsilon each unit requires (inf: public, no requirement)"
+    return ds
+
+
+def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required) -> xr.Dataset:
+    chains = job.source.shape[0]
+    k, t, draws = len(job.mechanisms), job.trials, job.draws
+    names = [list(p["truth_names"]) for p in parts]
+    exact = [p["exact"] for p in parts]
+    if any(nm != names[0] for nm in names) or any(not np.array_equal(e, exact[0]) for e in exact):
+        raise RuntimeError("chunks disagree on the task's truths or exact risks (a resumed run of another task?)")
+    risk = np.concatenate([p["risk"] for p in parts], axis=1).reshape(k, chains, draws)
+    loss = np.concatenate([p["loss"] for p in parts], axis=1).reshape(k, chains, draws, t)
+    truth = np.concatenate([p["truth"] for p in parts], axis=1).reshape(len(names[0]), chains, draws)
+    coords = {dim: job.coords, "chain": np.arange(chains), "draw": np.arange(draws), "trial": np.arange(t),
+              "quantity": np.array(names[0], dtype=str)}
+    exact_flags = np.asarray(exact[0], dtype=bool)
+    out = xr.Dataset(
+        {
+            "risk": ((dim, "chain", "draw"), risk),
+            "truth": (("quantity", "chain", "draw"), truth),
+        },
+        coords=coords,
+    )
+    if not exact_flags.all():
+        out["loss"] = ((dim, "chain", "draw", "trial"), loss)
+        out["loss"].attrs["description"] = (f"{job.task.loss_name} of each release"
+                                            + ("; NaN for candidates scored by their exact risk" if exact_flags.any() else ""))
+    if all("estimate" in p for p in parts):
+        est = np.concatenate([p["estimate"] for p in parts], axis=1).reshape(k, chains, draws, t)
+        if not exact_flags.any():
+            out["estimate"] = ((dim, "chain", "draw", "trial"), est)
+    out["risk"].attrs["description"] = (f"expected {job.task.loss_name} given the dataset: exact where the task has "
+                                        "it, else the mean over trials")
+    out = out.assign_coords(
+        {
+            "label": (dim, [str(getattr(m, "label", "")) for m in job.mechanisms]),
+            "mechanism": (dim, [type(m).__name__ for m in job.mechanisms]),
+            "params": (dim, [json.dumps(describe(m.get_params()), sort_keys=True) for m in job.mechanisms]),
+            "exact": (dim, exact_flags),
+            "privacy": (dim, [m.describe_privacy() for m in job.mechanisms]),
+        }
+    )
+    out = out.merge(_privacy_table(job, dim, required))
+    out.attrs.update({
+        "seed": job.seed, "trials": t, "candidate_dim": dim, "task": repr(job.task), "loss": job.task.loss_name,
+        "task_params": json.dumps(describe(job.task.get_params()), sort_keys=True),
+        "source": type(job.source).__name__,
+    })
+    return out
+
+
+# -- public entry points ---------------------------------------------------------------------------
+def _prepare(candidates, source, task, trials, seed, draws) -> _Job:
+    mechs = _as_candidates(candidates)
+    check_source(source)
+    if task is None:
+        if not all(m.data_kind == "grouped" for m in mechs.values()):
+            raise ValueError("task is required for mechanisms that do not read grouped data (e.g. ItemCounts(), WCSS())")
+        task = Statistic()
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a hybridpriv.tasks.Task, got {type(task).__name__}")
+    source_kind = getattr(source, "data_kind", None)
+    for coord, mech in mechs.items():
+        task.check(mech)
+        if source_kind is not None and mech.data_kind != source_kind:
+            raise ValueError(f"candidate {coord!r} reads {mech.data_kind!r} data, the source makes {source_kind!r} data")
+        groups = getattr(source, "groups", None)
+        if mech.data_kind == "grouped" and groups is not None:
+            if [(g.name, g.size) for g in mech.groups] != [(g.name, g.size) for g in groups]:
+                raise ValueError(f"candidate {coord!r} was built for other groups than the source's")
+    chains, n_draws = source.shape
+    if draws is not None:
+        if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_draws:
+            raise ValueError(f"draws must be an integer in [1, {n_draws}], got {draws!r}")
+        n_draws = int(draws)
+    coords = list(mechs)
+    labels = [str(c) for c in coords]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"candidate coordinates must be distinct as strings, got {coords!r}")
+    return _Job(coords, labels, list(mechs.values()), source, task, int(seed), int(trials), n_draws)
+
+
+def _engine_settings(job: _Job, dim: str, setting: Mapping[str, object]) -> dict[str, object]:
+    """What a checkpoint records and compares: every parameter that changes the numbers."""
+    return {
+        "setting": dict(setting), "dim": dim, "shape": [job.source.shape[0], job.draws], "trials": job.trials,
+        "seed": job.seed,
+        "candidates": {label: describe(m) for label, m in zip(job.labels, job.mechanisms)},
+        "source": describe(job.source), "task": describe(job.task),
+    }
+
+
+def _open_checkpoint(checkpoint, seed: int):
+    from .checkpoint import Checkpoint
+
+    if checkpoint is None or isinstance(checkpoint, Checkpoint):
+        return checkpoint, False
+    if isinstance(checkpoint, (str, Path)):
+        return Checkpoint(checkpoint, {"run": "evaluate", "seed": seed}), True
+    raise TypeError(f"checkpoint must be a Checkpoint, a folder path or None, got {type(checkpoint).__name__}")
 
 
 def evaluate(
-    estimators: Sequence[Estimator] | Mapping[str, Estimator],
-    source: DatasetSource,
+    candidates: Sequence[Mechanism] | Mapping[Any, Mechanism],
+    source,
+    task: Task | None = None,
     trials: int = 1,
     seed: int = 0,
-    target: str = "population",
-    loss: str = "squared",
+    dim: str = "estimator",
+    requirements: object = None,
     chunk_size: int | None = None,
     progress: bool | Callable[[int], None] = False,
     draws: int | None = None,
     client=None,
     checkpoint=None,
 ) -> xr.Dataset:
-    """Run every estimator on every simulated dataset, ``trials`` times each.
+    """Run every candidate on every dataset of ``source``, ``trials`` times each, scored by ``task``.
 
     Parameters
     ----------
-    estimators
-        A sequence (labels from each estimator's ``label``) or a mapping label -> estimator.
+    candidates
+        Mechanisms: a sequence (coordinates: their labels) or a mapping coordinate -> mechanism
+        (e.g. ``{k: ContributionBoundedCounts(k, eps) for k in ks}`` with ``dim="k"``).
     source
-        A :class:`~hybridpriv.data.DatasetSource` (its groups must match the estimators').
+        A dataset source (:class:`hybridpriv.data.DatasetSource`): any fitted model, an
+        :class:`~hybridpriv.data.IIDSource`, a :class:`~hybridpriv.data.FixedSource`.
+    task
+        A :class:`hybridpriv.tasks.Task` (default :class:`~hybridpriv.tasks.Statistic`, for grouped
+        estimators).
     trials
-        Independent runs of each mechanism per dataset (vectorised).
+        Independent releases of each candidate per dataset (vectorised; ignored by candidates
+        the task scores by their exact risk).
     seed
-        The one seed everything derives from (see the module docstring).
-    target
-        ``"population"``: score against the generating distribution's value (the papers'
-        convention); ``"sample"``: against the simulated dataset's own pooled statistic.
-    loss
-        ``"squared"`` or ``"absolute"`` error.
+        The one seed everything derives from (:mod:`hybridpriv.random`).
+    dim
+        Name of the candidate dimension (``"estimator"``, ``"k"``, ``"subset_size"``, ``"tau"`` ...).
+    requirements
+        What each protected unit requires (see :func:`requirements_of`): default, for a grouped
+        source, its groups' epsilons under add/remove-one; a relation name; a mapping
+        unit -> :class:`~hybridpriv.privacy.Guarantee`; ``False`` for none.
     chunk_size
-        Datasets generated and evaluated per chunk (one task on a cluster); default: measured
-        so a chunk takes about :data:`hybridpriv.chunks.TARGET_SECONDS` of CPU
-        (see :func:`hybridpriv.chunks.chunk_size_for`).
+        Datasets per chunk (one task on a cluster); default: measured (:mod:`hybridpriv.chunks`).
     progress
         ``True`` for a progress line on stderr on long runs, or a callable ``f(done)``.
     draws
@@ -171,107 +370,31 @@ def evaluate(
     client
         A ``dask.distributed.Client``: run the chunks as tasks on its cluster (default: here).
     checkpoint
-        A :class:`~hybridpriv.checkpoint.Checkpoint`: save every finished chunk and skip the
-        ones it already holds (resuming a killed run).
+        A :class:`~hybridpriv.checkpoint.Checkpoint` or a folder: keep every finished chunk there and
+        skip the ones it already holds (resuming a killed run).
 
     Returns
     -------
     xarray.Dataset
-        ``estimate`` and ``loss`` with dims ``(estimator, chain, draw, trial)``; ``truth``
-        ``(estimator, chain, draw)``; ``truth_sample`` and ``truth_population``
-        ``(statistic, chain, draw)``; ``guarantee_epsilon`` ``(estimator, group)`` and
-        ``required_epsilon`` ``(group)``; coordinates ``statistic`` and ``guarantee`` (readable)
-        per estimator.
+        ``risk`` ``(dim, chain, draw)`` (exact given the dataset, or the mean over trials);
+        ``loss`` and, for scalar releases, ``estimate`` ``(dim, chain, draw, trial)``; ``truth``
+        ``(quantity, chain, draw)``; per candidate the coordinates ``label``, ``mechanism``,
+        ``params`` (JSON of its constructor arguments), ``exact`` and ``privacy``; its declaration
+        ``privacy_epsilon``/``_delta``/``_relation``/``_trust`` ``(dim, unit)`` and the units'
+        ``required_*`` ``(unit)``.
     """
-    return _evaluate_settings([({}, estimators, source)], {}, trials, seed, target, loss, chunk_size, progress, draws,
-                              client, checkpoint)[0]
-
-
-def _prepare(ests_in, source, trials, seed, target, loss, draws) -> _Job:
-    ests = _as_mapping(ests_in)
-    if not isinstance(source, DatasetSource):
-        raise TypeError(f"source must provide groups, bounds, shape and generate(chain, draw, rng), got {type(source).__name__}")
-    for label, est in ests.items():
-        if [g.name for g in est.groups] != [g.name for g in source.groups] or [g.size for g in est.groups] != [
-            g.size for g in source.groups
-        ]:
-            raise ValueError(f"estimator {label!r} was built for other groups than the source's")
-    chains, n_draws = source.shape
-    if draws is not None:
-        if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_draws:
-            raise ValueError(f"draws must be an integer in [1, {n_draws}], got {draws!r}")
-        n_draws = int(draws)
-    statistics = sorted({e.statistic for e in ests.values()})
-    return _Job(ests, source, statistics, int(seed), int(trials), n_draws)
-
-
-def _check_engine_args(trials, seed, target, loss, progress) -> None:
-    if not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
-    if not isinstance(target, str) or target not in ("population", "sample"):
-        raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
-    if not isinstance(loss, str) or loss not in LOSSES:
-        raise ValueError(f"loss must be one of {list(LOSSES)}, got {loss!r}")
-    if not (isinstance(progress, bool) or callable(progress)):
-        raise TypeError(f"progress must be True, False or a callable f(done), got {progress!r}")
-
-
-def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], target: str, loss: str) -> xr.Dataset:
-    ests, statistics, trials, n_draws = job.ests, job.statistics, job.trials, job.draws
-    chains = job.source.shape[0]
-    labels = list(ests)
-    estimate = np.concatenate([p["estimate"] for p in parts], axis=1).reshape(len(labels), chains, n_draws, trials)
-    t_sample = np.concatenate([p["truth_sample"] for p in parts], axis=1).reshape(len(statistics), chains, n_draws)
-    t_pop = np.concatenate([p["truth_population"] for p in parts], axis=1).reshape(len(statistics), chains, n_draws)
-    seed, source = job.seed, job.source
-    if target == "population" and np.isnan(t_pop).any():
-        raise ValueError("the source gives no population value for some statistic; use target='sample'")
-    stat_of = [statistics.index(ests[lab].statistic) for lab in labels]
-    t_used = (t_pop if target == "population" else t_sample)[stat_of]
-    coords = {
-        "estimator": labels,
-        "chain": np.arange(chains),
-        "draw": np.arange(n_draws),
-        "trial": np.arange(trials),
-        "statistic": statistics,
-    }
-    out = xr.Dataset(
-        {
-            "estimate": (("estimator", "chain", "draw", "trial"), estimate),
-            "truth": (("estimator", "chain", "draw"), t_used),
-            "loss": (("estimator", "chain", "draw", "trial"), LOSSES[loss](estimate - t_used[..., None])),
-            "truth_sample": (("statistic", "chain", "draw"), t_sample),
-            "truth_population": (("statistic", "chain", "draw"), t_pop),
-        },
-        coords=coords,
-    )
-    out = out.assign_coords(
-        estimator_statistic=("estimator", [ests[lab].statistic for lab in labels]),
-        guarantee=("estimator", [ests[lab].describe_guarantee() for lab in labels]),
-    )
-    group_names = [g.name for g in source.groups]
-    out["guarantee_epsilon"] = (
-        ("estimator", "group"),
-        np.array([[ests[lab].guarantee[name].epsilon for name in group_names] for lab in labels], dtype=float),
-    )
-    out["required_epsilon"] = (("group",), np.array([g.epsilon for g in source.groups], dtype=float))
-    out = out.assign_coords(group=group_names)
-    out["guarantee_epsilon"].attrs["description"] = "epsilon each estimator promises each group (its guarantee attribute)"
-    out["required_epsilon"].attrs["description"] = "epsilon each group requires (inf: public)"
-    out["loss"].attrs["description"] = f"{loss} error of the estimate against the {target} value"
-    out.attrs.update({"seed": int(seed), "trials": int(trials), "target": target, "loss": loss})
-    return out
+    return _evaluate_settings([({}, candidates, source)], {}, task, trials, seed, dim, requirements, chunk_size,
+                              progress, draws, client, checkpoint)[0]
 
 
 def evaluate_many(
-    runs: Iterable[tuple[Mapping[str, object], Sequence[Estimator] | Mapping[str, Estimator], DatasetSource]],
+    runs: Iterable[tuple[Mapping[str, object], Sequence[Mechanism] | Mapping[Any, Mechanism], object]],
     dim_values: Mapping[str, Sequence[object]],
+    task: Task | None = None,
     trials: int = 1,
     seed: int = 0,
-    target: str = "population",
-    loss: str = "squared",
+    dim: str = "estimator",
+    requirements: object = None,
     chunk_size: int | None = None,
     progress: bool | Callable[[int], None] = False,
     draws: int | None = None,
@@ -280,50 +403,55 @@ def evaluate_many(
 ) -> xr.Dataset:
     """Evaluate a grid of settings and stack the results along swept dimensions.
 
-    ``runs`` yields ``(coords, estimators, source)`` with ``coords`` mapping every swept
-    dimension name (``n``, ``share``, ...) to its value; results are combined with
-    :func:`xarray.combine_nested`-style stacking in the order of ``dim_values``.  The other
-    arguments are :func:`evaluate`'s; the chunks of every setting run together (on
-    ``client``'s cluster when one is given), each setting with its own chunk size.
+    ``runs`` yields ``(coords, candidates, source)`` with ``coords`` mapping every swept dimension
+    name (``n``, ``share``, ...) to its value; results are stacked in the order of ``dim_values``.
+    The other arguments are :func:`evaluate`'s; the chunks of every setting run together (on
+    ``client``'s cluster when one is given), each setting with its own chunk size.  Per-candidate
+    coordinates that differ between settings (a threshold chosen per setting) become variables.
     """
     runs_list = list(runs)
+    results = _evaluate_settings(runs_list, dim_values, task, trials, seed, dim, requirements, chunk_size, progress,
+                                 draws, client, checkpoint)
     parts = []
-    for (coords, _, _), out in zip(
-        runs_list,
-        _evaluate_settings(runs_list, dim_values, trials, seed, target, loss, chunk_size, progress, draws, client,
-                           checkpoint),
-    ):
-        # guarantees may differ between settings (pdp-opt's threshold does): keep them as variables
-        out = out.reset_coords(["guarantee", "estimator_statistic"])
+    per_candidate = ["label", "mechanism", "params", "exact", "privacy"]
+    for (coords, _, _), out in zip(runs_list, results):
+        out = out.reset_coords(per_candidate)
         parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))
-    combined = xr.combine_by_coords(parts, combine_attrs="drop_conflicts")
+    combined = xr.combine_by_coords(parts, combine_attrs="drop_conflicts", data_vars="all")
     return combined.reindex({k: list(v) for k, v in dim_values.items()})  # type: ignore[return-value]
 
 
-def _evaluate_settings(runs, dim_values, trials, seed, target, loss, chunk_size, progress, draws, client,
+def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, chunk_size, progress, draws, client,
                        checkpoint) -> list[xr.Dataset]:
     """One dataset per setting of ``runs``; the chunks of all settings run together."""
     from .chunks import Section, check_chunk_size, check_client, run_sections
 
-    _check_engine_args(trials, seed, target, loss, progress)
+    trials = _check_trials(trials)
+    seed = check_seed(seed)
+    dim = _check_dim(dim)
+    if not (isinstance(progress, bool) or callable(progress)):
+        raise TypeError(f"progress must be True, False or a callable f(done), got {progress!r}")
     chunk_size = check_chunk_size(chunk_size)
     check_client(client)
     settings = []
-    for coords, ests, src in runs:
-        job = _prepare(ests, src, trials, seed, target, loss, draws)
-        settings.append((coords, job))
+    for coords, cands, src in runs:
+        missing = [k for k in dim_values if k not in coords]
+        if missing:
+            raise ValueError(f"a run's coords lack the swept dimension(s) {missing}")
+        job = _prepare(cands, src, task, trials, seed, draws)
+        settings.append((coords, job, requirements_of(src, requirements)))
     if not settings:
         raise ValueError("runs must yield at least one setting")
     sections = []
-    for i, (coords, job) in enumerate(settings):
-        engine = {"setting": {k: coords[k] for k in dim_values}, "estimators": list(job.ests),
-                  "shape": [job.source.shape[0], job.draws], "trials": job.trials, "seed": job.seed,
-                  "groups": [[g.name, g.size, g.epsilon] for g in job.source.groups]}
+    for i, (coords, job, _) in enumerate(settings):
+        engine = _engine_settings(job, dim, {k: coords[k] for k in dim_values})
         sections.append(Section(f"evaluate-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, engine))
     total = sum(sec.n_items for sec in sections)
     report = Progress(total) if progress is True else (progress or None)
-    results = run_sections(sections, chunk_size, client=client, checkpoint=checkpoint, progress=report)
-    return [_assemble(job, res, target, loss) for (_, job), res in zip(settings, results)]
-
-
-__all__ += ["evaluate_many"]
+    checkpoint, owned = _open_checkpoint(checkpoint, seed)
+    try:
+        results = run_sections(sections, chunk_size, client=client, checkpoint=checkpoint, progress=report)
+    finally:
+        if owned:
+            checkpoint.close()
+    return [_assemble(job, res, dim, req) for (_, job, req), res in zip(settings, results)]

@@ -23,6 +23,7 @@ __all__ = [
     "Group",
     "Guarantee",
     "NEIGHBOUR_RELATIONS",
+    "TRUST_MODELS",
     "check_epsilon",
     "check_finite",
     "check_groups",
@@ -38,6 +39,10 @@ __all__ = [
 #: ``"replace"``: one record of a group is changed to another value in the bounds
 #: (sensitivity of a sum: ``b - a``).
 NEIGHBOUR_RELATIONS = ("add-remove", "replace")
+
+#: Whom a promise holds against.  ``"central"``: anyone who sees the release (the curator is
+#: trusted); ``"local"``: also the curator (each user randomises their own report).
+TRUST_MODELS = ("central", "local")
 
 
 def _is_real(x: object) -> bool:
@@ -121,20 +126,27 @@ def _nonnegative_or_inf(value: object, name: str) -> float:
 
 @dataclass(frozen=True)
 class Guarantee:
-    """What a mechanism promises one group.
+    """A differential-privacy promise to one protected unit (a group of records, or every user).
+
+    The same class states what a mechanism *promises* (its :attr:`privacy` declaration) and what a
+    unit *requires* (:meth:`Group.requirement`); :meth:`satisfies` compares the two.
 
     Parameters
     ----------
     epsilon, delta
-        The (epsilon, delta)-DP guarantee for every record of the group.  ``epsilon = inf``
+        The (epsilon, delta)-DP guarantee for every record of the unit.  ``epsilon = inf``
         means no promise (public records).
     relation
         The neighbouring relation the promise is for, one of :data:`NEIGHBOUR_RELATIONS`.
+    trust
+        ``"central"`` (against anyone who sees the release) or ``"local"`` (also against the
+        curator), one of :data:`TRUST_MODELS`.
     """
 
     epsilon: float
     delta: float = 0.0
     relation: str = "add-remove"
+    trust: str = "central"
 
     def __post_init__(self) -> None:
         # epsilon = 0 is allowed: records a release never reads get a perfect promise
@@ -146,12 +158,54 @@ class Guarantee:
         object.__setattr__(self, "delta", float(self.delta))
         if self.relation not in NEIGHBOUR_RELATIONS:
             raise ValueError(f"guarantee relation must be one of {NEIGHBOUR_RELATIONS}, got {self.relation!r}")
+        if self.trust not in TRUST_MODELS:
+            raise ValueError(f"guarantee trust must be one of {TRUST_MODELS}, got {self.trust!r}")
+
+    @property
+    def is_public(self) -> bool:
+        """True for no promise (``epsilon = inf``)."""
+        return math.isinf(self.epsilon)
+
+    def as_relation(self, relation: str) -> tuple[float, float]:
+        """The ``(epsilon, delta)`` this promise gives under ``relation``.
+
+        The same relation: itself.  Add/remove-one implies replace-one (a replacement is a
+        removal and an addition) at ``(2 epsilon, (1 + e^epsilon) delta)`` (group privacy for two
+        changes).  Replace-one does not imply add/remove-one (the number of records may be
+        what leaks): ``(inf, 0)``, unless the promise is perfect (``epsilon = delta = 0``).
+        """
+        if relation not in NEIGHBOUR_RELATIONS:
+            raise ValueError(f"relation must be one of {NEIGHBOUR_RELATIONS}, got {relation!r}")
+        if relation == self.relation or (self.epsilon == 0.0 and self.delta == 0.0):
+            return self.epsilon, self.delta
+        if self.relation == "add-remove":  # required: replace
+            if math.isinf(self.epsilon):
+                return math.inf, 0.0
+            return 2.0 * self.epsilon, min(1.0, (1.0 + math.exp(min(self.epsilon, 700.0))) * self.delta)
+        return math.inf, 0.0
+
+    def satisfies(self, required: Guarantee, rtol: float = 1e-9) -> bool:
+        """Whether this promise gives at least the protection ``required`` asks for.
+
+        Compares epsilon *and* delta under the required relation (:meth:`as_relation`) and the
+        trust model: a central promise does not meet a local requirement.  A public requirement
+        (``epsilon = inf``) is met by anything.  ``rtol``: relative slack for rounding.
+        """
+        if not isinstance(required, Guarantee):
+            raise TypeError(f"required must be a Guarantee, got {type(required).__name__}")
+        if required.is_public:
+            return True
+        if required.trust == "local" and self.trust != "local":
+            return False
+        eps, delta = self.as_relation(required.relation)
+        return eps <= required.epsilon * (1.0 + rtol) and delta <= required.delta * (1.0 + rtol)
 
     def __str__(self) -> str:
         if math.isinf(self.epsilon):
             return "public (no promise)"
         d = f", delta={self.delta:g}" if self.delta else ""
-        return f"epsilon={self.epsilon:g}{d} ({self.relation})"
+        t = ", local" if self.trust == "local" else ""
+        return f"epsilon={self.epsilon:g}{d} ({self.relation}{t})"
 
 
 @dataclass(frozen=True)
@@ -168,19 +222,23 @@ class Group:
         The group's epsilon; ``math.inf`` marks public records.
     delta
         Optional delta for approximate DP (0 for pure DP).
+    trust
+        ``"central"`` (default: the group trusts the curator) or ``"local"`` (its users only
+        trust their own device: every promise to them must hold against the curator too).
 
     Examples
     --------
     >>> Group("public", 200, math.inf).is_public
     True
     >>> Group("opt-in", 1000, 1.0)
-    Group(name='opt-in', size=1000, epsilon=1.0, delta=0.0)
+    Group(name='opt-in', size=1000, epsilon=1.0, delta=0.0, trust='central')
     """
 
     name: str
     size: int
     epsilon: float
     delta: float = 0.0
+    trust: str = "central"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -197,11 +255,17 @@ class Group:
         if not (0.0 <= d < 1.0):
             raise ValueError(f"group {self.name!r}: delta must be in [0, 1), got {self.delta!r}")
         object.__setattr__(self, "delta", d)
+        if self.trust not in TRUST_MODELS:
+            raise ValueError(f"group {self.name!r}: trust must be one of {TRUST_MODELS}, got {self.trust!r}")
 
     @property
     def is_public(self) -> bool:
         """True for public records (epsilon = inf)."""
         return math.isinf(self.epsilon)
+
+    def requirement(self, relation: str = "add-remove") -> Guarantee:
+        """What the group asks for, as a :class:`Guarantee` under ``relation``."""
+        return Guarantee(self.epsilon, self.delta, relation, self.trust)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """Decision summaries over simulated datasets: expected loss, its uncertainty, P(best), the choice.
 
 Layering: :func:`decide` works on an evaluation ``xarray.Dataset`` (from
-:func:`hybridpriv.evaluate.evaluate`); the Monte Carlo standard errors come from
-``arviz_stats`` (effective sample size over ``chain`` and ``draw``, so autocorrelated
-posterior draws are not over-counted).
+:func:`hybridpriv.evaluate.evaluate`) over any candidate dimension; the Monte Carlo standard
+errors come from ``arviz_stats`` (:mod:`hybridpriv.stats`: effective sample size over ``chain``
+and ``draw``, so autocorrelated posterior draws are not over-counted).  Selection lives here only.
 """
 
 from __future__ import annotations
@@ -13,62 +13,90 @@ from numbers import Real
 
 import numpy as np
 import xarray as xr
-from arviz_stats import mcse
+from .privacy import Guarantee
 
-__all__ = ["decide", "format_table"]
+__all__ = ["decide", "eligibility", "format_table"]
 
 
 def _mcse(da: xr.DataArray) -> xr.DataArray:
-    """Monte Carlo standard error of the mean over (chain, draw); iid formula when too few draws."""
-    n = da.sizes["chain"] * da.sizes["draw"]
-    iid = da.std(("chain", "draw"), ddof=1) / np.sqrt(n)
-    if da.sizes["draw"] < 8:
-        return iid
-    try:
-        out = mcse(da, sample_dims=["chain", "draw"], method="mean")
-    except Exception:  # pragma: no cover - arviz refuses degenerate input; fall back honestly
-        return iid
-    out = out.where(np.isfinite(out), iid)
-    return out
+    """Monte Carlo standard error of the mean over (chain, draw) (:func:`hybridpriv.stats.mcse_mean`)."""
+    from .stats import mcse_mean
+
+    return mcse_mean(da, ("chain", "draw"))
 
 
-def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95)) -> xr.Dataset:
-    """Summarise an evaluation into a decision.
+def eligibility(evaluation: xr.Dataset) -> xr.DataArray:
+    """Per candidate: does its privacy declaration give every unit what the unit requires?
+
+    Compares epsilon and delta under the required neighbouring relation and the trust model
+    (:meth:`hybridpriv.privacy.Guarantee.satisfies`).  All ``True`` when the evaluation holds no
+    requirements.
+    """
+    dim = evaluation.attrs.get("candidate_dim", "estimator")
+    if "required_epsilon" not in evaluation:
+        return xr.DataArray(np.ones(evaluation.sizes[dim], dtype=bool), dims=dim, coords={dim: evaluation[dim]})
+    units = evaluation["unit"].values
+    required = [Guarantee(float(evaluation["required_epsilon"].sel(unit=u)), float(evaluation["required_delta"].sel(unit=u)),
+                          str(evaluation["required_relation"].sel(unit=u).item()),
+                          str(evaluation["required_trust"].sel(unit=u).item())) for u in units]
+    ok = []
+    for c in evaluation[dim].values:
+        row = evaluation.sel({dim: c})
+        ok.append(all(
+            Guarantee(float(row["privacy_epsilon"].sel(unit=u)), float(row["privacy_delta"].sel(unit=u)),
+                      str(row["privacy_relation"].sel(unit=u).item()), str(row["privacy_trust"].sel(unit=u).item()))
+            .satisfies(req)
+            for u, req in zip(units, required)
+        ))
+    return xr.DataArray(np.array(ok, dtype=bool), dims=dim, coords={dim: evaluation[dim]})
+
+
+def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float, float] = (0.05, 0.95)) -> xr.Dataset:
+    """Summarise an evaluation into a decision over any candidate dimension.
 
     Parameters
     ----------
     evaluation
-        The result of :func:`hybridpriv.evaluate.evaluate` (needs ``loss`` with dims
-        ``estimator, chain, draw, trial``).
+        The result of :func:`hybridpriv.evaluate.evaluate` (needs ``risk`` with dims
+        ``(dim, chain, draw)``: the expected loss given each simulated dataset).
+    dim
+        The candidate dimension (``"estimator"``, ``"k"``, ``"subset_size"``, ``"tau"`` ...);
+        default: the evaluation's ``candidate_dim``.
     interval
         Quantiles of the per-dataset risk reported as the interval over datasets.
 
     Returns
     -------
     xarray.Dataset
-        Per estimator: ``expected_loss`` (posterior expected loss), ``mcse`` (its Monte Carlo
-        standard error), ``risk_low``/``risk_high`` (the interval over simulated datasets of the
-        per-dataset risk, i.e. the loss averaged over trials), ``p_best`` (share of datasets on
-        which the estimator has the lowest risk; ties shared), ``difference`` and
-        ``difference_mcse`` (expected loss minus the recommended one's, paired over datasets);
-        ``meets_requirements`` (its guarantee gives every group at least the epsilon the group
-        requires; estimators that do not are never recommended while one that does exists);
-        ``risk`` (estimator, chain, draw); attribute and scalar ``recommended``.
+        Per candidate: ``expected_loss`` (posterior expected loss), ``mcse`` (its Monte Carlo
+        standard error, from ``arviz_stats`` over chain and draw), ``risk_low``/``risk_high`` (the
+        interval over datasets of the per-dataset risk), ``p_best`` (share of datasets on which the
+        candidate has the lowest risk among the eligible ones; ties shared), ``difference`` and
+        ``difference_mcse`` (expected loss minus the recommended one's, paired over datasets),
+        ``meets_requirements`` (its privacy declaration gives every unit at least what the unit
+        requires: epsilon, delta, relation and trust; candidates that do not are never
+        recommended while one that does exists); ``risk`` ``(dim, chain, draw)``; attribute and
+        scalar ``recommended``.
     """
     if not isinstance(evaluation, xr.Dataset):
         raise TypeError(
             "evaluation must be an xarray.Dataset (the output of hybridpriv.evaluate.evaluate), "
             f"got {type(evaluation).__name__}"
         )
-    if "loss" not in evaluation:
-        raise ValueError("evaluation must hold a 'loss' variable (the output of hybridpriv.evaluate.evaluate)")
-    dims = ("estimator", "chain", "draw", "trial")
-    if set(evaluation["loss"].dims) != set(dims):
-        raise ValueError(f"evaluation 'loss' must have dims {dims}, got {evaluation['loss'].dims}")
-    if evaluation["loss"].dtype.kind not in "iuf":
-        raise TypeError(f"evaluation 'loss' must be numeric, got dtype {evaluation['loss'].dtype}")
-    if not np.isfinite(evaluation["loss"].values).all():
-        raise ValueError("evaluation 'loss' must be finite, got NaN or infinite values")
+    if dim is None:
+        dim = evaluation.attrs.get("candidate_dim", "estimator")
+    if not isinstance(dim, str) or dim not in evaluation.dims:
+        raise ValueError(f"dim must be the candidate dimension of the evaluation, got {dim!r} (dims: {list(evaluation.dims)})")
+    if "risk" not in evaluation:
+        raise ValueError("evaluation must hold a 'risk' variable (the output of hybridpriv.evaluate.evaluate)")
+    risk = evaluation["risk"]
+    dims = (dim, "chain", "draw")
+    if set(risk.dims) != set(dims):
+        raise ValueError(f"evaluation 'risk' must have dims {dims}, got {risk.dims}")
+    if risk.dtype.kind not in "iuf":
+        raise TypeError(f"evaluation 'risk' must be numeric, got dtype {risk.dtype}")
+    if not np.isfinite(risk.values).all():
+        raise ValueError("evaluation 'risk' must be finite, got NaN or infinite values")
     if (
         isinstance(interval, (str, bytes))
         or not isinstance(interval, Sequence)
@@ -82,17 +110,16 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
     n_sets = evaluation.sizes["chain"] * evaluation.sizes["draw"]
     if n_sets < 2:
         raise ValueError(f"decide needs at least 2 simulated datasets for a Monte Carlo error, got {n_sets}")
-    risk = evaluation["loss"].mean("trial")
+    risk = risk.transpose(*dims)
     expected = risk.mean(("chain", "draw"))
-    meets = xr.ones_like(expected, dtype=bool)
-    if "guarantee_epsilon" in evaluation and "required_epsilon" in evaluation:
-        # every group gets at least the protection it asked for (small slack for rounding)
-        meets = (evaluation["guarantee_epsilon"] <= evaluation["required_epsilon"] * (1 + 1e-9)).all("group")
-    eligible = expected.where(meets) if bool(meets.any()) else expected
-    best_label = str(eligible.idxmin("estimator").item())
-    is_min = risk == risk.min("estimator")
-    p_best = (is_min / is_min.sum("estimator")).mean(("chain", "draw"))
-    diff = risk - risk.sel(estimator=best_label)
+    meets = eligibility(evaluation.assign_attrs(candidate_dim=dim))
+    any_eligible = bool(meets.any())
+    eligible = expected.where(meets) if any_eligible else expected
+    best = eligible.idxmin(dim).item()
+    pool = risk.where(meets) if any_eligible else risk
+    is_min = (pool == pool.min(dim)) & (meets if any_eligible else True)
+    p_best = (is_min / is_min.sum(dim)).mean(("chain", "draw"))
+    diff = risk - risk.sel({dim: best})
     q = risk.quantile([lo, hi], dim=("chain", "draw"))
     out = xr.Dataset(
         {
@@ -102,33 +129,33 @@ def decide(evaluation: xr.Dataset, interval: tuple[float, float] = (0.05, 0.95))
             "risk_high": q.sel(quantile=hi, drop=True),
             "p_best": p_best,
             "difference": diff.mean(("chain", "draw")),
-            "difference_mcse": _mcse(diff).where(diff.estimator != best_label, 0.0),
+            "difference_mcse": _mcse(diff).where(diff[dim] != best, 0.0),
             "risk": risk,
             "meets_requirements": meets,
-            "recommended": best_label,
+            "recommended": best,
         }
     )
+    keep = [c for c in ("label", "mechanism", "params", "exact", "privacy") if c in evaluation.coords]
+    out = out.assign_coords({c: evaluation.coords[c] for c in keep})
     out.attrs.update(evaluation.attrs)
-    out.attrs["recommended"] = best_label
+    out.attrs["candidate_dim"] = dim
+    out.attrs["recommended"] = best.item() if isinstance(best, np.generic) else best
     out.attrs["interval"] = f"{lo:g}-{hi:g} quantiles of the per-dataset risk"
     out.attrs["recommendation_rule"] = (
-        "lowest expected loss among estimators that give every group at least its required protection"
-        if bool(meets.any())
-        else "lowest expected loss (no estimator meets every group's requirement)"
+        "lowest expected loss among candidates that give every unit at least its required protection"
+        if any_eligible
+        else "lowest expected loss (no candidate meets every unit's requirement)"
     )
     return out
 
 
 def format_table(decision: xr.Dataset) -> str:
-    """A plain-text table of a decision, sorted by expected loss, for the terminal.
-
-    Works for decisions over ``estimator`` and over ``k`` (:func:`hybridpriv.useritem.decide_k`).
-    """
+    """A plain-text table of a decision, sorted by expected loss, for the terminal (any candidate dimension)."""
     dim = decision["expected_loss"].dims[0]
     order = decision["expected_loss"].sortby(decision["expected_loss"])[dim].values
     has_meets = "meets_requirements" in decision
     head = (f"{dim:<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
-            f"{'vs best (± MC s.e.)':>24}" + ("  meets eps" if has_meets else ""))
+            f"{'vs best (± MC s.e.)':>24}" + ("  eligible" if has_meets else ""))
     lines = [head, "-" * len(head)]
     for lab in order:
         r = decision.sel({dim: lab})

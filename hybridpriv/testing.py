@@ -569,10 +569,10 @@ def audit(
 # personalised guarantees of estimators
 # --------------------------------------------------------------------------------------
 def _check_estimator(estimator: object) -> dict:
-    guarantee = getattr(estimator, "guarantee", None)
+    guarantee = getattr(estimator, "privacy", None)
     if not isinstance(guarantee, Mapping) or not hasattr(estimator, "groups") or not hasattr(estimator, "bounds"):
         raise TypeError(
-            "estimator must be a hybridpriv Estimator (groups, bounds and a guarantee dict by group name), "
+            "estimator must be a hybridpriv Estimator (groups, bounds and a privacy dict by group name), "
             f"got {type(estimator).__name__}; audit other mechanisms with audit()"
         )
     return dict(guarantee)
@@ -607,7 +607,7 @@ def neighbouring_pair(estimator, data: object, group: str, record: int = 0) -> N
     -------
     NeighbouringPair
         ``first`` and ``second`` are lists of 1-D arrays (the base data with the record set
-        to two values), by relation of ``estimator.guarantee[group]``:
+        to two values), by relation of ``estimator.privacy[group]``:
 
         * ``"replace"``: the lower bound vs the upper bound.
         * ``"add-remove"`` (group sizes fixed): 0 vs the bound of largest magnitude when

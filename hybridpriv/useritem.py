@@ -188,10 +188,7 @@ def posterior_risks(
 
 def decide_k(risk: xr.DataArray) -> xr.Dataset:
     """Expected loss per k, MC error, 5-95% interval over matrices, P(best k), recommended k."""
-    ev = xr.Dataset({"loss": risk.rename(k="estimator").expand_dims(trial=[0], axis=-1)})
-    ev = ev.assign_coords(estimator=[str(int(x)) for x in risk.k.values])
-    dec = decide(ev).rename(estimator="k")
-    dec = dec.assign_coords(k=risk.k.values)
+    dec = decide(xr.Dataset({"risk": risk}), dim="k")
     best = int(dec.attrs["recommended"])
     dec["recommended"] = best
     dec.attrs.update(risk.attrs)

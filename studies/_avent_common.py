@@ -17,6 +17,8 @@ import xarray as xr
 
 from hybridpriv.data import GroupedDataset
 from hybridpriv.evaluate import evaluate_many
+from hybridpriv.stats import mean_with_se, ratio_with_se
+from hybridpriv.tasks import Statistic
 from hybridpriv.privacy import Bounds, Group, check_groups
 
 from ._common import Z95
@@ -148,30 +150,10 @@ def mc_mse(runs: Iterable, dim_values: Mapping[str, Sequence], seed: int, progre
     independent and their mean is the MSE of Definition 2.2.  Returns ``loss`` with dims
     ``(estimator, *dims, draw)``.
     """
-    res = evaluate_many(runs, dim_values, trials=1, seed=seed, target="sample", progress=progress, **dict(engine or {}))
+    res = evaluate_many(runs, dim_values, task=Statistic(target="sample"), trials=1, seed=seed, progress=progress,
+                        **dict(engine or {}))
     loss = res["loss"].isel(chain=0, trial=0, drop=True)
     return loss.transpose("estimator", *dim_values, "draw")
-
-
-def mean_with_se(loss: xr.DataArray, dim: str = "draw") -> tuple[xr.DataArray, xr.DataArray]:
-    """Mean over ``dim`` and its standard error."""
-    k = loss.sizes[dim]
-    return loss.mean(dim), loss.std(dim, ddof=1) / np.sqrt(k)
-
-
-def ratio_with_se(num: xr.DataArray, den: xr.DataArray, dim: str = "draw") -> tuple[xr.DataArray, xr.DataArray]:
-    """``mean(num) / mean(den)`` over paired samples along ``dim`` and its delta-method standard error.
-
-    The pairs share their dataset (common data), so the covariance term is kept:
-    ``se(log ratio)^2 = (v_a/a^2 + v_b/b^2 - 2 c_ab/(a b)) / k``.
-    """
-    k = num.sizes[dim]
-    a, b = num.mean(dim), den.mean(dim)
-    va, vb = num.var(dim, ddof=1), den.var(dim, ddof=1)
-    cab = ((num - a) * (den - b)).sum(dim) / (k - 1)
-    v_log = (va / a**2 + vb / b**2 - 2 * cab / (a * b)) / k
-    ratio = a / b
-    return ratio, ratio * np.sqrt(np.maximum(v_log, 0.0))
 
 
 def relative_improvements_mc(loss: xr.DataArray, hybrid: str, tcm: str = "tcm-only",

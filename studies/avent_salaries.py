@@ -60,7 +60,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
     epsilons = np.logspace(-1, 1, 81)
     ds = formula_grid(cs, epsilons)
     points = MC_POINTS[:1] if quick else MC_POINTS
-    draws = 100 if quick else 400
+    draws = 200 if quick else 400
     ds = ds.merge(_monte_carlo(points, draws, seed, progress,
                                {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size}))
     ds["R"].attrs["description"] = "min(MSE_TCM-only, MSE_Full-LM) / MSE, exact (Theorems 4.3, 5.5)"

@@ -38,16 +38,16 @@ def test_overspending_is_refused_and_nothing_is_recorded():
 
 def test_estimator_guarantees_are_charged_per_group():
     acc = Accountant.for_groups(GROUPS)
-    acc.spend_guarantee(WeightedMean(GROUPS, (-1, 1), 1.0).guarantee, label="weighted mean")
+    acc.spend_guarantee(WeightedMean(GROUPS, (-1, 1), 1.0).privacy, label="weighted mean")
     assert acc.spent_epsilon() == {"pub": math.inf, "a": 1.0, "b": 0.5}
     # a second release would overspend every private group
     with pytest.raises(BudgetExceededError):
-        acc.spend_guarantee(WeightedMean(GROUPS, (-1, 1), 1.0).guarantee)
+        acc.spend_guarantee(WeightedMean(GROUPS, (-1, 1), 1.0).privacy)
     # the seed's PDP Sample form promises t(b-a)/Delta = 2t to everyone: over b's budget at t=0.5
     fresh = Accountant.for_groups(GROUPS)
     with pytest.raises(BudgetExceededError, match="group 'a'|group 'b'"):
-        fresh.spend_guarantee(PDPSample(GROUPS, (-1, 1), 0.5).guarantee)
-    fresh.spend_guarantee(PDPSample(GROUPS, (-1, 1), 0.5, denominator="expected").guarantee)
+        fresh.spend_guarantee(PDPSample(GROUPS, (-1, 1), 0.5).privacy)
+    fresh.spend_guarantee(PDPSample(GROUPS, (-1, 1), 0.5, denominator="expected").privacy)
 
 
 @pytest.mark.parametrize(

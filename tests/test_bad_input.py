@@ -953,8 +953,8 @@ def test_estimator_constructors_accept_good_settings(groups, bounds, sigma2, rel
         finite(est.threshold)
         finite(est.keep_probabilities)
     for est in (PEMedian(groups, bounds), UniformMean(groups, bounds), UniformMedian(groups, bounds)):
-        assert set(est.guarantee) == {g.name for g in groups}
-        assert all(v.epsilon > 0 for v in est.guarantee.values())
+        assert set(est.privacy) == {g.name for g in groups}
+        assert all(v.epsilon > 0 for v in est.privacy.values())
 
 
 # ----------------------------------------------------------------------------------------
@@ -1294,12 +1294,13 @@ _EV_ESTS = [WeightedMean(G2, B2, 4.0), UniformMean(G2, B2)]
 bad_evaluate_args = {
     "trials": st.one_of(st.integers(max_value=0), not_int),
     "seed": st.one_of(st.integers(max_value=-1), st.floats(), st.text(max_size=2), st.none(), st.booleans()),
-    "target": st.one_of(unknown_word, st.none(), st.just(["population"])),
-    "loss": st.one_of(unknown_word, st.none(), st.just(["squared"])),
+    "task": st.one_of(unknown_word, st.integers(), st.just(["squared"])),
+    "dim": st.one_of(st.sampled_from(["chain", "draw", "trial", "unit", "quantity", "", "1k", "a b"]), st.integers(), st.none()),
+    "requirements": st.one_of(unknown_word, st.integers(), st.just({"a": 1.0})),
     "chunk_size": st.one_of(st.integers(max_value=0), not_int.filter(lambda v: v is not None)),  # None: measured
     "draws": st.one_of(st.integers(max_value=0), st.integers(5, 100), st.floats(), st.text(max_size=2), st.booleans()),
     "progress": st.one_of(st.text(min_size=1, max_size=3), st.integers(), st.floats()),
-    "estimators": st.one_of(st.just([]), st.none(), st.text(max_size=2), st.just([object()]), st.just(_EV_ESTS + _EV_ESTS[:1]),
+    "candidates": st.one_of(st.just([]), st.none(), st.text(max_size=2), st.just([object()]), st.just(_EV_ESTS + _EV_ESTS[:1]),
                             st.just({"": _EV_ESTS[0]}), st.integers()),
     "source": st.one_of(st.none(), st.integers(), st.just(normal_source((Group("x", 3, 1.0),), B2, 5.0, 2.0, 3))),
 }
@@ -1310,9 +1311,10 @@ bad_evaluate_args = {
 @counted("evaluate")
 def test_evaluate_rejects(which, data):
     value = data.draw(bad_evaluate_args[which])
-    args = {"estimators": _EV_ESTS, "source": _EV_SRC, "trials": 1}
+    args = {"candidates": _EV_ESTS, "source": _EV_SRC, "trials": 1}
     args[which] = value
-    names = {"estimators": ("estimators", "estimator"), "source": ("source", "groups")}.get(which, (which,))
+    names = {"candidates": ("candidates", "candidate"), "source": ("source", "groups"),
+             "requirements": ("requirements", "relation")}.get(which, (which,))
     rejects(lambda: evaluate(**args), *names)
 
 
@@ -1327,8 +1329,12 @@ def test_evaluate_rejects(which, data):
 )
 @counted("evaluate")
 def test_evaluate_good(trials, seed, chunk_size, draws, loss, target):
+    from hybridpriv.tasks import Statistic
+
+    seed = seed % 2**63
     ev = accepts(
-        lambda: evaluate(_EV_ESTS, _EV_SRC, trials=trials, seed=seed, chunk_size=chunk_size, draws=draws, loss=loss, target=target)
+        lambda: evaluate(_EV_ESTS, _EV_SRC, Statistic(target, loss), trials=trials, seed=seed, chunk_size=chunk_size,
+                         draws=draws)
     )
     assert ev["loss"].dims == ("estimator", "chain", "draw", "trial")
     finite(ev["loss"].values)
@@ -1343,18 +1349,18 @@ def bad_evaluation(draw):
     kind = draw(st.sampled_from(["type", "no-loss", "one-dataset", "nan", "inf", "strings", "dims"]))
     ev = _DECIDE_EV
     if kind == "type":
-        return draw(st.sampled_from([None, {"loss": 1.0}, ev["loss"], [1, 2], "evaluation"])), ("evaluation",)
+        return draw(st.sampled_from([None, {"risk": 1.0}, ev["risk"], [1, 2], "evaluation"])), ("evaluation",)
     if kind == "no-loss":
-        return ev.drop_vars("loss"), ("loss",)
+        return ev.drop_vars("risk"), ("risk",)
     if kind == "one-dataset":
         return ev.isel(draw=[0]), ("datasets",)
     if kind == "dims":
-        return ev.assign(loss=ev["loss"].isel(trial=0, drop=True)), ("loss",)
+        return ev.assign(risk=ev["risk"].isel(chain=0, drop=True)), ("risk",)
     if kind == "strings":
-        return ev.assign(loss=ev["loss"].astype(str)), ("loss",)
-    loss = ev["loss"].values.copy()
-    loss.flat[draw(st.integers(0, loss.size - 1))] = NAN if kind == "nan" else draw(st.sampled_from([INF, -INF]))
-    return ev.assign(loss=(ev["loss"].dims, loss)), ("loss",)
+        return ev.assign(risk=ev["risk"].astype(str)), ("risk",)
+    risk = ev["risk"].values.copy()
+    risk.flat[draw(st.integers(0, risk.size - 1))] = NAN if kind == "nan" else draw(st.sampled_from([INF, -INF]))
+    return ev.assign(risk=(ev["risk"].dims, risk)), ("risk",)
 
 
 @cfg(190)

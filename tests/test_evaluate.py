@@ -1,3 +1,4 @@
+import json
 import math
 
 import numpy as np
@@ -7,7 +8,9 @@ from hybridpriv.data import normal_source
 from hybridpriv.estimators import PDPSample, UniformMean, WeightedMean
 from hybridpriv.evaluate import evaluate, evaluate_many
 from hybridpriv.privacy import Bounds, Group
+from hybridpriv.random import rng as stream_rng
 from hybridpriv.select import decide
+from hybridpriv.tasks import Statistic
 from hybridpriv.theory import mixed_mean_variance
 
 GROUPS = [Group("pub", 50, math.inf), Group("a", 200, 1.0), Group("b", 100, 0.2)]
@@ -25,12 +28,19 @@ def test_dims_and_loss_definition():
     res = evaluate(ests, src, trials=5, seed=3)
     assert res["estimate"].dims == ("estimator", "chain", "draw", "trial")
     assert list(res.estimator.values) == ["weighted", "pdp-min", "uniform-mean"]
-    assert res.sizes == {"estimator": 3, "chain": 1, "draw": 40, "trial": 5, "statistic": 1, "group": 3}
-    np.testing.assert_allclose(res["loss"], (res["estimate"] - res["truth"]) ** 2)
+    assert res.sizes == {"estimator": 3, "chain": 1, "draw": 40, "trial": 5, "quantity": 2, "unit": 3}
+    np.testing.assert_allclose(res["loss"], (res["estimate"] - res["truth"].sel(quantity="mean")) ** 2)
+    np.testing.assert_allclose(res["risk"], res["loss"].mean("trial"))
     # the population truth is the clamped normal mean, the same for every draw
-    assert np.unique(res["truth_population"].values).size == 1
+    assert np.unique(res["truth"].sel(quantity="mean").values).size == 1
     # the sample truth is the pooled mean of the simulated dataset, so it varies by draw
-    assert float(res["truth_sample"].std()) > 0.0
+    sample = evaluate(ests, src, Statistic(target="sample"), trials=5, seed=3)
+    assert float(sample["truth"].sel(quantity="mean").std()) > 0.0
+    # every candidate's parameters and privacy declaration are in the result
+    assert json.loads(res["params"].sel(estimator="weighted").item())["sigma2"] == 9.0
+    assert list(res["mechanism"].values) == ["WeightedMean", "PDPSample", "UniformMean"]
+    assert res["privacy_epsilon"].sel(estimator="uniform-mean").values.tolist() == [0.2, 0.2, 0.2]
+    assert res["required_epsilon"].values.tolist() == [math.inf, 1.0, 0.2]
 
 
 def test_same_seed_same_numbers_and_chunking_does_not_matter():
@@ -51,11 +61,12 @@ def test_adding_an_estimator_leaves_the_others_unchanged():
 
 def test_target_sample_scores_against_the_dataset_mean():
     src, ests = _setup(draws=10)
-    res = evaluate(ests, src, trials=2, seed=1, target="sample")
+    res = evaluate(ests, src, Statistic(target="sample"), trials=2, seed=1)
     for d in range(10):
-        ds = src.generate(0, d, __import__("hybridpriv.evaluate", fromlist=["data_rng"]).data_rng(1, 0, d))
+        ds = src.generate(0, d, stream_rng(1, "dataset", 0, d))
         pooled = np.concatenate(ds.values).mean()
-        assert res["truth"].sel(estimator="weighted", chain=0, draw=d).item() == pytest.approx(pooled)
+        assert res["truth"].sel(quantity="mean", chain=0, draw=d).item() == pytest.approx(pooled)
+        np.testing.assert_allclose(res["loss"].sel(chain=0, draw=d), (res["estimate"].sel(chain=0, draw=d) - pooled) ** 2)
 
 
 def test_expected_loss_matches_closed_form_through_the_pipeline():
@@ -86,9 +97,8 @@ def test_evaluate_many_stacks_a_sweep():
     "kwargs, match",
     [
         ({"trials": 0}, "trials must be an integer >= 1, got 0"),
-        ({"seed": -1}, "seed must be an integer >= 0, got -1"),
-        ({"target": "median"}, "target must be 'population' or 'sample', got 'median'"),
-        ({"loss": "huber"}, "loss must be one of"),
+        ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*63\), got -1"),
+        ({"dim": "chain"}, "dim must be a name other than"),
         ({"chunk_size": 0}, "chunk_size must be an integer >= 1, got 0"),
         ({"draws": 1000}, r"draws must be an integer in \[1, 40\], got 1000"),
     ],
@@ -108,7 +118,35 @@ def test_estimators_for_other_groups_are_refused():
 
 def test_duplicate_labels_are_refused():
     src, ests = _setup()
-    with pytest.raises(ValueError, match="labels must be unique"):
+    with pytest.raises(ValueError, match="coordinates must be unique"):
         evaluate([ests[0], ests[0]], src)
-    with pytest.raises(ValueError, match="at least one estimator"):
+    with pytest.raises(ValueError, match="at least one mechanism"):
         evaluate([], src)
+
+
+def test_statistic_task_refuses_bad_target_and_loss():
+    with pytest.raises(ValueError, match="target must be 'population' or 'sample', got 'median'"):
+        Statistic(target="median")
+    with pytest.raises(ValueError, match="loss must be one of"):
+        Statistic(loss="huber")
+
+
+def test_any_candidate_dimension_and_numeric_coordinates():
+    # the same estimator family swept over a parameter: the candidate dim is that parameter
+    src, _ = _setup(draws=12)
+    cands = {t: PDPSample(GROUPS, BOUNDS, t) for t in (0.2, 0.5, 1.0)}
+    res = evaluate(cands, src, trials=3, seed=4, dim="threshold")
+    assert list(res.threshold.values) == [0.2, 0.5, 1.0]
+    assert res["risk"].dims == ("threshold", "chain", "draw")
+    assert list(res["label"].values) == ["pdp-0.2", "pdp-0.5", "pdp-1"]
+    dec = decide(res)
+    assert dec.attrs["candidate_dim"] == "threshold" and dec.attrs["recommended"] in (0.2, 0.5, 1.0)
+
+
+def test_noise_is_keyed_by_the_coordinate_and_the_dataset_only():
+    # the release of a candidate on (chain, draw) is reproducible from the documented streams
+    src, ests = _setup(draws=3)
+    res = evaluate(ests, src, trials=4, seed=9)
+    data = src.generate(0, 2, stream_rng(9, "dataset", 0, 2))
+    again = ests[1].release(data, stream_rng(9, "mechanism", "pdp-min", 0, 2), 4)
+    np.testing.assert_array_equal(res["estimate"].sel(estimator="pdp-min", chain=0, draw=2), again)

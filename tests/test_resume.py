@@ -81,6 +81,12 @@ class _Broken:
 
     def __init__(self, src):
         self.groups, self.bounds, self.shape = src.groups, src.bounds, src.shape
+        self.src = src
+
+    def describe_params(self):  # stands in for src in the checkpoint's fingerprint
+        from hybridpriv.params import describe
+
+        return describe(self.src)
 
     def generate(self, chain, draw, rng):
         raise RuntimeError(f"dataset ({chain}, {draw}) was generated again")
@@ -95,7 +101,7 @@ def test_finished_chunks_are_read_back_and_missing_ones_recomputed(tmp_path):
     files = sorted((tmp_path / "chunks").glob("*.npz"))
     assert len(files) == 8
     again = evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
-    xr.testing.assert_identical(plain, again)
+    xr.testing.assert_identical(plain, again.assign_attrs(source=plain.attrs["source"]))
     for f in files[2:5]:
         f.unlink()
     with pytest.raises(RuntimeError, match=r"dataset \(0, 8\) was generated again"):
@@ -160,3 +166,83 @@ def test_opening_a_folder_removes_a_killed_writers_temporary_files_and_one_run_h
         assert not orphan.exists()
         assert again.load("evaluate", 0)["x"].tolist() == [0, 1, 2]
         assert again.load("evaluate", 1) is None
+
+
+# -- issue 10: parameters in fingerprints; issue 15 item 4: chunks prove what they are -----------
+def test_resuming_with_a_changed_estimator_parameter_is_refused_naming_it(tmp_path):
+    # before the redesign the checkpoint fingerprinted estimators by label only, and this resume
+    # silently reused chunks computed with sigma2 = 1
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 12)
+    evaluate([WeightedMean(GROUPS, BOUNDS, 1.0)], src, trials=2, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+    with pytest.raises(ValueError, match=r"candidates\.weighted\.params\.sigma2: 1\.0 there, 100\.0 here"):
+        evaluate([WeightedMean(GROUPS, BOUNDS, 100.0)], src, trials=2, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+    with pytest.raises(ValueError, match=r"source\.params\.sampler\.fields\.mu: 5\.0 there, 6\.0 here"):
+        evaluate([WeightedMean(GROUPS, BOUNDS, 1.0)], normal_source(GROUPS, BOUNDS, 6.0, 2.0, 12), trials=2, seed=4,
+                 checkpoint=Checkpoint(tmp_path, {"run": 1}))
+
+
+def test_evaluate_takes_a_folder_as_checkpoint(tmp_path):
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 6)
+    a = evaluate(_ests(), src, trials=2, seed=3, checkpoint=tmp_path / "ck")
+    b = evaluate(_ests(), _Broken(src), trials=2, seed=3, checkpoint=str(tmp_path / "ck"))
+    xr.testing.assert_identical(a, b.assign_attrs(source=a.attrs["source"]))
+
+
+def _chunked(tmp_path, draws=12):
+    src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, draws)
+    plain = evaluate(_ests(), src, trials=3, seed=4)
+    evaluate(_ests(), src, trials=3, seed=4, chunk_size=3, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    return src, plain, sorted((tmp_path / "chunks").glob("*.npz"))
+
+
+@pytest.mark.parametrize("damage", ["copied-over", "empty", "truncated", "flipped-byte", "no-identity"])
+def test_a_damaged_or_foreign_chunk_is_recomputed_not_used(tmp_path, damage, capsys):
+    src, plain, files = _chunked(tmp_path)
+    victim = files[1]
+    if damage == "copied-over":  # a valid chunk file of another index: same shapes, other numbers
+        victim.write_bytes(files[2].read_bytes())
+    elif damage == "empty":
+        victim.write_bytes(b"")
+    elif damage == "truncated":
+        victim.write_bytes(victim.read_bytes()[:200])
+    elif damage == "flipped-byte":  # an altered number that still loads
+        with np.load(victim) as z:
+            arrays = {k: z[k].copy() for k in z.files}
+        arrays["risk"].flat[0] += 1.0
+        np.savez(victim, **arrays)
+    else:  # a chunk written without identity (e.g. by an old version)
+        with np.load(victim) as z:
+            arrays = {k: z[k] for k in z.files if not k.startswith("__")}
+        np.savez(victim, **arrays)
+    resumed = evaluate(_ests(), src, trials=3, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    xr.testing.assert_identical(plain, resumed)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and victim.name in err and "recomputing it" in err
+    # the recomputed chunk is whole again: a third run reads every chunk back without a word
+    evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    assert capsys.readouterr().err == ""
+
+
+def test_a_read_only_folder_holding_a_finished_run_can_be_read_back(tmp_path, monkeypatch):
+    # The suite runs as root, where chmod cannot make a folder read-only; so the folder is made
+    # read-only as the checkpoint sees it (os.access) and every write is made to fail.
+    import hybridpriv.checkpoint as ck
+
+    src, plain, files = _chunked(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    _, _, other_files = _chunked(other)
+    other_files[0].unlink()  # a run that is not finished
+
+    def no_write(*args, **kwargs):
+        raise PermissionError(13, "Read-only file system")
+
+    monkeypatch.setattr(ck.os, "access", lambda path, mode: mode != os.W_OK)
+    monkeypatch.setattr(ck, "_write_atomic", no_write)
+    monkeypatch.setattr(ck.Path, "unlink", no_write)
+    monkeypatch.setattr(ck.Path, "mkdir", no_write)
+    back = evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    xr.testing.assert_identical(plain, back.assign_attrs(source=plain.attrs["source"]))
+    # a run that would need to write says so in one line instead of crashing
+    with pytest.raises(ValueError, match=r"read-only and this run would need to write to it \(chunk 0"):
+        evaluate(_ests(), src, trials=3, seed=4, checkpoint=Checkpoint(other, {"run": 2}))

@@ -5,13 +5,14 @@ import xarray as xr
 from hybridpriv.select import decide, format_table
 
 
-def _evaluation(losses):
-    """An evaluation dataset with given losses of shape (estimator, chain, draw, trial)."""
+def _evaluation(losses, dim="estimator"):
+    """An evaluation dataset whose per-dataset risk is the mean of ``losses`` (estimator, chain, draw, trial)."""
     losses = np.asarray(losses, dtype=float)
     e, c, d, t = losses.shape
     return xr.Dataset(
-        {"loss": (("estimator", "chain", "draw", "trial"), losses)},
-        coords={"estimator": [f"e{k}" for k in range(e)], "chain": range(c), "draw": range(d), "trial": range(t)},
+        {"risk": ((dim, "chain", "draw"), losses.mean(axis=3))},
+        coords={dim: [f"e{k}" for k in range(e)], "chain": range(c), "draw": range(d)},
+        attrs={"candidate_dim": dim},
     )
 
 
@@ -66,7 +67,7 @@ def test_table_lists_every_estimator_and_marks_the_choice():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="must hold a 'loss' variable"):
+    with pytest.raises(ValueError, match="must be the candidate dimension"):
         decide(xr.Dataset())
     with pytest.raises(ValueError, match="interval must be two quantiles"):
         decide(_evaluation(np.ones((1, 1, 3, 1))), interval=(0.9, 0.1))
@@ -75,12 +76,62 @@ def test_bad_input():
 def test_recommendation_skips_estimators_that_fail_a_group_requirement():
     rng = np.random.default_rng(4)
     ev = _evaluation(rng.exponential(size=(3, 1, 30, 2)) * np.array([1.0, 2.0, 3.0])[:, None, None, None])
-    ev["required_epsilon"] = (("group",), [np.inf, 0.5])
-    ev["guarantee_epsilon"] = (("estimator", "group"), [[np.inf, 1.0], [np.inf, 0.5], [0.2, 0.2]])
+    _declare(ev, [[(np.inf,), (1.0,)], [(np.inf,), (0.5,)], [(0.2,), (0.2,)]], [(np.inf,), (0.5,)])
     dec = decide(ev)
     assert list(dec.meets_requirements.values) == [False, True, True]
     assert dec.attrs["recommended"] == "e1"  # e0 has the lowest loss but gives group 2 only eps=1 > 0.5
     assert "NO" in format_table(dec).splitlines()[2]
+    assert float(dec.p_best.sel(estimator="e0")) == 0.0  # never best: it cannot be chosen
+
+
+def _declare(ev, promises, required):
+    """Add privacy declarations: ``promises[candidate][unit]`` and ``required[unit]`` are tuples
+    ``(epsilon[, delta[, relation[, trust]]])``."""
+    def full(t):
+        return (*t, *(0.0, "add-remove", "central")[len(t) - 1:])
+
+    P = [[full(t) for t in row] for row in promises]
+    R = [full(t) for t in required]
+    for k, name in enumerate(("epsilon", "delta", "relation", "trust")):
+        ev[f"privacy_{name}"] = (("estimator", "unit"), np.array([[u[k] for u in row] for row in P]))
+        ev[f"required_{name}"] = (("unit",), np.array([u[k] for u in R]))
+    ev.coords["unit"] = [f"g{k}" for k in range(len(required))]
+
+
+def test_eligibility_compares_delta_relation_and_trust_not_only_epsilon():
+    # issue 15 item 2: a (1, 0.2)-DP Gaussian estimator must not meet a pure epsilon = 1 requirement
+    rng = np.random.default_rng(5)
+    ev = _evaluation(rng.exponential(size=(5, 1, 30, 2)) * np.arange(1.0, 6.0)[:, None, None, None])
+    _declare(ev, [
+        [(1.0, 0.2)],                      # e0: approximate DP, the requirement is pure
+        [(1.0, 0.0, "replace")],            # e1: replace-one does not give add/remove-one
+        [(0.5, 0.0, "add-remove")],         # e2: meets it
+        [(1.0, 0.0, "add-remove", "local")],  # e3: local meets a central requirement
+        [(2.0,)],                            # e4: too weak
+    ], [(1.0, 0.0, "add-remove")])
+    dec = decide(ev)
+    assert list(dec.meets_requirements.values) == [False, False, True, True, False]
+    assert dec.attrs["recommended"] == "e2"
+
+
+def test_eligibility_under_replace_and_local_requirements():
+    rng = np.random.default_rng(6)
+    ev = _evaluation(rng.exponential(size=(3, 1, 30, 2)))
+    # add/remove eps gives replace 2 eps; a central promise fails a local requirement
+    _declare(ev, [[(0.5,), (1.0, 0.0, "replace", "local")],
+                  [(0.6,), (1.0, 0.0, "replace", "local")],
+                  [(0.5,), (1.0, 0.0, "replace", "central")]],
+             [(1.0, 0.0, "replace"), (1.0, 0.0, "replace", "local")])
+    assert list(decide(ev).meets_requirements.values) == [True, False, False]
+
+
+def test_decide_works_on_any_candidate_dimension():
+    rng = np.random.default_rng(7)
+    losses = rng.exponential(size=(4, 2, 25, 1)) * np.array([3.0, 1.0, 2.0, 4.0])[:, None, None, None]
+    ev = _evaluation(losses, dim="k").assign_coords(k=[1, 2, 3, 4])
+    dec = decide(ev)
+    assert dec.attrs["recommended"] == 2 and dec["expected_loss"].dims == ("k",)
+    assert format_table(dec).splitlines()[0].startswith("k ")
 
 
 def test_one_dataset_is_not_enough():

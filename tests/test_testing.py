@@ -252,7 +252,7 @@ class OneGroupUnprotected(Estimator):
     label = "leaky"
 
     @property
-    def guarantee(self):
+    def privacy(self):
         return {g.name: Guarantee(g.epsilon) for g in self.groups}
 
     def _estimate(self, data, rng):

@@ -1,7 +1,7 @@
 """Estimators, one module per family.
 
 Every estimator is a small class: its parameters in the constructor, its promise per group
-in :attr:`~hybridpriv.estimators.base.Estimator.guarantee`, and a vectorised ``estimate``.
+in :attr:`~hybridpriv.estimators.base.Estimator.privacy`, and a vectorised ``estimate``.
 
 ========================  =========  ===================================================
 label                     statistic  class

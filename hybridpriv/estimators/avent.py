@@ -205,7 +205,7 @@ class _AventEstimator(Estimator):
 
     def _local(self, i: int) -> Guarantee:
         g = self.groups[i]
-        return Guarantee(g.epsilon, self.deltas[i] if not g.is_public else 0.0, "replace")
+        return Guarantee(g.epsilon, self.deltas[i] if not g.is_public else 0.0, "replace", "local")
 
     @property
     def trust_model(self) -> dict[str, str]:
@@ -241,7 +241,7 @@ class TCMOnly(_AventEstimator):
     label = "tcm-only"
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
         return {t: self._central(0), l_: Guarantee(0.0)}
 
@@ -270,7 +270,7 @@ class LMOnly(_AventEstimator):
     label = "lm-only"
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
         return {t: Guarantee(0.0), l_: self._local(1)}
 
@@ -301,7 +301,7 @@ class FullLM(_AventEstimator):
     label = "full-lm"
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
         return {t: self._local(0), l_: self._local(1)}
 
@@ -446,7 +446,7 @@ class Hybrid(_AventEstimator):
         return float(value)
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
         return {
             t: self._central(0) if self.w > 0 else Guarantee(0.0),

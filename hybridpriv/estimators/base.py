@@ -1,17 +1,70 @@
-"""The estimator base class: parameters in the constructor, a declared guarantee, a vectorised estimate."""
+"""The mechanism protocol every family implements, and the grouped estimators' base class.
+
+A :class:`Mechanism` is a candidate the engine can evaluate, the selection can choose, the audit
+can test and the accountant can charge:
+
+* ``data_kind``: the data it reads (:data:`hybridpriv.data.DATA_KINDS`: grouped arrays, a users x
+  items matrix, a private design beside public records, a point cloud);
+* ``release(data, rng, trials) -> array``: ``trials`` independent releases on one dataset, stacked
+  on a leading axis (vectorised where it can be);
+* ``privacy``: **one** machine-readable declaration per protected unit (a group, or every user):
+  a :class:`~hybridpriv.privacy.Guarantee` (epsilon, delta, neighbouring relation, trust model);
+* ``get_params()`` (scikit-learn style, recorded automatically from the constructor), so a
+  candidate can be stored in results, cloned and fingerprinted.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..mechanisms import check_rng
+from ..params import Parametrized
 from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_group_data, check_groups, check_positive
 
-__all__ = ["Estimator", "resolve_sigma2"]
+__all__ = ["Estimator", "Mechanism", "check_trials", "resolve_sigma2"]
+
+
+def check_trials(trials: object, name: str = "trials") -> int:
+    """``trials`` as an int after checking it is an integer >= 1."""
+    from numbers import Integral
+
+    if isinstance(trials, bool) or not isinstance(trials, Integral):
+        raise TypeError(f"{name} must be an integer >= 1, got {trials!r}")
+    if trials < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {trials!r}")
+    return int(trials)
+
+
+class Mechanism(Parametrized, ABC):
+    """Base class of every candidate mechanism (see the module docstring).
+
+    Subclasses set ``data_kind`` and ``label``, implement :meth:`release` and :attr:`privacy`.
+    """
+
+    #: The data the mechanism reads: one of :data:`hybridpriv.data.DATA_KINDS`.
+    data_kind: ClassVar[str] = "grouped"
+    #: The coordinate of this candidate in results (unique within a comparison).
+    label: str = "mechanism"
+
+    @property
+    @abstractmethod
+    def privacy(self) -> dict[str, Guarantee]:
+        """What the mechanism promises each protected unit, by unit name (group name, or ``"users"``)."""
+
+    @abstractmethod
+    def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+        """``trials`` independent releases on ``data``, stacked on a leading axis of length ``trials``."""
+
+    def describe_privacy(self) -> str:
+        """The declaration as one readable line: ``unit: promise; ...``."""
+        return "; ".join(f"{name}: {g}" for name, g in self.privacy.items())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(label={self.label!r})"
 
 
 def resolve_sigma2(sigma2: object) -> float:
@@ -25,12 +78,12 @@ def resolve_sigma2(sigma2: object) -> float:
     return check_positive(sigma2, "sigma2")
 
 
-class Estimator(ABC):
-    """Base class of every estimator.
+class Estimator(Mechanism):
+    """Base class of the grouped estimators (a scalar release from one array per group).
 
     Subclasses set ``statistic`` (what they estimate: ``"mean"`` or ``"median"``), a
     ``label`` (used as the coordinate in results), implement :meth:`_estimate` on validated
-    arrays and declare :attr:`guarantee`.
+    arrays and declare :attr:`privacy` (one :class:`~hybridpriv.privacy.Guarantee` per group).
 
     Parameters
     ----------
@@ -42,6 +95,7 @@ class Estimator(ABC):
         Clip records into the bounds (the documented clamping step) instead of raising.
     """
 
+    data_kind: ClassVar[str] = "grouped"
     statistic: ClassVar[str] = "mean"
     label: str = "estimator"
 
@@ -68,10 +122,24 @@ class Estimator(ABC):
         return relation
 
     # -- public API -------------------------------------------------------------
-    @property
-    @abstractmethod
-    def guarantee(self) -> dict[str, Guarantee]:
-        """What the estimator promises each group, by group name."""
+    def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+        """``trials`` independent estimates on one dataset (one 1-D array per group, or a
+        :class:`~hybridpriv.data.GroupedDataset`); shape ``(trials,)``."""
+        trials = check_trials(trials)
+        values = getattr(data, "values", data)
+        arrays, batched = check_group_data(values, self.groups, self.bounds, self.clamp)
+        if batched:
+            raise ValueError("release takes one dataset (one 1-D array per group); pass trials= for repeats")
+        batch = [np.broadcast_to(a, (trials, a.shape[-1])) for a in arrays]
+        return self._checked(self._estimate(batch, check_rng(rng)), trials)
+
+    def _checked(self, out: object, trials: int) -> np.ndarray:
+        out = np.asarray(out, dtype=float)
+        if out.shape != (trials,):
+            raise RuntimeError(f"{type(self).__name__}._estimate returned shape {out.shape}, expected ({trials},)")
+        if np.isnan(out).any():
+            raise RuntimeError(f"{type(self).__name__} produced NaN")
+        return out
 
     def estimate(
         self, data: Sequence[np.ndarray] | Mapping[str, np.ndarray], rng: np.random.Generator
@@ -92,20 +160,12 @@ class Estimator(ABC):
         A float, or an array of shape ``(trials,)`` when the data have a trial axis.
         """
         arrays, batched = check_group_data(data, self.groups, self.bounds, self.clamp)
-        out = np.asarray(self._estimate(arrays, check_rng(rng)), dtype=float)
-        if out.shape != (arrays[0].shape[0],):
-            raise RuntimeError(f"{type(self).__name__}._estimate returned shape {out.shape}, expected ({arrays[0].shape[0]},)")
-        if np.isnan(out).any():
-            raise RuntimeError(f"{type(self).__name__} produced NaN")
+        out = self._checked(self._estimate(arrays, check_rng(rng)), arrays[0].shape[0])
         return out if batched else float(out[0])
 
     @abstractmethod
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         """Compute on validated float arrays of shape ``(trials, n_i)``; return shape ``(trials,)``."""
-
-    def describe_guarantee(self) -> str:
-        """The guarantee as one readable line: ``group: promise; ...``."""
-        return "; ".join(f"{name}: {g}" for name, g in self.guarantee.items())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(label={self.label!r}, groups={[g.name for g in self.groups]})"

@@ -22,7 +22,7 @@ class _Uniform(Estimator):
         self.epsilon = smallest_private_epsilon(self.groups)
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         return {g.name: Guarantee(self.epsilon, 0.0, self.relation) for g in self.groups}
 
 
@@ -68,7 +68,7 @@ class _Public(Estimator):
             raise ValueError(f"{type(self).__name__} needs at least one public group (epsilon=inf), got none")
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         # private records are never read: the release does not depend on them at all
         return {g.name: Guarantee(g.epsilon if g.is_public else 0.0) for g in self.groups}
 

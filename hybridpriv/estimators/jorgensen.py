@@ -148,7 +148,7 @@ class PDPSample(Estimator):
             )
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         t = self.threshold
         if self.denominator == "kept":
             eps = t * self.bounds.width / self.sensitivity
@@ -249,7 +249,7 @@ class PEMedian(Estimator):
         self._record_eps = np.repeat(self.epsilons, self.sizes)
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         return {g.name: Guarantee(g.epsilon, 0.0, "replace") for g in self.groups}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:

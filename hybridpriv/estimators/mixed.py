@@ -32,7 +32,7 @@ class _Mixed(Estimator):
         self.weights = mixed_mean_weights(self.sizes, self.epsilons, self.sigma2, self.sensitivity)
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         return {g.name: Guarantee(g.epsilon, 0.0, self.relation) for g in self.groups}
 
 

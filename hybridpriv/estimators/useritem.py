@@ -183,7 +183,7 @@ class ContributionBoundedCounts:
         self.epsilon = check_epsilon(epsilon, allow_inf=False)
         self.sensitivity = self.k
         self.scale = self.k / self.epsilon
-        self.guarantee = Guarantee(self.epsilon, 0.0, "add-remove")
+        self.privacy = Guarantee(self.epsilon, 0.0, "add-remove")
         self.label = f"k={self.k}"
 
     def __repr__(self) -> str:

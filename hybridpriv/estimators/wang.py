@@ -867,7 +867,7 @@ class HybridMEstimator(Estimator):
         self.epsilon = self.groups[self._private].epsilon
 
     @property
-    def guarantee(self) -> dict[str, Guarantee]:
+    def privacy(self) -> dict[str, Guarantee]:
         return {
             g.name: Guarantee(math.inf if g.is_public else g.epsilon, 0.0, "replace") for g in self.groups
         }

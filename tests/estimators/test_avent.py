@@ -41,20 +41,21 @@ class FittedVariance:
 
 def test_guarantees_and_trust_models():
     t, l_ = "opt-in", "local"
-    assert TCMOnly(G, (0, 1)).guarantee == {t: Guarantee(1.0, 0.0, "add-remove"), l_: Guarantee(0.0)}
-    assert LMOnly(G, (0, 1)).guarantee == {t: Guarantee(0.0), l_: Guarantee(0.5, 0.0, "replace")}
-    assert FullLM(G, (0, 1)).guarantee == {t: Guarantee(1.0, 0.0, "replace"), l_: Guarantee(0.5, 0.0, "replace")}
+    assert TCMOnly(G, (0, 1)).privacy == {t: Guarantee(1.0, 0.0, "add-remove"), l_: Guarantee(0.0)}
+    assert LMOnly(G, (0, 1)).privacy == {t: Guarantee(0.0), l_: Guarantee(0.5, 0.0, "replace", "local")}
+    assert FullLM(G, (0, 1)).privacy == {t: Guarantee(1.0, 0.0, "replace", "local"),
+                                         l_: Guarantee(0.5, 0.0, "replace", "local")}
     h = Hybrid(G, (0, 1), "pwh", noise="gaussian", delta=1e-6, relation="replace")
-    assert h.guarantee == {t: Guarantee(1.0, 1e-6, "replace"), l_: Guarantee(0.5, 1e-6, "replace")}
+    assert h.privacy == {t: Guarantee(1.0, 1e-6, "replace"), l_: Guarantee(0.5, 1e-6, "replace", "local")}
     assert h.trust_model == {t: "central", l_: "local"}
     assert FullLM(G, (0, 1)).trust_model == {t: "local", l_: "local"}
     assert TCMOnly(G, (0, 1)).trust_model == {t: "central", l_: "unused"}
-    assert Hybrid(G, (0, 1), 0.0).guarantee[t] == Guarantee(0.0)
-    assert Hybrid(G, (0, 1), 1.0).guarantee[l_] == Guarantee(0.0)
+    assert Hybrid(G, (0, 1), 0.0).privacy[t] == Guarantee(0.0)
+    assert Hybrid(G, (0, 1), 1.0).privacy[l_] == Guarantee(0.0)
     # each group's own delta is used when delta is not given
     gd = [Group("a", 30, 1.0, 1e-7), Group("b", 270, 0.5, 1e-5)]
     h = Hybrid(gd, (0, 1), 0.5, noise="gaussian")
-    assert (h.guarantee["a"].delta, h.guarantee["b"].delta) == (1e-7, 1e-5)
+    assert (h.privacy["a"].delta, h.privacy["b"].delta) == (1e-7, 1e-5)
 
 
 def test_noise_calibration_and_sensitivities():

@@ -52,7 +52,7 @@ def test_uniform_mean_monte_carlo_variance(relation, delta):
 def test_uniform_mean_guarantee_and_public_only():
     est = UniformMean(GROUPS, BOUNDS)
     # everyone, public records included, gets epsilon_min
-    assert est.guarantee == {name: Guarantee(0.8, 0.0, "add-remove") for name in ("pub", "a", "b")}
+    assert est.privacy == {name: Guarantee(0.8, 0.0, "add-remove") for name in ("pub", "a", "b")}
     pub_only = UniformMean([Group("p", 4, math.inf), Group("q", 2, math.inf)], (0, 10))
     assert pub_only.estimate([np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0, 0.0])], make_rng(2)) == pytest.approx(20.0 / 6)
 
@@ -74,7 +74,7 @@ def test_uniform_median_interval_distribution():
     counts = np.bincount(np.searchsorted(pooled, out), minlength=n + 1)
     p = stats.chisquare(counts, probs * trials).pvalue
     assert p > 1e-3, (counts, probs * trials)
-    assert est.guarantee["pub"] == Guarantee(0.6, 0.0, "add-remove")
+    assert est.privacy["pub"] == Guarantee(0.6, 0.0, "add-remove")
 
 
 def test_uniform_median_all_public_is_exact():
@@ -90,7 +90,7 @@ def test_public_mean_is_exact_pooled_public_mean_and_ignores_private():
     out2 = est.estimate([p1, np.array([10.0, 10.0, 7.0]), p2], make_rng(6))
     assert out1 == (1.0 + 9.0 + 2.0 + 2.0 + 4.0 + 0.0) / 6  # pooled, not the mean of group means
     assert out2 == out1
-    assert est.guarantee == {"p1": Guarantee(math.inf), "a": Guarantee(0.0), "p2": Guarantee(math.inf)}
+    assert est.privacy == {"p1": Guarantee(math.inf), "a": Guarantee(0.0), "p2": Guarantee(math.inf)}
     batch = est.estimate([np.broadcast_to(p1, (3, 2)), np.zeros((3, 3)), np.broadcast_to(p2, (3, 4))], make_rng(5))
     np.testing.assert_array_equal(batch, np.full(3, 3.0))
 

@@ -123,7 +123,7 @@ def test_pe_median_public_only_and_guarantee():
     est = PEMedian(groups, (0, 10))
     assert est.estimate([np.array([1.0, 9.0, 4.0]), np.array([2.0, 8.0])], make_rng(4)) == 4.0
     mixed = PEMedian([Group("a", 2, 0.5), Group("p", 1, math.inf)], (0, 1))
-    assert mixed.guarantee == {"a": Guarantee(0.5, 0.0, "replace"), "p": Guarantee(math.inf, 0.0, "replace")}
+    assert mixed.privacy == {"a": Guarantee(0.5, 0.0, "replace"), "p": Guarantee(math.inf, 0.0, "replace")}
 
 
 def test_pe_median_fresh_data_and_determinism():
@@ -166,21 +166,21 @@ def test_pdp_keep_probabilities_and_guarantee_identity():
         # promised epsilon: ln(1 + p (e^t - 1)) (Jorgensen's sampling theorem), which must
         # equal min(eps_i, t) -- both computed here, independently of the estimator
         for g, p in zip(groups, p_direct):
-            promised = est.guarantee[g.name]
+            promised = est.privacy[g.name]
             assert promised.epsilon == pytest.approx(math.log1p(p * math.expm1(t)), rel=1e-10)
             assert promised.epsilon == pytest.approx(min(g.epsilon, t), rel=1e-10)
             assert promised.relation == "add-remove"
         # the seed's form (true kept count) only promises t (b - a) / Delta under replace-one
         seed_form = PDPSample(groups, (-1, 1), t)
         for g in groups:
-            assert seed_form.guarantee[g.name].epsilon == pytest.approx(2 * t)
-            assert seed_form.guarantee[g.name].relation == "replace"
+            assert seed_form.privacy[g.name].epsilon == pytest.approx(2 * t)
+            assert seed_form.privacy[g.name].relation == "replace"
 
 
 def test_pdp_guarantee_is_finite_for_huge_thresholds():
     groups = [Group("a", 5, 1e6), Group("b", 5, 0.5)]
     for t in (1000.0, "avg", "max"):
-        g = PDPSample(groups, (0, 1), t, denominator="expected").guarantee
+        g = PDPSample(groups, (0, 1), t, denominator="expected").privacy
         assert g["a"].epsilon == pytest.approx(min(1e6, PDPSample(groups, (0, 1), t).threshold))
         assert g["b"].epsilon == 0.5
 
@@ -236,7 +236,7 @@ def test_pdp_expected_guarantee_equals_the_exact_loss_for_any_bounds(bounds, rel
     offsets = np.linspace(-half, half, 9)
     scale = est.sensitivity / t
     for g, p in zip(groups, est.keep_probabilities):
-        promised = est.guarantee[g.name]
+        promised = est.privacy[g.name]
         assert promised.relation == relation
         assert promised.epsilon <= min(g.epsilon, t) * (1 + 1e-12)
         if p >= 1.0:

@@ -31,18 +31,18 @@ def test_weighted_mean_weights_guarantee_and_scalar_output():
     est = WeightedMean(GROUPS, BOUNDS, 0.5)
     np.testing.assert_allclose(est.weights, paper_weights([6, 9, 5], [math.inf, 0.2, 2.0], 0.5, 2.0), rtol=1e-12)
     assert est.sensitivity == 2.0
-    assert est.guarantee == {
+    assert est.privacy == {
         "pub": Guarantee(math.inf, 0.0, "add-remove"),
         "lo": Guarantee(0.2, 0.0, "add-remove"),
         "hi": Guarantee(2.0, 0.0, "add-remove"),
     }
-    assert WeightedMean(GROUPS, BOUNDS, 0.5, relation="replace").guarantee["lo"] == Guarantee(0.2, 0.0, "replace")
+    assert WeightedMean(GROUPS, BOUNDS, 0.5, relation="replace").privacy["lo"] == Guarantee(0.2, 0.0, "replace")
     rng = make_rng(1)
     data = [rng.uniform(-2, 1, g.size) for g in GROUPS]
     out = est.estimate(data, rng)
     assert isinstance(out, float)
     assert -2.0 - 50 < out < 1.0 + 50  # noise can leave the bounds; just a finite number
-    assert "lo: epsilon=0.2 (add-remove)" in est.describe_guarantee()
+    assert "lo: epsilon=0.2 (add-remove)" in est.describe_privacy()
 
 
 def test_weighted_mean_public_only_is_exact_weighted_mean():
@@ -124,7 +124,7 @@ def test_weighted_median_private_part_follows_smith_distribution():
 
 def test_weighted_median_guarantee_and_determinism():
     est = WeightedMedian(GROUPS, BOUNDS, 0.5)
-    assert {k: g.epsilon for k, g in est.guarantee.items()} == {"pub": math.inf, "lo": 0.2, "hi": 2.0}
+    assert {k: g.epsilon for k, g in est.privacy.items()} == {"pub": math.inf, "lo": 0.2, "hi": 2.0}
     data = [make_rng(10).uniform(-2, 1, (20, g.size)) for g in GROUPS]
     np.testing.assert_array_equal(est.estimate(data, make_rng(11)), est.estimate(data, make_rng(11)))
     out = est.estimate(data, make_rng(11))

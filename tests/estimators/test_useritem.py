@@ -280,7 +280,7 @@ def test_same_seed_same_release_and_input_formats_agree():
 
 def test_guarantee_sensitivity_and_label():
     mech = ContributionBoundedCounts(3, 0.5)
-    assert mech.guarantee == Guarantee(0.5, 0.0, "add-remove")
+    assert mech.privacy == Guarantee(0.5, 0.0, "add-remove")
     assert mech.sensitivity == 3 and mech.label == "k=3"
     assert mech.scale == pytest.approx(6.0)
     assert ContributionBoundedCounts(np.int64(2), 1).k == 2

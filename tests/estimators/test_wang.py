@@ -318,8 +318,8 @@ def test_hybrid_m_estimator_is_algorithm1_for_scalar_means_and_medians():
     counts = np.bincount(brute_nearest(priv[:, None], pub[:, None]), minlength=25)
     for contrast in ("mean", "median"):
         est = HybridMEstimator(groups, (0.0, 1.0), contrast)
-        assert est.guarantee["private"].epsilon == 1.5 and est.guarantee["private"].relation == "replace"
-        assert math.isinf(est.guarantee["public"].epsilon)
+        assert est.privacy["private"].epsilon == 1.5 and est.privacy["private"].relation == "replace"
+        assert math.isinf(est.privacy["public"].epsilon)
         out = est.estimate([np.broadcast_to(priv, (4, 60)), np.broadcast_to(pub, (4, 25))], np.random.default_rng(3))
         z = np.random.default_rng(3).laplace(0.0, 1.0, size=(4, 25)) * (2.0 / 1.5)
         for t in range(4):

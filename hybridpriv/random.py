@@ -1,0 +1,97 @@
+"""Named random streams: every random number in hybridpriv comes from ``stream(seed, name, *keys)``.
+
+One integer ``seed`` makes everything.  A *stream* is the ``numpy.random.SeedSequence``
+
+    SeedSequence(seed, spawn_key=(key(name), key(k1), key(k2), ...))
+
+where ``key`` maps an integer ``k >= 0`` to itself and a string to its CRC-32 (so names and
+labels need no registry and a new name cannot shift an old stream).  Streams with different
+names or keys are statistically independent (``SeedSequence`` hashes the whole key).
+
+The guarantees, stated once:
+
+* **Same seed, same numbers.**  A stream depends only on ``(seed, name, keys)``; the engine keys
+  datasets by ``(chain, draw)`` and mechanisms by ``(label, chain, draw)``, never by chunk,
+  worker, process or the order work is done in, so the same seed gives the same numbers in one
+  process, on N dask workers, after a resume, with more or fewer candidates beside a candidate.
+* **Adding a candidate changes nothing else.**  A candidate's noise is keyed by its own label.
+* **Common random numbers across candidates come from the data**, which every candidate sees
+  identically (the dataset of ``(chain, draw)`` is generated once per item).
+
+Names in use (``stream`` takes any name; these are the library's):
+
+============  =====================================  ==============================================
+name          keys                                   what it seeds
+============  =====================================  ==============================================
+``dataset``   chain, draw                            the simulated dataset at ``(chain, draw)``
+``mechanism`` label, chain, draw                     one candidate's releases on that dataset
+``fit``       chain                                  ``pm.sample``'s seed of one chain
+``matrix``    chain, draw                            the user-item matrix of a posterior draw
+``audit``     case, ...                              DP audits
+``study``     setting keys ...                       a study's own fixed data (e.g. one point cloud)
+============  =====================================  ==============================================
+
+Public functions that draw random numbers take ``rng`` (SPEC 7): ``None`` (fresh OS entropy),
+an integer seed, a ``SeedSequence`` or a ``Generator`` -- see :func:`as_generator`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from numbers import Integral
+
+import numpy as np
+
+__all__ = ["as_generator", "check_seed", "key", "rng", "stream"]
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """``seed`` as an int after checking it is an integer in ``[0, 2**63)``."""
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise TypeError(f"{name} must be an integer >= 0, got {seed!r}")
+    if not 0 <= int(seed) < 2**63:
+        raise ValueError(f"{name} must be an integer in [0, 2**63), got {seed!r}")
+    return int(seed)
+
+
+def key(value: object) -> int:
+    """A spawn-key entry: an integer ``>= 0`` as itself, a string as its CRC-32."""
+    if isinstance(value, str):
+        return zlib.crc32(value.encode())
+    if isinstance(value, bool) or not isinstance(value, Integral) or int(value) < 0:
+        raise TypeError(f"stream keys must be integers >= 0 or strings, got {value!r}")
+    return int(value)
+
+
+def stream(seed: int | np.random.SeedSequence, name: str, *keys: object) -> np.random.SeedSequence:
+    """The ``SeedSequence`` of stream ``name`` with ``keys`` under ``seed`` (see the module docstring).
+
+    ``seed`` may be a ``SeedSequence``: the stream is then keyed below it (its entropy and spawn
+    key are kept), so a caller handed a sequence can still name sub-streams.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"stream name must be a non-empty string, got {name!r}")
+    path = (key(name), *(key(k) for k in keys))
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, *path))
+    return np.random.SeedSequence(check_seed(seed), spawn_key=path)
+
+
+def rng(seed: int | np.random.SeedSequence, name: str, *keys: object) -> np.random.Generator:
+    """A ``Generator`` on :func:`stream` ``(seed, name, *keys)``."""
+    return np.random.default_rng(stream(seed, name, *keys))
+
+
+def as_generator(value: object, name: str = "rng") -> np.random.Generator:
+    """SPEC 7: ``None`` (fresh entropy), an integer seed, a ``SeedSequence`` or a ``Generator``.
+
+    A ``Generator`` is returned as it is (the caller's state advances); anything else is refused
+    naming ``name``.
+    """
+    if isinstance(value, np.random.Generator):
+        return value
+    if value is None or isinstance(value, np.random.SeedSequence):
+        return np.random.default_rng(value)
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        return np.random.default_rng(check_seed(value, name))
+    raise TypeError(f"{name} must be None, an integer seed, a numpy SeedSequence or Generator, got {value!r}")
