@@ -40,7 +40,7 @@ from pytensor.tensor.variable import TensorVariable
 from hybridpriv.data import GroupedDataset, clamped_normal_moments
 from hybridpriv.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
 
-from ._sampling import chain_seeds
+from ._base import KnowledgeModel, Posterior
 
 __all__ = [
     "BETA_BOUNDARY_NUDGE",
@@ -547,7 +547,7 @@ class ReleasedMean:
 # --------------------------------------------------------------------------------------
 
 
-class GroupedDataModel:
+class GroupedDataModel(KnowledgeModel):
     """A PyMC model of public knowledge about data split into privacy groups.
 
     Parameters
@@ -713,59 +713,13 @@ class GroupedDataModel:
         self.param_names: tuple[str, ...] = tuple(params)
         return model
 
-    def fit(
-        self,
-        draws: int = 500,
-        tune: int = 500,
-        chains: int = 2,
-        seed: int = 0,
-        progressbar: bool = False,
-        **sample_kwargs: Any,
-    ) -> GroupedPosterior:
-        """Sample the posterior with ``pm.sample``.
-
-        Parameters
-        ----------
-        draws, tune, chains
-            Passed to ``pm.sample``.
-        seed
-            Integer >= 0; one ``random_seed`` per chain is derived from it through
-            ``numpy.random.SeedSequence(seed).spawn(chains)``.
-        progressbar
-            Passed to ``pm.sample``.
-        **sample_kwargs
-            Other ``pm.sample`` arguments (``cores``, ``target_accept``, ...).
-
-        Returns
-        -------
-        GroupedPosterior
-        """
-        for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("seed", seed, 0)):
-            if not isinstance(v, Integral) or isinstance(v, bool) or v < lo:
-                raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
-        random_seed = chain_seeds(seed, chains, sample_kwargs)
-        model = self.build()
-        with model:
-            idata = pm.sample(
-                draws=int(draws),
-                tune=int(tune),
-                chains=int(chains),
-                random_seed=random_seed,
-                progressbar=progressbar,
-                **sample_kwargs,
-            )
-        return GroupedPosterior(self, model, idata, seed=int(seed))
-
-
-class GroupedPosterior:
+class GroupedPosterior(Posterior):
     """A fitted :class:`GroupedDataModel`: a :class:`hybridpriv.data.DatasetSource`.
 
     Parameters
     ----------
     spec
         The :class:`GroupedDataModel` that was fitted.
-    model
-        Its ``pm.Model``.
     idata
         The ``xarray.DataTree`` returned by ``pm.sample``.
     seed
@@ -779,35 +733,22 @@ class GroupedPosterior:
         The bound :class:`Family`.
     """
 
-    def __init__(self, spec: GroupedDataModel, model: pm.Model, idata: Any, seed: int = 0) -> None:
+    data_kind = "grouped"
+
+    def __init__(self, spec: GroupedDataModel, idata: Any, seed: int = 0) -> None:
+        super().__init__(spec, idata, seed)
         self.spec = spec
         self.groups: tuple[Group, ...] = spec.groups
         self.bounds: Bounds = spec.bounds
         self.family = spec.family
-        self.model = model
-        self.idata = idata
-        self.seed = seed
         self.param_names = spec.param_names
         self.free_params = tuple(n for n in self.param_names if n not in spec.fixed)
+        self.convergence_vars = self.free_params
         post = idata["posterior"]
         self._draws = {n: np.asarray(post[n].transpose("chain", "draw").values, dtype=float) for n in self.free_params}
-        self._shape = (int(post.sizes["chain"]), int(post.sizes["draw"]))
 
     def __repr__(self) -> str:
         return f"GroupedPosterior(family={self.family!r}, groups={[g.name for g in self.groups]}, shape={self.shape})"
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """``(chains, draws)``."""
-        return self._shape
-
-    def _check_index(self, chain: object, draw: object) -> tuple[int, int]:
-        for name, v, n in (("chain", chain, self._shape[0]), ("draw", draw, self._shape[1])):
-            if not isinstance(v, Integral) or isinstance(v, bool):
-                raise TypeError(f"{name} must be an integer, got {v!r}")
-            if not 0 <= v < n:
-                raise ValueError(f"{name} must be in [0, {n}), got {v!r}")
-        return int(chain), int(draw)  # type: ignore[arg-type]
 
     def params(self, chain: int, draw: int) -> dict[str, float]:
         """The family parameters at posterior draw ``(chain, draw)`` (fixed ones included)."""
@@ -862,15 +803,5 @@ class GroupedPosterior:
         with the expected-count denominator)."""
         return self.population_posterior_means["mean_square"]
 
-    def summary(self, **kwargs: Any) -> Any:
-        """ArviZ summary (``arviz_stats.summary``) of the free family parameters.
 
-        Extra keyword arguments go to ``arviz_stats.summary``; ``round_to`` defaults to
-        ``"none"`` so the columns are numbers (ArviZ's ``"auto"`` turns them into strings).
-        Returns its data frame (index: parameter names) with ``mean``, ``sd``, credible
-        interval, ``ess_bulk``, ``ess_tail``, ``r_hat``, ``mcse_mean`` and ``mcse_sd``.
-        """
-        import arviz_stats
-
-        kwargs.setdefault("round_to", "none")
-        return arviz_stats.summary(self.idata, var_names=list(self.free_params), **kwargs)
+GroupedDataModel.posterior_class = GroupedPosterior

@@ -168,7 +168,7 @@ def test_variance_posterior_mean(normal_posterior):
 
 def test_fit_is_reproducible(public_records):
     model = GroupedDataModel(GROUPS[:1], BOUNDS, public_data={"pub": public_records})
-    kw = dict(draws=20, tune=20, chains=2, cores=1)
+    kw = dict(draws=20, tune=20, chains=2, cores=1, on_unconverged="ignore")  # 20 draws: too few to converge
     a, b, c = model.fit(seed=7, **kw), model.fit(seed=7, **kw), model.fit(seed=8, **kw)
     np.testing.assert_array_equal(_post(a, "mu"), _post(b, "mu"))
     assert not np.array_equal(_post(a, "mu"), _post(c, "mu"))
@@ -387,7 +387,7 @@ def test_bad_family_arguments(make, match):
 
 def test_bad_fit_arguments(public_records):
     model = _model(public_data={"pub": public_records})
-    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*63\), got -1"):
         model.fit(seed=-1)
     with pytest.raises(ValueError, match="draws must be an integer >= 1"):
         model.fit(draws=0)

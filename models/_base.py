@@ -1,0 +1,242 @@
+"""What every PyMC model of public knowledge shares: one ``fit()``, one posterior base, one convergence check.
+
+* :class:`KnowledgeModel` -- the base of the models.  A subclass builds its ``pm.Model``
+  (:meth:`KnowledgeModel.build`) and names its posterior class; :meth:`KnowledgeModel.fit` samples
+  it the same way for every model (one seed per chain from :func:`hybridpriv.random.stream`),
+  wraps the draws and checks convergence.
+* :class:`Posterior` -- the base of the fitted models: the ``DataTree`` PyMC wrote
+  (``idata``), ``shape = (chains, draws)``, ``generate(chain, draw, rng)`` (a dataset source for
+  :func:`hybridpriv.evaluate.evaluate`), ``summary()`` and ``describe_params()`` (the model's
+  parameters and a checksum of the draws, for results and checkpoints).
+* :func:`check_convergence` -- R-hat and bulk ESS of the named variables from ``arviz_stats``:
+  above :data:`RHAT_FAIL` (or with :data:`ESS_FAIL` or fewer effective draws) it raises
+  :class:`ConvergenceError` (``on_fail="raise"``, the default) or warns (``"warn"``); the message
+  names the worst variable.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+from hybridpriv.params import Parametrized, describe
+from hybridpriv.random import check_seed, stream
+
+__all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel", "Posterior", "RHAT_FAIL",
+           "RHAT_WARN", "check_convergence", "chain_seeds"]
+
+#: A posterior with a larger R-hat is refused: its datasets would not reflect the knowledge.
+RHAT_FAIL = 1.1
+#: Above this R-hat the fit is reported with a warning (raise ``tune``/``draws``).
+RHAT_WARN = 1.01
+#: A posterior with this many effective draws or fewer (bulk ESS, all chains) is refused.
+ESS_FAIL = 20
+
+
+class ConvergenceError(ValueError):
+    """The posterior of a model of public knowledge has not converged."""
+
+
+class ConvergenceWarning(UserWarning):
+    """The posterior may not have converged well (R-hat above :data:`RHAT_WARN`)."""
+
+
+def chain_seeds(seed: int, chains: int, sample_kwargs: Any = None) -> list[int]:
+    """``pm.sample``'s ``random_seed``: one integer per chain, stream ``("fit", chain)`` of ``seed``.
+
+    Refuses a ``random_seed`` among ``sample_kwargs`` (it would bypass ``seed``).
+    """
+    if sample_kwargs and "random_seed" in sample_kwargs:
+        raise TypeError("pass seed=..., not random_seed (it is derived from seed)")
+    return [int(stream(seed, "fit", c).generate_state(1, np.uint32)[0]) for c in range(chains)]
+
+
+def check_convergence(
+    idata: Any,
+    var_names: Sequence[str],
+    on_fail: str = "raise",
+    what: str = "the model of public knowledge",
+    rhat_fail: float = RHAT_FAIL,
+    ess_fail: float = ESS_FAIL,
+) -> dict[str, dict[str, float]]:
+    """R-hat and bulk ESS of ``var_names`` in ``idata["posterior"]``; refuse or warn when unconverged.
+
+    Returns ``{variable: {"r_hat": ..., "ess_bulk": ...}}`` (the worst element of vector variables).
+    Draws that are constant over all chains count as converged (a fixed parameter); chains each
+    stuck at its own value get R-hat ``inf``.  ``on_fail``: ``"raise"``
+    (:class:`ConvergenceError`), ``"warn"`` (:class:`ConvergenceWarning`) or ``"ignore"``.
+    """
+    import arviz_stats
+
+    if on_fail not in ("raise", "warn", "ignore"):
+        raise ValueError(f"on_fail must be 'raise', 'warn' or 'ignore', got {on_fail!r}")
+    post = idata["posterior"]
+    out: dict[str, dict[str, float]] = {}
+    for name in var_names:
+        x = post[name]
+        if x.sizes.get("draw", 0) < 4 or float(np.ptp(x.values)) == 0.0:
+            out[name] = {"r_hat": 1.0, "ess_bulk": float(x.sizes.get("chain", 1) * x.sizes.get("draw", 1))}
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r = np.asarray(arviz_stats.rhat(x, sample_dims=["chain", "draw"], method="rank"), dtype=float)
+            e = np.asarray(arviz_stats.ess(x, sample_dims=["chain", "draw"], method="bulk"), dtype=float)
+        # not constant overall (checked above), so NaN means chains stuck at different values
+        r = np.where(np.isfinite(r), r, np.inf)
+        e = np.where(np.isfinite(e), e, 1.0)
+        out[name] = {"r_hat": float(r.max()), "ess_bulk": float(e.min())}
+    if not out or on_fail == "ignore":
+        return out
+    worst = max(out, key=lambda k: out[k]["r_hat"])
+    fewest = min(out, key=lambda k: out[k]["ess_bulk"])
+    r, e = out[worst]["r_hat"], out[fewest]["ess_bulk"]
+    if r > rhat_fail or e <= ess_fail:
+        problem = (f"R-hat of {worst} = {r:.3g} > {rhat_fail}" if r > rhat_fail
+                   else f"bulk ESS of {fewest} = {e:.0f} <= {ess_fail}")
+        msg = (f"{what} did not converge ({problem}): its simulated datasets would not reflect the knowledge; "
+               "raise tune/draws, or check the knowledge for contradictions")
+        if on_fail == "raise":
+            raise ConvergenceError(msg)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+    elif r > RHAT_WARN and on_fail == "warn":
+        warnings.warn(f"{what}: R-hat of {worst} = {r:.3g} > {RHAT_WARN}; consider raising tune/draws",
+                      ConvergenceWarning, stacklevel=3)
+    return out
+
+
+def _check_count(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class Posterior(ABC):
+    """A fitted model of public knowledge: its draws and the datasets they generate.
+
+    Subclasses implement :meth:`generate`; ``convergence_vars`` names the variables that
+    :meth:`check_convergence` looks at.
+    """
+
+    convergence_vars: tuple[str, ...] = ()
+    #: The data kind :meth:`generate` makes (``hybridpriv.data.DATA_KINDS``).
+    data_kind: str = "grouped"
+
+    def __init__(self, model: KnowledgeModel, idata: Any, seed: int = 0) -> None:
+        self.model_spec = model
+        self.idata = idata
+        self.seed = int(seed)
+        post = idata["posterior"]
+        self._shape = (int(post.sizes["chain"]), int(post.sizes["draw"]))
+        self.convergence: dict[str, dict[str, float]] = {}
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(chains, draws)``."""
+        return self._shape
+
+    def _check_index(self, chain: object, draw: object) -> tuple[int, int]:
+        for name, v, n in (("chain", chain, self._shape[0]), ("draw", draw, self._shape[1])):
+            if not isinstance(v, Integral) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an integer, got {v!r}")
+            if not 0 <= v < n:
+                raise ValueError(f"{name} must be in [0, {n}), got {v!r}")
+        return int(chain), int(draw)  # type: ignore[arg-type]
+
+    @abstractmethod
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
+        """The dataset of posterior draw ``(chain, draw)``, using only ``rng`` for randomness."""
+
+    def check_convergence(self, on_fail: str = "raise") -> dict[str, dict[str, float]]:
+        """:func:`check_convergence` of this posterior's ``convergence_vars`` (stored in ``convergence``)."""
+        self.convergence = check_convergence(self.idata, self.convergence_vars, on_fail,
+                                             what=f"the {type(self.model_spec).__name__} of public knowledge")
+        return self.convergence
+
+    @property
+    def max_rhat(self) -> float:
+        """The largest R-hat found by :meth:`check_convergence` (``nan`` before it ran)."""
+        return max((v["r_hat"] for v in self.convergence.values()), default=math.nan)
+
+    def summary(self, var_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
+        """``arviz_stats.summary`` of ``var_names`` (default ``convergence_vars``), numbers not strings."""
+        import arviz_stats
+
+        kwargs.setdefault("round_to", "none")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return arviz_stats.summary(self.idata, var_names=list(var_names or self.convergence_vars), **kwargs)
+
+    def describe_params(self) -> dict[str, Any]:
+        """The model's parameters, the fit's seed and a checksum of every posterior variable."""
+        post = self.idata["posterior"]
+        crc = 0
+        for name in sorted(post.data_vars):
+            crc = zlib.crc32(np.ascontiguousarray(post[name].values).tobytes(), crc)
+        return {"class": type(self).__name__, "model": describe(self.model_spec), "seed": self.seed,
+                "shape": list(self.shape), "draws_crc32": crc}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape})"
+
+
+class KnowledgeModel(Parametrized, ABC):
+    """Base of the PyMC models of public knowledge (one ``fit`` for all of them)."""
+
+    #: The :class:`Posterior` subclass :meth:`fit` returns.
+    posterior_class: type[Posterior]
+
+    @abstractmethod
+    def build(self) -> Any:
+        """The ``pm.Model`` of the knowledge."""
+
+    def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
+                **sample_kwargs: Any) -> Any:
+        """``pm.sample`` inside ``model`` (models with custom step methods override this)."""
+        import pymc as pm
+
+        with model:
+            return pm.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed, progressbar=progressbar,
+                             **sample_kwargs)
+
+    def fit(
+        self,
+        draws: int = 500,
+        tune: int = 500,
+        chains: int = 2,
+        seed: int = 0,
+        progressbar: bool = False,
+        on_unconverged: str = "raise",
+        **sample_kwargs: Any,
+    ) -> Posterior:
+        """Sample the posterior and return it as a dataset source.
+
+        Parameters
+        ----------
+        draws, tune, chains
+            Passed to ``pm.sample`` (``tune`` may be ignored by models without tuning).
+        seed
+            Integer >= 0; chain ``c`` samples with the seed of stream ``("fit", c)``.
+        progressbar
+            Passed to ``pm.sample``.
+        on_unconverged
+            ``"raise"`` (default: :class:`ConvergenceError` names the worst variable), ``"warn"``
+            or ``"ignore"`` (the diagnostics are still in ``posterior.convergence``).
+        **sample_kwargs
+            Other ``pm.sample`` arguments (``cores``, ``target_accept``, ...).
+        """
+        draws = _check_count(draws, "draws", 1)
+        tune = _check_count(tune, "tune", 0)
+        chains = _check_count(chains, "chains", 1)
+        seed = check_seed(seed)
+        random_seed = chain_seeds(seed, chains, sample_kwargs)
+        idata = self._sample(self.build(), draws, tune, chains, random_seed, progressbar, **sample_kwargs)
+        posterior = self.posterior_class(self, idata, seed)
+        posterior.check_convergence(on_unconverged)
+        return posterior

@@ -1,0 +1,50 @@
+"""The one convergence check and the one fit of every model of public knowledge."""
+
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.models import GroupedDataModel
+from hybridpriv.models._base import ConvergenceError, ConvergenceWarning, check_convergence, chain_seeds
+from hybridpriv.privacy import Group
+from hybridpriv.random import stream
+
+
+def _idata(**variables):
+    return xr.DataTree.from_dict({"posterior": xr.Dataset({k: (("chain", "draw"), v) for k, v in variables.items()})})
+
+
+def test_check_convergence_refuses_chains_that_disagree_and_names_the_variable():
+    rng = np.random.default_rng(0)
+    good = rng.normal(size=(2, 400))
+    stuck = np.stack([rng.normal(0, 1, 400), rng.normal(3, 1, 400)])  # two chains in two places
+    out = check_convergence(_idata(a=good), ["a"])
+    assert out["a"]["r_hat"] < 1.01 and out["a"]["ess_bulk"] > 400
+    with pytest.raises(ConvergenceError, match=r"R-hat of b = [\d.]+ > 1.1"):
+        check_convergence(_idata(a=good, b=stuck), ["a", "b"])
+    with pytest.warns(ConvergenceWarning, match="R-hat of b"):
+        check_convergence(_idata(a=good, b=stuck), ["a", "b"], on_fail="warn")
+    assert check_convergence(_idata(b=stuck), ["b"], on_fail="ignore")["b"]["r_hat"] > 1.1
+    # few effective draws: a random walk
+    walk = np.cumsum(rng.normal(size=(2, 400)), axis=1)
+    with pytest.raises(ConvergenceError):
+        check_convergence(_idata(w=walk), ["w"])
+    # constant draws (a fixed parameter) count as converged
+    assert check_convergence(_idata(k=np.ones((2, 50))), ["k"])["k"]["r_hat"] == 1.0
+
+
+def test_chain_seeds_are_the_fit_streams():
+    assert chain_seeds(5, 3) == [int(stream(5, "fit", c).generate_state(1, np.uint32)[0]) for c in range(3)]
+    with pytest.raises(TypeError, match="random_seed"):
+        chain_seeds(5, 2, {"random_seed": 1})
+
+
+def test_an_unconverged_fit_is_refused_by_default():
+    x = np.random.default_rng(1).normal(2.0, 1.0, 200).clip(-5, 5)
+    model = GroupedDataModel([Group("pub", 200, math.inf)], (-5, 5), public_data={"pub": x})
+    with pytest.raises(ConvergenceError, match="GroupedDataModel of public knowledge did not converge"):
+        model.fit(draws=8, tune=0, chains=2, seed=0, cores=1)  # no tuning, 8 draws
+    post = model.fit(draws=8, tune=0, chains=2, seed=0, cores=1, on_unconverged="ignore")
+    assert post.max_rhat > 1.1 and set(post.convergence) == {"mu", "sigma"}
