@@ -15,17 +15,22 @@ with the rest, K-means iterations, local users' per-coordinate splits) call
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from numbers import Real
+from types import MappingProxyType
 
 import numpy as np
 import xarray as xr
 
 from .privacy import Group, Guarantee, check_epsilon
 
-__all__ = ["Accountant", "BudgetExceededError", "Release", "split_budget"]
+__all__ = ["Accountant", "BudgetExceededError", "RTOL", "Release", "split_budget"]
 
-_SLACK = 1e-12  # relative slack for floating-point sums of budget parts
+#: Relative slack for floating-point sums of budget parts (a spend may exceed a budget by this
+#: fraction of it, never by an absolute amount: tiny budgets are honoured too).
+RTOL = 1e-9
 
 
 class BudgetExceededError(ValueError):
@@ -50,6 +55,12 @@ def _check_delta(delta: object, name: str) -> float:
     return d
 
 
+def _as_float(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    return float(value)
+
+
 def split_budget(epsilon: float, fractions: Sequence[float]) -> list[float]:
     """Split ``epsilon`` into parts proportional to ``fractions`` (which must be > 0).
 
@@ -63,14 +74,38 @@ def split_budget(epsilon: float, fractions: Sequence[float]) -> list[float]:
     return [float(x) for x in eps * f / f.sum()]
 
 
-@dataclass
+class _Total:
+    """A compensated (Neumaier) running sum: adding thousands of small parts stays exact to rounding."""
+
+    __slots__ = ("sum", "comp")
+
+    def __init__(self) -> None:
+        self.sum, self.comp = 0.0, 0.0
+
+    def value(self) -> float:
+        return self.sum + self.comp
+
+    def plus(self, x: float) -> tuple[float, float]:
+        t = self.sum + x
+        if math.isinf(t) or math.isinf(x):
+            return t, 0.0
+        comp = self.comp + ((self.sum - t) + x if abs(self.sum) >= abs(x) else (x - t) + self.sum)
+        return t, comp
+
+
 class Accountant:
     """Per-group budgets and the releases spent against them (basic sequential composition).
 
     Parameters
     ----------
     budgets
-        ``{group name: (epsilon, delta)}``; ``epsilon = inf`` means no limit (public).
+        ``{group name: (epsilon, delta)}`` (or just epsilon); ``epsilon = inf`` means no limit (public).
+
+    The budgets and the ledger cannot be changed after construction except by :meth:`spend`
+    (``budgets`` is a read-only mapping, ``releases`` a tuple).  Spending is checked against the
+    budgets with a relative tolerance :data:`RTOL` only, in constant time per release (running
+    compensated totals).  A composite release spends all its parts or none: group them in
+    :meth:`transaction`.
 
     Examples
     --------
@@ -81,14 +116,11 @@ class Accountant:
     {'a': 1.0, 'b': 0.5}
     """
 
-    budgets: Mapping[str, tuple[float, float]]
-    releases: list[Release] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.budgets, Mapping) or not self.budgets:
+    def __init__(self, budgets: Mapping[str, tuple[float, float] | float]) -> None:
+        if not isinstance(budgets, Mapping) or not budgets:
             raise ValueError("budgets must be a non-empty mapping {group: (epsilon, delta)}")
         clean = {}
-        for name, value in self.budgets.items():
+        for name, value in budgets.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 value = (value, 0.0)
             if not isinstance(value, (tuple, list)) or len(value) != 2:
@@ -97,7 +129,24 @@ class Accountant:
                 check_epsilon(value[0], f"budget epsilon of group {name!r}"),
                 _check_delta(value[1], f"budget delta of group {name!r}"),
             )
-        self.budgets = clean
+        self._budgets = MappingProxyType(clean)
+        self._releases: list[Release] = []
+        self._eps = {g: _Total() for g in clean}
+        self._delta = {g: _Total() for g in clean}
+        self._staged: list[list[Release]] = []
+
+    @property
+    def budgets(self) -> Mapping[str, tuple[float, float]]:
+        """``{group: (epsilon, delta)}`` (read-only)."""
+        return self._budgets
+
+    @property
+    def releases(self) -> tuple[Release, ...]:
+        """The recorded releases, in order (read-only)."""
+        return tuple(self._releases)
+
+    def __repr__(self) -> str:
+        return f"Accountant(budgets={dict(self._budgets)!r}, releases={len(self._releases)})"
 
     @classmethod
     def for_groups(cls, groups: Iterable[Group]) -> Accountant:
@@ -107,15 +156,16 @@ class Accountant:
     # -- spending -------------------------------------------------------------------
     def _per_group(self, value: float | Mapping[str, float], groups: Sequence[str] | None, what: str) -> dict[str, float]:
         if isinstance(value, Mapping):
-            unknown = [g for g in value if g not in self.budgets]
+            unknown = [g for g in value if g not in self._budgets]
             if unknown:
-                raise ValueError(f"{what} names unknown group(s) {unknown}; known: {list(self.budgets)}")
-            return {str(k): float(v) for k, v in value.items()}
-        names = list(self.budgets) if groups is None else list(groups)
-        unknown = [g for g in names if g not in self.budgets]
+                raise ValueError(f"{what} names unknown group(s) {unknown}; known: {list(self._budgets)}")
+            return {str(k): _as_float(v, f"{what} spent on group {k!r}") for k, v in value.items()}
+        names = list(self._budgets) if groups is None else list(groups)
+        unknown = [g for g in names if g not in self._budgets]
         if unknown:
-            raise ValueError(f"groups names unknown group(s) {unknown}; known: {list(self.budgets)}")
-        return {g: value for g in names}  # type: ignore[misc]
+            raise ValueError(f"groups names unknown group(s) {unknown}; known: {list(self._budgets)}")
+        v = _as_float(value, f"{what} spent")
+        return {g: v for g in names}
 
     def spend(
         self,
@@ -132,22 +182,64 @@ class Accountant:
         eps = self._per_group(epsilon, groups, "epsilon")
         dlt = self._per_group(delta, groups if not isinstance(delta, Mapping) else None, "delta")
         for g, e in eps.items():
-            if isinstance(e, bool) or math.isnan(e) or e < 0:
+            if math.isnan(e) or e < 0:
                 raise ValueError(f"epsilon spent on group {g!r} must be >= 0, got {e!r}")
         for g, d in dlt.items():
             _check_delta(d, f"delta spent on group {g!r}")
-        spent_e, spent_d = self.spent_epsilon(), self.spent_delta()
+        new_e = {g: self._eps[g].plus(e) for g, e in eps.items()}
+        new_d = {g: self._delta[g].plus(d) for g, d in dlt.items()}
         for g in set(eps) | set(dlt):
-            be, bd = self.budgets[g]
-            new_e = spent_e[g] + eps.get(g, 0.0)
-            new_d = spent_d[g] + dlt.get(g, 0.0)
-            if new_e > be * (1 + _SLACK) + _SLACK or new_d > bd * (1 + _SLACK) + _SLACK:
+            be, bd = self._budgets[g]
+            te = sum(new_e[g]) if g in new_e else self._eps[g].value()
+            td = sum(new_d[g]) if g in new_d else self._delta[g].value()
+            if te > be * (1 + RTOL) or td > bd * (1 + RTOL):
                 raise BudgetExceededError(
-                    f"release {label or '(unnamed)'!r} would spend epsilon={new_e:g}, delta={new_d:g} on group "
-                    f"{g!r}, over its budget epsilon={be:g}, delta={bd:g} (already spent epsilon={spent_e[g]:g}, "
-                    f"delta={spent_d[g]:g})"
+                    f"release {label or '(unnamed)'!r} would spend epsilon={te:g}, delta={td:g} on group "
+                    f"{g!r}, over its budget epsilon={be:g}, delta={bd:g} (already spent "
+                    f"epsilon={self._eps[g].value():g}, delta={self._delta[g].value():g})"
                 )
-        self.releases.append(Release(label, eps, dlt))
+        for g, (t, c) in new_e.items():
+            self._eps[g].sum, self._eps[g].comp = t, c
+        for g, (t, c) in new_d.items():
+            self._delta[g].sum, self._delta[g].comp = t, c
+        release = Release(label, eps, dlt)
+        self._releases.append(release)
+        if self._staged:
+            self._staged[-1].append(release)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Accountant]:
+        """All or nothing: the spends inside the block are undone if the block raises.
+
+        >>> acc = Accountant({"a": 1.0})
+        >>> with acc.transaction():
+        ...     acc.spend(0.5, label="part 1")
+        ...     acc.spend(0.5, label="part 2")
+        """
+        self._staged.append([])
+        try:
+            yield self
+        except BaseException:
+            for r in reversed(self._staged.pop()):
+                self._undo(r)
+            raise
+        else:
+            done = self._staged.pop()
+            if self._staged:
+                self._staged[-1].extend(done)
+
+    def _undo(self, release: Release) -> None:
+        index = next(i for i in range(len(self._releases) - 1, -1, -1) if self._releases[i] is release)
+        del self._releases[index]
+        self._recompute()
+
+    def _recompute(self) -> None:
+        self._eps = {g: _Total() for g in self._budgets}
+        self._delta = {g: _Total() for g in self._budgets}
+        for r in self._releases:
+            for totals, parts in ((self._eps, r.epsilon), (self._delta, r.delta)):
+                for g, x in parts.items():
+                    totals[g].sum, totals[g].comp = totals[g].plus(x)
 
     def spend_guarantee(self, guarantee: Mapping[str, Guarantee], label: str = "") -> None:
         """Record one release of a mechanism that promises ``guarantee`` (by group).
@@ -161,19 +253,11 @@ class Accountant:
     # -- totals -------------------------------------------------------------------------
     def spent_epsilon(self) -> dict[str, float]:
         """Total epsilon spent per group (sum over releases)."""
-        out = dict.fromkeys(self.budgets, 0.0)
-        for r in self.releases:
-            for g, e in r.epsilon.items():
-                out[g] += e
-        return out
+        return {g: t.value() for g, t in self._eps.items()}
 
     def spent_delta(self) -> dict[str, float]:
         """Total delta spent per group (sum over releases)."""
-        out = dict.fromkeys(self.budgets, 0.0)
-        for r in self.releases:
-            for g, d in r.delta.items():
-                out[g] += d
-        return out
+        return {g: t.value() for g, t in self._delta.items()}
 
     def remaining_epsilon(self) -> dict[str, float]:
         spent = self.spent_epsilon()

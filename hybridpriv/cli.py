@@ -114,7 +114,7 @@ def _select(args: argparse.Namespace) -> int:
     import xarray as xr
 
     from .evaluate import evaluate
-    from .report import plot_decision, provenance, write_netcdf
+    from .report import plot_decision, provenance, save_figure, write_netcdf
     from .tasks import Statistic
     from .select import decide, format_table
     from .spec import UserItemSpec, builtin_example_path, load_spec
@@ -170,7 +170,8 @@ def _select(args: argparse.Namespace) -> int:
     decision.attrs.update(provenance(spec.config(), spec.seed, started, dask=dask))
     decision.attrs["recommended"] = str(decision["recommended"].item())
     nc = write_netcdf(decision, out / "selection.nc")
-    png = plot_decision(decision, out / "selection.png", title=f"{spec.statistic} release: expected {spec.loss} error")
+    png = save_figure(plot_decision(decision, title=f"{spec.statistic} release: expected {spec.loss} error"),
+                      out / "selection.png")
     print()
     print(format_table(decision))
     print()

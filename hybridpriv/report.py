@@ -1,4 +1,8 @@
-"""Provenance, netCDF output and the decision figure."""
+"""Provenance, the result files (netCDF, one DataTree per select run) and the decision figure.
+
+Plots take ``ax=`` (or make a figure not tied to a GUI backend) and return the figure; the
+library never switches matplotlib's backend.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ import xarray as xr
 
 from . import __version__
 
-__all__ = ["git_hash", "plot_decision", "provenance", "write_netcdf"]
+__all__ = ["git_hash", "plot_decision", "provenance", "save_figure", "write_netcdf", "write_result"]
 
 
 def git_hash() -> str:
@@ -83,36 +87,100 @@ def write_netcdf(ds: xr.Dataset, path: str | Path) -> Path:
     return path
 
 
-def plot_decision(decision: xr.Dataset, path: str | Path, title: str | None = None) -> Path:
-    """Expected loss per estimator with its 5-95% interval over datasets and its MC error."""
-    import matplotlib
+def _figure(ax, size: tuple[float, float]):
+    """``(figure, axes)``: ``ax``'s figure, or a new figure not tied to any GUI backend."""
+    if ax is not None:
+        return ax.figure, ax
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    fig = Figure(figsize=size)
+    return fig, fig.add_subplot()
 
-    d = decision.sortby("expected_loss")
-    labels = [str(x) for x in d.estimator.values]
-    y = np.arange(len(labels))
-    fig, ax = plt.subplots(figsize=(7.5, 0.6 * len(labels) + 2.0))
+
+def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None):
+    """Expected loss of every candidate with its 5-95% interval over datasets, ±2 MC s.e. and P(best).
+
+    Works for any candidate dimension: categorical candidates (estimators) as rows, numeric ones
+    (``k``, ``subset_size``, ``tau``) as a curve with its band.  Candidates that do not meet every
+    unit's requirement are marked.  Draws on ``ax`` if given, else on a new figure; returns the
+    figure (save it with ``fig.savefig(path)``).
+    """
+    dim = decision.attrs.get("candidate_dim", decision["expected_loss"].dims[0])
     rec = decision.attrs.get("recommended")
-    colors = ["tab:green" if lab == rec else "tab:blue" for lab in labels]
-    ax.hlines(y, d.risk_low, d.risk_high, color="0.6", lw=3, label="5-95% over simulated datasets")
-    ax.errorbar(d.expected_loss, y, xerr=2 * d.mcse, fmt="none", ecolor="k", capsize=3, label="±2 MC s.e.")
-    ax.scatter(d.expected_loss, y, c=colors, zorder=3, label="expected loss")
-    meets = d["meets_requirements"] if "meets_requirements" in d else None
-    ticks = []
-    for lab in labels:
-        fails = meets is not None and not bool(meets.sel(estimator=lab))
-        ticks.append(f"{lab}{' (fails eps)' if fails else ''}\nP(best) {float(d.p_best.sel(estimator=lab)):.2f}")
-    ax.set_yticks(y, ticks)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel(f"{decision.attrs.get('loss', 'squared')} error (log scale)")
-    ax.set_title(title or f"Mechanism selection: recommended {rec}")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.3 / len(labels)), ncol=3, fontsize=8, frameon=False)
+    loss = decision.attrs.get("loss", "loss")
+    values = decision[dim].values
+    numeric = values.dtype.kind in "iuf" and values.size > 1
+    meets = decision["meets_requirements"] if "meets_requirements" in decision else None
+    if numeric:
+        fig, ax = _figure(ax, (7.0, 4.2))
+        d = decision.sortby(dim)
+        x = d[dim].values
+        ax.fill_between(x, d.risk_low, d.risk_high, color="tab:blue", alpha=0.2, label="5-95% over simulated datasets")
+        ax.errorbar(x, d.expected_loss, yerr=2 * d.mcse, fmt="o-", color="tab:blue", capsize=3, ms=4,
+                    label="expected loss ± 2 MC s.e.")
+        if meets is not None and not bool(d["meets_requirements"].all()):
+            bad = ~d["meets_requirements"].values
+            ax.scatter(x[bad], d.expected_loss.values[bad], marker="x", color="tab:red", zorder=4,
+                       label="does not meet a requirement")
+        if rec is not None:
+            ax.axvline(float(rec), color="tab:green", ls="--", lw=1, label=f"recommended {dim} = {rec}")
+        for xx, pb, hi in zip(x, d.p_best.values, d.risk_high.values):
+            if pb > 0.005:
+                ax.annotate(f"{pb:.2f}", (xx, hi), xytext=(0, 4), textcoords="offset points", ha="center", fontsize=7)
+        ax.set_xlabel(dim)
+        ax.set_ylabel(f"expected {loss}")
+        ax.set_title(title or f"Choosing {dim} (numbers above the band: P(best))")
+        ax.legend(fontsize=8)
+    else:
+        n = len(values)
+        fig, ax = _figure(ax, (7.5, 0.6 * n + 2.0))
+        d = decision.sortby("expected_loss")
+        labels = [str(v) for v in d[dim].values]
+        y = np.arange(n)
+        colors = ["tab:green" if lab == str(rec) else "tab:blue" for lab in labels]
+        ax.hlines(y, d.risk_low, d.risk_high, color="0.6", lw=3, label="5-95% over simulated datasets")
+        ax.errorbar(d.expected_loss, y, xerr=2 * d.mcse, fmt="none", ecolor="k", capsize=3, label="±2 MC s.e.")
+        ax.scatter(d.expected_loss, y, c=colors, zorder=3, label="expected loss")
+        ticks = []
+        for lab, v in zip(labels, d[dim].values):
+            fails = meets is not None and not bool(d["meets_requirements"].sel({dim: v}))
+            ticks.append(f"{lab}{' (not eligible)' if fails else ''}\nP(best) {float(d.p_best.sel({dim: v})):.2f}")
+        ax.set_yticks(y, ticks)
+        ax.invert_yaxis()
+        if float(d.risk_low.min()) > 0:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{loss}" + (" (log scale)" if ax.get_xscale() == "log" else ""))
+        ax.set_title(title or f"Mechanism selection: recommended {rec}")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.3 / n), ncol=3, fontsize=8, frameon=False)
     fig.tight_layout()
+    return fig
+
+
+def save_figure(fig, path: str | Path, dpi: int = 100) -> Path:
+    """Write ``fig`` to ``path`` (creating folders) and return the path."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
+def write_result(path: str | Path, groups: Mapping[str, xr.Dataset | None], attrs: Mapping[str, object] = {}) -> Path:
+    """Write one netCDF file holding a DataTree: one group per entry of ``groups`` (``posterior``,
+    ``evaluation``, ``decision``, ...; ``None`` entries are left out) and ``attrs`` at the root.
+
+    A select run writes ``posterior`` (and the other groups of PyMC's output, left as PyMC wrote
+    them), ``evaluation`` and ``decision``; read it back with ``xarray.open_datatree(path)``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree: dict[str, xr.Dataset] = {"/": xr.Dataset(attrs=_clean_attrs(attrs))}
+    for name, ds in groups.items():
+        if ds is None:
+            continue
+        ds = ds.copy()
+        ds.attrs = _clean_attrs(ds.attrs)
+        for var in list(ds.variables):
+            ds[var].attrs = _clean_attrs(ds[var].attrs)
+        tree[f"/{name}"] = ds
+    xr.DataTree.from_dict(tree).to_netcdf(path, engine="h5netcdf")
     return path

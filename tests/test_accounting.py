@@ -67,3 +67,53 @@ def test_estimator_guarantees_are_charged_per_group():
 def test_bad_input(call, err, match):
     with pytest.raises(err, match=match):
         call()
+
+
+# -- issue 15 item 7 -----------------------------------------------------------------------------
+def test_tiny_budgets_are_not_overspent_by_an_absolute_slack():
+    acc = Accountant({"a": (1e-13, 0.0)})
+    with pytest.raises(BudgetExceededError):
+        acc.spend(1.05e-12)  # accepted before: the slack was 1e-12 absolute
+    acc.spend(1e-13)  # exactly the budget is fine
+    with pytest.raises(BudgetExceededError):
+        acc.spend(1e-20)
+
+
+def test_budgets_and_ledger_cannot_be_changed_behind_the_accountant():
+    acc = Accountant({"a": (1.0, 0.0)})
+    acc.spend(0.5, label="first")
+    with pytest.raises(TypeError):
+        acc.budgets["a"] = (100.0, 0.0)  # read-only mapping
+    with pytest.raises(AttributeError):
+        acc.budgets = {"a": (100.0, 0.0)}
+    with pytest.raises(AttributeError):
+        acc.releases.append(None)  # a tuple
+    with pytest.raises(BudgetExceededError):
+        acc.spend(0.6)
+
+
+def test_a_composite_spend_is_all_or_nothing():
+    acc = Accountant({"a": (1.0, 0.0), "b": (1.0, 0.0)})
+    acc.spend(0.2, label="before")
+    with pytest.raises(BudgetExceededError):
+        with acc.transaction():
+            acc.spend(0.5, label="part 1")
+            acc.spend({"a": 0.5}, label="part 2: over a's budget")
+    assert acc.spent_epsilon() == {"a": pytest.approx(0.2), "b": pytest.approx(0.2)}
+    assert [r.label for r in acc.releases] == ["before"]
+    with acc.transaction():  # nested transactions commit with the outer one
+        acc.spend(0.3, label="x")
+        with acc.transaction():
+            acc.spend(0.1, label="y")
+    assert [r.label for r in acc.releases] == ["before", "x", "y"]
+
+
+def test_many_small_parts_add_up_exactly_enough_to_spend_the_rest():
+    # 100,000 parts of 1e-5 (K-means with many iterations): compensated totals, constant time per spend
+    acc = Accountant({"a": (1.0, 0.0)})
+    for _ in range(100_000):
+        acc.spend(1e-5, label="round")
+    assert acc.spent_epsilon()["a"] == pytest.approx(1.0, rel=1e-12)
+    assert abs(acc.spent_epsilon()["a"] - math.fsum([1e-5] * 100_000)) < 1e-14
+    with pytest.raises(BudgetExceededError):
+        acc.spend(1e-6)
