@@ -22,6 +22,7 @@ __all__ = [
     "Bounds",
     "Group",
     "Guarantee",
+    "MAX_BOUND",
     "NEIGHBOUR_RELATIONS",
     "TRUST_MODELS",
     "check_epsilon",
@@ -39,6 +40,10 @@ __all__ = [
 #: ``"replace"``: one record of a group is changed to another value in the bounds
 #: (sensitivity of a sum: ``b - a``).
 NEIGHBOUR_RELATIONS = ("add-remove", "replace")
+
+#: Largest magnitude of a bound: squared errors (and sums of squares over thousands of records)
+#: of values up to this stay finite in float64.
+MAX_BOUND = 1e150
 
 #: Whom a promise holds against.  ``"central"``: anyone who sees the release (the curator is
 #: trusted); ``"local"``: also the curator (each user randomises their own report).
@@ -296,8 +301,11 @@ class Bounds:
             object.__setattr__(self, name, float(v))
         if not self.lower < self.upper:
             raise ValueError(f"bounds must satisfy lower < upper, got [{self.lower:g}, {self.upper:g}]")
-        if not math.isfinite(self.upper - self.lower):
-            raise ValueError(f"bounds width upper - lower must be finite, got [{self.lower:g}, {self.upper:g}]")
+        if max(abs(self.lower), abs(self.upper)) > MAX_BOUND:
+            raise ValueError(
+                f"bounds must lie within +-{MAX_BOUND:g} (squared errors of larger values overflow), "
+                f"got [{self.lower:g}, {self.upper:g}]"
+            )
 
     @classmethod
     def from_pair(cls, pair: object) -> Bounds:

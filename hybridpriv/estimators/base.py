@@ -133,12 +133,28 @@ class Estimator(Mechanism):
         batch = [np.broadcast_to(a, (trials, a.shape[-1])) for a in arrays]
         return self._checked(self._estimate(batch, check_rng(rng)), trials)
 
+    #: Largest noise scale of a released value, in units of the bounds' width: a mechanism whose noise
+    #: is a trillion times the data range releases nothing useful, and its squared loss would
+    #: overflow; such settings are refused at construction, naming the parameters.
+    MAX_NOISE_WIDTHS = 1e12
+
+    def _check_noise(self, scale: float, what: str) -> float:
+        """``scale`` (a released value's noise scale) after checking it is finite and not absurdly large."""
+        limit = self.MAX_NOISE_WIDTHS * self.bounds.width
+        if not np.isfinite(scale) or scale > limit:
+            raise ValueError(
+                f"{what} gives a noise scale of {scale:.3g} on the released value with bounds "
+                f"[{self.bounds.lower:g}, {self.bounds.upper:g}] (more than {self.MAX_NOISE_WIDTHS:.0e} times their "
+                "width): nothing useful would be released and its error would overflow; raise epsilon or narrow the bounds"
+            )
+        return float(scale)
+
     def _checked(self, out: object, trials: int) -> np.ndarray:
         out = np.asarray(out, dtype=float)
         if out.shape != (trials,):
             raise RuntimeError(f"{type(self).__name__}._estimate returned shape {out.shape}, expected ({trials},)")
-        if np.isnan(out).any():
-            raise RuntimeError(f"{type(self).__name__} produced NaN")
+        if not np.isfinite(out).all():
+            raise RuntimeError(f"{type(self).__name__} produced a non-finite release ({out[~np.isfinite(out)][0]!r})")
         return out
 
     def estimate(

@@ -20,6 +20,9 @@ class _Uniform(Estimator):
         super().__init__(groups, bounds, clamp)
         self.relation = self._check_relation(relation)
         self.epsilon = smallest_private_epsilon(self.groups)
+        if np.isfinite(self.epsilon):
+            self._check_noise(self.bounds.sum_sensitivity(self.relation) / self.epsilon / int(self.sizes.sum()),
+                              f"epsilon={self.epsilon:g} (the smallest group epsilon)")
 
     @property
     def privacy(self) -> dict[str, Guarantee]:

@@ -146,6 +146,8 @@ class PDPSample(Estimator):
                 f"threshold = {t:g} keeps no record in expectation (E[M] = 0) with denominator='expected'; "
                 "lower the threshold"
             )
+        # the noise on the released mean: Delta/t over the (expected, or at least one) kept records
+        self._check_noise(self.sensitivity / t / max(self.expected_kept, 1.0), f"threshold t={t:g}")
 
     @property
     def privacy(self) -> dict[str, Guarantee]:

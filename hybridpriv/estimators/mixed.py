@@ -30,6 +30,9 @@ class _Mixed(Estimator):
         self.sigma2 = resolve_sigma2(sigma2)
         self.sensitivity = self.bounds.sum_sensitivity(self.relation)
         self.weights = mixed_mean_weights(self.sizes, self.epsilons, self.sigma2, self.sensitivity)
+        for g in self.groups:
+            if not g.is_public:
+                self._check_noise(self.sensitivity / g.epsilon / g.size, f"group {g.name!r}: epsilon={g.epsilon:g}")
 
     @property
     def privacy(self) -> dict[str, Guarantee]:
