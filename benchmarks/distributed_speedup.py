@@ -8,7 +8,8 @@ counts it prints (tasks, bytes, CPU seconds per process) stay meaningful under l
 Stages (each run in one process, then on the cluster; both must give identical numbers, which
 is checked):
 
-* ``user-item``: the chunk-scoring stage of the zeber-user-item study (``posterior_risks``:
+* ``user-item``: the chunk-scoring stage of the zeber-user-item study (``evaluate`` of
+  ``ContributionBoundedCounts`` over k on the fitted ``UserItemPosterior`` with ``ItemCounts``:
   matrices made and scored inside the tasks) at ``--draws`` matrices (default 100,000, the
   study's ``--full``; its PyMC row-sum chain is sampled once beforehand and timed apart);
 * ``grid engine``: ferrando-means at full settings (7 n x 1,000 draws, 6 estimators), its engine
@@ -171,11 +172,11 @@ def main() -> None:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     from hybridpriv.chunks import Section, run_sections
     from hybridpriv.cluster import local_client, worker_pids
-    from hybridpriv.evaluate import evaluate_many
+    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
+    from hybridpriv.evaluate import evaluate, evaluate_many
     from hybridpriv.models import UserItemModel
     from hybridpriv.spec import builtin_example_path, load_spec
     from hybridpriv.studies import ferrando_means, zeber_user_item
-    from hybridpriv.useritem import posterior_risks
 
     cores = os.cpu_count() or 1
     load = os.getloadavg()[0]
@@ -208,19 +209,22 @@ def main() -> None:
         model = UserItemModel(spec.column_sums, 2000)
         per_chain = math.ceil(args.draws / zeber_user_item.CHAINS)
         t0 = time.perf_counter()
-        idata = model.sample(draws=per_chain, tune=200, chains=zeber_user_item.CHAINS, seed=args.seed,
-                             cores=zeber_user_item.CHAINS, moves=model.total)
+        posterior = model.fit(draws=per_chain, tune=200, chains=zeber_user_item.CHAINS, seed=args.seed,
+                              cores=zeber_user_item.CHAINS, moves=model.total, on_unconverged="warn")
         sampling = time.perf_counter() - t0
         print(f"row-sum chain for {2 * per_chain:,} matrices sampled once beforehand in {sampling:.1f}s "
               "(PyMC, 2 chains on 2 cores; not part of the engine)")
-        ks = zeber_user_item.KS
+        cands = {k: ContributionBoundedCounts(k, 1.0) for k in zeber_user_item.KS}
+
+        def risks(source, cl, **kw):
+            return evaluate(cands, source, ItemCounts(), dim="k", seed=args.seed, client=cl, **kw)
+
         t0 = time.perf_counter()
-        small = model.sample(draws=4, tune=20, chains=2, seed=args.seed, moves=model.total)
-        posterior_risks(model, small, ks, 1.0, seed=args.seed, client=client, chunk_size=2)
-        posterior_risks(model, small, ks, 1.0, seed=args.seed)
+        small = model.fit(draws=4, tune=20, chains=2, seed=args.seed, moves=model.total, on_unconverged="ignore")
+        risks(small, client, chunk_size=2)
+        risks(small, None)
         print(f"warm-up (imports, kernel compilation; once per process): {time.perf_counter() - t0:.1f}s")
-        rows.append(_compare(f"user-item risks, {2 * per_chain:,} matrices",
-                             lambda cl: posterior_risks(model, idata, ks, 1.0, seed=args.seed, client=cl),
+        rows.append(_compare(f"user-item risks, {2 * per_chain:,} matrices", lambda cl: risks(posterior, cl),
                              client, workers, nannies, args.workers))
 
     if "grid" in stages:

@@ -1,5 +1,9 @@
 """Full-scale user-item selection (Zeber & Lopatka): n = 2,000, m = 100, 100,000 matrices, k = 1..10.
 
+The one pipeline: ``UserItemModel.fit`` (the row-sum chain), then ``evaluate`` of
+``ContributionBoundedCounts(k, 1)`` for every k on the fitted posterior with ``ItemCounts()`` (the
+exact risk given each matrix), then ``decide(..., dim="k")``.  It imports the package only.
+
 Prints wall time, peak memory (this process, PyMC's sampler processes, and every dask worker
 process, read in the workers with ``client.run``), Curveball trades per second, matrices per
 second, and the ratio of the exact-risk path against a naive baseline measured in the same
@@ -62,36 +66,44 @@ def main() -> None:
     import pymc  # noqa: F401
 
     logging.getLogger("pymc").setLevel(logging.CRITICAL)
+    import pickle
+
+    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
+    from hybridpriv.evaluate import evaluate
     from hybridpriv.models import UserItemModel
-    from hybridpriv.models import _useritem_kernels as kern
+    from hybridpriv.models._useritem_chains import curveball
+    from hybridpriv.random import rng as stream_rng
+    from hybridpriv.select import decide
     from hybridpriv.spec import builtin_example_path, load_spec
     from hybridpriv.theory import user_item_risk
-    from hybridpriv.useritem import decide_k, posterior_risks
 
     ks, eps, chains = list(range(1, 11)), 1.0, 2
     spec = load_spec(builtin_example_path("favorite-sites"))
     model = UserItemModel(spec.column_sums, 2000)
     per_chain = math.ceil(args.draws / chains)
 
-    # 1. Curveball speed alone
+    # 1. Curveball speed alone, on a matrix of one posterior draw
     rng = np.random.default_rng(args.seed)
-    h0 = np.asarray(model.sample(draws=1, tune=50, chains=1, seed=args.seed)["posterior"]["h"].values[0, 0])
-    r = np.repeat(np.arange(model.m, 0, -1), h0[::-1])
-    indptr, indices = kern.realize_greedy(r, model._c_sorted)
-    kern.curveball(indptr, indices, 1000, rng)  # compile
+    one = model.fit(draws=1, tune=50, chains=1, seed=args.seed, on_unconverged="ignore").generate(0, 0, rng)
+    indptr, indices = one.indptr.astype(np.int64), one.indices.astype(np.int64)
+    curveball(indptr, indices, 1000, rng)  # compile
     t = time.perf_counter()
     trades = 2_000_000
-    kern.curveball(indptr, indices, trades, rng)
+    curveball(indptr, indices, trades, rng)
     trades_per_s = trades / (time.perf_counter() - t)
 
-    # 2. the full run: row sums by pm.sample (2 chains on 2 cores), matrices + exact risk on
-    #    --workers local dask workers (0: in this process)
+    # 2. the full run: row sums by UserItemModel.fit (pm.sample, 2 chains on 2 cores), matrices + exact
+    #    risk through evaluate on --workers local dask workers (0: in this process)
     t0 = time.perf_counter()
-    idata = model.sample(draws=per_chain, tune=200, chains=chains, seed=args.seed, cores=chains, moves=model.total)
+    posterior = model.fit(draws=per_chain, tune=200, chains=chains, seed=args.seed, cores=chains, moves=model.total,
+                          on_unconverged="warn")
     t_rows = time.perf_counter() - t0
     # the sampler's processes have ended: the largest of them (RUSAGE_CHILDREN counts only
     # ended, waited-for children, so not the dask workers, which are read below)
     peak_sampler = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    # what the engine sends every worker once: the posterior (its row-sum histograms in small integers)
+    job_mib = len(pickle.dumps(posterior)) / 2**20
+    idata_mib = len(pickle.dumps(posterior.idata)) / 2**20
     client = None
     peak_workers: list[float] = []
     if args.workers:
@@ -99,7 +111,8 @@ def main() -> None:
 
         client = local_client(args.workers)
     t1 = time.perf_counter()
-    risk = posterior_risks(model, idata, ks, eps, "squared", seed=args.seed, client=client)
+    ev = evaluate({k: ContributionBoundedCounts(k, eps) for k in ks}, posterior, ItemCounts(), dim="k",
+                  seed=args.seed, client=client)
     t_mats = time.perf_counter() - t1
     if client is not None:
         peak_workers = sorted(client.run(peak_rss_mib).values())
@@ -107,23 +120,23 @@ def main() -> None:
         client.close()
         cluster.close()
     wall = time.perf_counter() - t0
-    dec = decide_k(risk)
+    risk = ev["risk"]
+    dec = decide(ev, dim="k")
     peak_self = peak_rss_mib()
 
     # 3. the naive baseline on a subset of the same matrices, and the exact path on the same subset
-    hs = idata["posterior"]["h"].values
     sub = [(c, d) for d in range(args.subset // chains) for c in range(chains)]
     t = time.perf_counter()
     exact_sub = []
     for c, d in sub:
-        mat = model.matrix_for(hs[c, d], np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(2, c, d))))
+        mat = posterior.generate(c, d, stream_rng(args.seed, "dataset", c, d))  # the evaluation's matrix
         exact_sub.append(user_item_risk(mat, np.array(ks), eps))
     t_exact_per = (time.perf_counter() - t) / len(sub)
     reps = 10
     t = time.perf_counter()
     naive = []
     for c, d in sub:
-        mat = model.matrix_for(hs[c, d], np.random.default_rng(np.random.SeedSequence(args.seed, spawn_key=(2, c, d))))
+        mat = posterior.generate(c, d, stream_rng(args.seed, "dataset", c, d))
         naive.append(naive_dense_losses(mat, ks, eps, reps, np.random.default_rng([args.seed, c, d])))
     t_naive_per = (time.perf_counter() - t) / len(sub)  # per matrix, `reps` replicates of every k
     naive = np.array(naive)  # (matrices, k, reps)
@@ -149,10 +162,12 @@ def main() -> None:
           + (f"; dask workers {' + '.join(f'{w:.0f}' for w in peak_workers)} MiB; main + workers "
              f"{peak_self + sum(peak_workers):.0f} MiB (an upper bound of the memory in use at once while scoring)"
              if peak_workers else "; no dask workers (--workers 0)"))
+    print(f"job sent once to every worker: the pickled posterior, {job_mib:.1f} MiB (its DataTree pickled: "
+          f"{idata_mib:.1f} MiB); a task carries only its item range")
     print(f"Curveball: {trades_per_s / 1e6:.2f} M trades/s; {model.trades_per_row * 2000:,} trades per matrix")
     print(f"matrices per second (both cores, generation + exact risk): {risk.size / len(ks) / t_mats:.0f}")
     print(f"exact path vs naive dense Monte Carlo at equal MC error: {best_ratio:.0f}x faster (best R)")
-    print(f"recommended k = {dec.attrs['recommended']}; expected loss by k: "
+    print(f"recommended k = {int(dec.attrs['recommended'])}; expected loss by k: "
           + ", ".join(f"{int(k)}: {v:.4g}" for k, v in zip(dec.k.values, dec.expected_loss.values)))
 
 

@@ -250,6 +250,25 @@ class Accountant:
         dlt = {g: float(x.delta) for g, x in guarantee.items()}
         self.spend(eps, dlt, label=label)
 
+    def charge(self, mechanism, label: str | None = None) -> None:
+        """Record one release of ``mechanism`` (any family): its declared ``privacy``, unit by unit.
+
+        Every unit the mechanism promises a finite epsilon must be a group of this accountant;
+        units it promises nothing (``epsilon = inf``: public records) are charged only if the
+        accountant tracks them.  All or nothing, like :meth:`spend`.
+        """
+        privacy = getattr(mechanism, "privacy", None)
+        if not isinstance(privacy, Mapping) or not all(isinstance(g, Guarantee) for g in privacy.values()):
+            raise TypeError(f"mechanism must declare privacy as {{unit: Guarantee}} (a hybridpriv Mechanism), "
+                            f"got {type(mechanism).__name__}")
+        units = {u: g for u, g in privacy.items() if u in self._budgets or math.isfinite(g.epsilon)}
+        unknown = [u for u in units if u not in self._budgets]
+        if unknown:
+            raise ValueError(f"mechanism {getattr(mechanism, 'label', '')!r} protects unit(s) {unknown} that this "
+                             f"accountant has no budget for; known: {list(self._budgets)}")
+        name = label if label is not None else str(getattr(mechanism, "label", type(mechanism).__name__))
+        self.spend_guarantee(units, label=name)
+
     # -- totals -------------------------------------------------------------------------
     def spent_epsilon(self) -> dict[str, float]:
         """Total epsilon spent per group (sum over releases)."""

@@ -1,14 +1,15 @@
 """The ``hybridpriv`` command.
 
-``hybridpriv select [SPEC.toml] [--out DIR] [--draws N] [--trials T] [--seed S] [--workers N | --scheduler ADDRESS]``
-    Fit the PyMC model of what is public, simulate datasets from its posterior, evaluate
-    every candidate estimator on them and recommend one.  No SPEC: the built-in example.
-    ``--workers`` / ``--scheduler``: evaluate (or score the user-item matrices) on a dask
-    cluster, with the same numbers as in one process.
+``hybridpriv select [SPEC.toml | --example NAME] [--out DIR] [--draws N] [--trials T] [--seed S] [--workers N | --scheduler ADDRESS]``
+    Fit the PyMC model of what is public, simulate datasets from its posterior, evaluate every
+    candidate mechanism on them and recommend one (any SPEC kind; ``hybridpriv spec`` lists them).
+    Writes ``DIR/selection.nc`` (one DataTree: the posterior as PyMC wrote it, the evaluation, the
+    decision) and ``DIR/selection.png``.
+``hybridpriv spec [KIND]``
+    Print a commented template of a SPEC kind (without KIND: the kinds).
 ``hybridpriv study list`` / ``hybridpriv study run NAME [--quick|--full] [--out DIR] [--seed S]``
 ``    [--workers N | --scheduler ADDRESS] [--resume DIR] [--chunk-size N]``
-    Reproduce a paper's experiment, optionally on a dask cluster (a local one of N processes,
-    or a running scheduler) and resumable from the finished chunks kept in DIR.
+    Reproduce a paper's experiment, optionally on a dask cluster and resumable.
 
 Bad input exits with status 2 and one line ``error: ...``.
 """
@@ -30,18 +31,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message}\n")
 
 
+def _kinds_help() -> str:
+    from .spec import EXAMPLES, KINDS
+
+    kinds = "; ".join(f"{name}: {k.summary}" for name, k in KINDS.items())
+    return f"SPEC kinds -- {kinds}. Built-in examples: {', '.join(EXAMPLES)}. `hybridpriv spec KIND` prints a template."
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hybridpriv", description="Differential privacy for groups that need different protection.")
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
-    s = sub.add_parser("select", help="choose a mechanism from what is public, spending no privacy budget")
+    s = sub.add_parser("select", help="choose a mechanism from what is public, spending no privacy budget",
+                       description="Choose a mechanism from what is public, spending no privacy budget. " + _kinds_help())
     s.add_argument("spec", nargs="?", help="SPEC.toml (default: the built-in example given by --example)")
-    s.add_argument("--example", default="grouped",
-                   help="built-in example when no SPEC is given: grouped (default) or favorite-sites")
+    s.add_argument("--example", help="a built-in example instead of a SPEC (default: grouped)")
     s.add_argument("--out", default="out/select", help="output folder (default: out/select)")
-    s.add_argument("--draws", type=int, help="simulated datasets (posterior draws); overrides the SPEC")
+    s.add_argument("--draws", type=int, help="simulated datasets; overrides the SPEC")
     s.add_argument("--trials", type=int, help="mechanism runs per dataset; overrides the SPEC")
     s.add_argument("--seed", type=int, help="seed of everything; overrides the SPEC")
-    _cluster_options(s, "evaluate the datasets (or score the matrices)")
+    _cluster_options(s, "evaluate the datasets")
+    _resume_options(s)
+    t = sub.add_parser("spec", help="print a commented template of a SPEC kind")
+    t.add_argument("kind", nargs="?", help="the SPEC kind (without it: list the kinds)")
     st = sub.add_parser("study", help="reproduce a paper's experiment")
     stsub = st.add_subparsers(dest="study_command", parser_class=_Parser)
     stsub.add_parser("list", help="list the registered studies")
@@ -52,9 +63,19 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="out", help="output folder (default: out)")
     r.add_argument("--seed", type=int, default=0)
     _cluster_options(r, "run the chunks")
-    r.add_argument("--resume", metavar="DIR", help="keep finished chunks in DIR; rerun with it to continue a killed run")
-    r.add_argument("--chunk-size", type=int, help="datasets per chunk/task (default: measured; 0.1-1 s of CPU work each)")
+    _resume_options(r)
     return p
+
+
+def _resume_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resume", metavar="DIR", help="keep finished chunks in DIR; rerun with it to continue a killed run")
+    p.add_argument("--chunk-size", type=int, help="datasets per chunk/task (default: measured; 0.1-1 s of CPU work each)")
+
+
+def _check_resume(args: argparse.Namespace) -> None:
+    _positive(args.chunk_size, "chunk-size")
+    if args.resume is not None and Path(args.resume).exists() and not Path(args.resume).is_dir():
+        raise ValueError(f"--resume must be a folder, got the existing file {args.resume!r}")
 
 
 def _cluster_options(p: argparse.ArgumentParser, what: str) -> None:
@@ -88,11 +109,6 @@ def _client(args: argparse.Namespace) -> Iterator[object]:
             cluster.close()
 
 
-#: A fitted model with a larger R-hat is refused: its simulated datasets would not reflect
-#: the public knowledge.
-RHAT_FAIL = 1.1
-
-
 def _positive(value: int | None, name: str, minimum: int = 1) -> None:
     if value is not None and value < minimum:
         raise ValueError(f"--{name} must be >= {minimum}, got {value}")
@@ -111,154 +127,83 @@ def _check_out(out: str) -> Path:
 
 
 def _select(args: argparse.Namespace) -> int:
-    import xarray as xr
-
-    from .evaluate import evaluate
-    from .report import plot_decision, provenance, save_figure, write_netcdf
-    from .tasks import Statistic
-    from .select import decide, format_table
-    from .spec import UserItemSpec, builtin_example_path, load_spec
-    from .workflow import candidates_for, datasets_for, fit_model
+    from .cluster import describe_client
+    from .report import provenance, save_figure, write_result
+    from .spec import builtin_example_path, load_spec
+    from .workflow import run_selection
 
     started = time.perf_counter()
     _positive(args.draws, "draws", minimum=2)
     _positive(args.trials, "trials")
     _check_seed(args.seed)
     _check_cluster_args(args)
+    _check_resume(args)
     out = _check_out(args.out)
-    spec = load_spec(args.spec or builtin_example_path(args.example))
-    for key in ("draws", "trials", "seed"):
-        if getattr(args, key) is not None:
-            setattr(spec, key, getattr(args, key))
-    if isinstance(spec, UserItemSpec):
-        return _select_user_item(spec, out, started, args)
-    candidates_for(spec, 1.0, mean_square=0.0)  # every candidate can be built: fail before sampling
-    print(f"hybridpriv select: {spec.description or spec.source}")
-    for g in spec.groups:
-        kind = "public" if g.is_public else f"epsilon={g.epsilon:g}"
-        known = " (records known)" if g.name in spec.public_data else ""
-        print(f"  group {g.name:<10} n={g.size:<7} {kind}{known}")
-    print(f"fitting the model of public knowledge ({spec.chains} chains, {spec.draws} datasets) ...", flush=True)
+    if args.spec is not None and args.example is not None:
+        raise ValueError("give a SPEC file or --example, not both")
+    spec = load_spec(args.spec or builtin_example_path(args.example or "grouped"))
+    problem = spec.problem()  # the model is built and validated here: bad knowledge fails before sampling
+    overrides = {k: getattr(args, k) for k in ("draws", "trials", "seed") if getattr(args, k) is not None}
+    if "draws" in overrides:
+        problem.datasets = overrides["draws"]
+    if "trials" in overrides:
+        problem.trials = overrides["trials"]
+    if "seed" in overrides:
+        problem.seed = overrides["seed"]
+    print(f"hybridpriv select ({spec.kind}): {problem.description or spec.source}")
+    for line in problem.header:
+        print(f"  {line}")
     _quiet_libraries()
-    posterior = fit_model(spec)
-    diag = posterior.summary()
-    divergences = int(posterior.idata["sample_stats"]["diverging"].sum())
-    print(f"  posterior: {', '.join(f'{k} = {r["mean"]:.4g} ± {r["sd"]:.2g}' for k, r in diag.iterrows())}")
-    print(f"  diagnostics: max R-hat {diag.r_hat.max():.3f}, min bulk ESS {diag.ess_bulk.min():.0f}, "
-          f"{divergences} divergences"
-          + ("   WARNING: R-hat > 1.01, raise model.tune" if diag.r_hat.max() > 1.01 else ""))
-    if diag.r_hat.max() > RHAT_FAIL:
-        raise ValueError(
-            f"the model of public knowledge did not converge (max R-hat {diag.r_hat.max():.2f} > {RHAT_FAIL}): "
-            "the knowledge may be contradictory (check model.released_means and model.known_variance "
-            "against the public records and bounds), or model.tune is too small"
-        )
-    sigma2 = posterior.variance_posterior_mean
-    print(f"  posterior mean of the records' variance: {sigma2:.4g} (plugged into the weights)")
-    candidates = candidates_for(spec, posterior)
-    source = datasets_for(spec, posterior)
-    n_sets = source.shape[0] * source.shape[1]
-    print(f"evaluating {len(candidates)} estimators x {n_sets} datasets x {spec.trials} trials ...", flush=True)
-    from .cluster import describe_client
-
     with _client(args) as client:
-        ev = evaluate(candidates, source, Statistic(spec.target, spec.loss), trials=spec.trials, seed=spec.seed,
-                      requirements=spec.relation, progress=True, client=client)
+        result = run_selection(problem, client=client, progress=True, log=lambda line: print(line, flush=True),
+                               resume=args.resume, chunk_size=args.chunk_size)
         dask = describe_client(client)
-    decision = decide(ev)
-    decision = xr.merge([decision, ev.drop_vars("risk")], compat="override", combine_attrs="override")
-    decision.attrs.update(provenance(spec.config(), spec.seed, started, dask=dask))
-    decision.attrs["recommended"] = str(decision["recommended"].item())
-    nc = write_netcdf(decision, out / "selection.nc")
-    png = save_figure(plot_decision(decision, title=f"{spec.statistic} release: expected {spec.loss} error"),
-                      out / "selection.png")
+    decision = result.decision
+    config = {**spec.config(), "overrides": overrides}
+    attrs = {**provenance(config, problem.seed, started, dask=dask), **result.attrs, "kind": spec.kind,
+             "recommended": str(decision.attrs["recommended"])}
+    idata = result.posterior.idata
+    groups = {name: idata[name].to_dataset() for name in idata.children}
+    groups.update(evaluation=result.evaluation, decision=decision)
+    nc = write_result(out / "selection.nc", groups, attrs)
+    png = save_figure(result.figure(), out / "selection.png")
     print()
-    print(format_table(decision))
+    print(result.table())
     print()
-    best = decision.attrs["recommended"]
-    print(f"recommended: {best}  (P(best) = {float(decision.p_best.sel(estimator=best)):.2f})")
-    meets = decision["meets_requirements"]
-    close = [str(e) for e in decision.estimator.values
-             if e != best and bool(meets.sel(estimator=e))
-             and float(decision.difference.sel(estimator=e)) < 2 * float(decision.difference_mcse.sel(estimator=e))]
-    if close:
-        print(f"  within 2 Monte Carlo s.e. of it: {', '.join(close)} (more --draws would separate them, or they are equivalent)")
-    failing = [str(e) for e in decision.estimator.values if not bool(meets.sel(estimator=e))]
-    if failing:
-        print(f"  not eligible (they protect some group less than its epsilon asks; see privacy_epsilon and required_epsilon): {', '.join(failing)}")
+    _advice(decision)
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
 
-def _select_user_item(spec, out: Path, started: float, args: argparse.Namespace) -> int:
-    """Choose k for contribution-bounded item counts (Zeber & Lopatka)."""
-    import math
-    import warnings
-
-    import arviz_stats
-    import numpy as np
-
-    from .models import UserItemModel
-    from .report import provenance, write_netcdf
-    from .select import format_table
-    from .useritem import decide_k, plot_k, posterior_risks
-
-    print(f"hybridpriv select: {spec.description or spec.source}")
-    model = UserItemModel(spec.column_sums, spec.n, trades_per_row=spec.trades_per_row)
-    lo, hi = model.n_range
-    print(f"  m = {model.m} items, {model.total} reports, n = {lo if lo == hi else f'{lo}..{hi}'} users, "
-          f"epsilon = {spec.epsilon:g}, k = {spec.ks[0]}..{spec.ks[-1]}, loss = {spec.loss}")
-    _quiet_libraries()
-    per_chain = math.ceil(spec.draws / spec.chains)
-    print(f"sampling {spec.chains * per_chain} matrices ({spec.chains} chains; "
-          f"{model.trades_per_row} x n Curveball trades each) ...", flush=True)
-    idata = model.sample(draws=per_chain, chains=spec.chains, seed=spec.seed, cores=min(2, spec.chains))
-    summary_vars = ["share_one_item", "max_items"] + ([] if model.n_known else ["n", "mean_items"])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        diag = arviz_stats.summary(idata, var_names=summary_vars, round_to="none")
-    for name, row in diag.iterrows():
-        print(f"  {name:<15} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
-    if diag.r_hat.max() > RHAT_FAIL:
-        print(f"  WARNING: the row-sum chain has not mixed (max R-hat {diag.r_hat.max():.2f} > {RHAT_FAIL}); "
-              "raise evaluation.draws before trusting the choice")
-    # level 3 mixing: Curveball chains from different realizations of one posterior draw's margins
-    from .models import _useritem_kernels as kern
-
-    h0 = idata["posterior"]["h"].values[0, -1]
-    r0 = np.repeat(np.arange(model.m, 0, -1), h0[::-1])
-    ip, ix = kern.realize_greedy(r0, model._c_sorted)
-    mix = kern.mixing_check(ip, ix, model.trades_per_row * r0.size, np.random.default_rng(spec.seed), chains=4,
-                            samples=100)
-    print(f"  matrix chain: {model.trades_per_row} x n trades between kept matrices; R-hat over 4 chains from "
-          f"different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f} of 400)")
-    from .cluster import describe_client
-
-    with _client(args) as client:
-        risk = posterior_risks(model, idata, spec.ks, spec.epsilon, spec.loss, spec.trials, spec.seed, client=client,
-                               progress=True)
-        dask = describe_client(client)
-    idata["posterior"]["risk"] = risk.transpose("chain", "draw", "k")
-    out.mkdir(parents=True, exist_ok=True)
-    idata.to_netcdf(out / "posterior.nc", engine="h5netcdf")
-    decision = decide_k(risk)
-    decision["risk_by_matrix"] = risk
-    decision.attrs.update(provenance(spec.config(), spec.seed, started, dask=dask))
-    decision.attrs["row_sum_max_rhat"] = float(diag.r_hat.max())
-    decision.attrs["row_sum_min_ess"] = float(diag.ess_bulk.min())
-    decision.attrs["matrix_chain_rhat"] = float(mix["rhat"])
-    nc = write_netcdf(decision, out / "selection.nc")
-    png = plot_k(decision, out / "selection.png",
-                 title=f"Choosing k: {spec.loss} error, epsilon = {spec.epsilon:g} (numbers: P(best k))")
-    print()
-    print(format_table(decision))
-    print()
+def _advice(decision) -> None:
+    """The recommendation and what the table implies: near-ties, ineligible candidates, a choice at the edge."""
+    dim = decision.attrs["candidate_dim"]
     best = decision.attrs["recommended"]
-    print(f"recommended: k = {best}  (P(best) = {float(decision.p_best.sel(k=best)):.2f})")
-    if best in (spec.ks[0], spec.ks[-1]) and len(spec.ks) > 1:
-        print(f"  note: k = {best} is at the edge of the range searched; widen k in the SPEC")
-    print(f"wrote {nc}, {png} and {out / 'posterior.nc'} (the PyMC draws with per-k risks) "
-          f"in {time.perf_counter() - started:.1f}s")
+    print(f"recommended: {dim} = {best}  (P(best) = {float(decision.p_best.sel({dim: best})):.2f})")
+    meets = decision["meets_requirements"]
+    coords = list(decision[dim].values)
+    close = [str(c) for c in coords if c != best and bool(meets.sel({dim: c}))
+             and float(decision.difference.sel({dim: c})) < 2 * float(decision.difference_mcse.sel({dim: c}))]
+    if close:
+        print(f"  within 2 Monte Carlo s.e. of it: {', '.join(close)} (more --draws would separate them, or they are equivalent)")
+    failing = [str(c) for c in coords if not bool(meets.sel({dim: c}))]
+    if failing:
+        print(f"  not eligible (they protect some unit less than it requires; see privacy_* and required_* in the "
+              f"evaluation): {', '.join(failing)}")
+    values = decision[dim].values
+    if values.dtype.kind in "iuf" and values.size > 2 and best in (values.min(), values.max()):
+        print(f"  note: {dim} = {best} is at the edge of the range searched; widen the range in the SPEC")
+
+
+def _spec(args: argparse.Namespace) -> int:
+    from .spec import KINDS, template
+
+    if args.kind is None:
+        for name, kind in KINDS.items():
+            print(f"{name:<14} {kind.summary}")
+        print("\n`hybridpriv spec KIND` prints a commented template; save it, fill it in, run `hybridpriv select FILE`.")
+        return 0
+    print(template(args.kind), end="")
     return 0
 
 
@@ -278,9 +223,7 @@ def _study(args: argparse.Namespace) -> int:
         if args.quick and args.full:
             raise ValueError("--quick and --full exclude each other")
         _check_cluster_args(args)
-        _positive(args.chunk_size, "chunk-size")
-        if args.resume is not None and Path(args.resume).exists() and not Path(args.resume).is_dir():
-            raise ValueError(f"--resume must be a folder, got the existing file {args.resume!r}")
+        _check_resume(args)
         _quiet_libraries()
         with _client(args) as client:
             nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True,
@@ -316,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "select":
             return _select(args)
+        if args.command == "spec":
+            return _spec(args)
         if args.command == "study":
             return _study(args)
         parser.print_help()
@@ -333,4 +278,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
-

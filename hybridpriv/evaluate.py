@@ -142,15 +142,19 @@ class _Job:
 
 
 def _evaluate_chunk(job: _Job, item_range: tuple) -> dict[str, np.ndarray]:
-    """Items ``start..stop`` (item ``i`` is ``(chain, draw) = divmod(i, draws)``): risks, losses, truths."""
+    """Items ``start..stop`` (item ``i`` is ``(chain, draw) = divmod(i, draws)``): risks, losses, truths.
+
+    ``loss`` and ``estimate`` hold the Monte Carlo candidates only (``mc``: their indices), so a run
+    scored by exact risks ships and stores one number per candidate and dataset.
+    """
     start, stop = item_range[0], item_range[1]
     n, k, t = stop - start, len(job.mechanisms), job.trials
     risk = np.empty((k, n))
-    loss = np.full((k, n, t), np.nan)
-    estimate: np.ndarray | None = np.full((k, n, t), np.nan)
     exact_of: np.ndarray | None = None
+    loss = estimate = None
     names: list[str] | None = None
     truth_rows = []
+    scalar = True
     for j, i in enumerate(range(start, stop)):
         c, d = divmod(i, job.draws)
         data = job.source.generate(c, d, rng(job.seed, "dataset", c, d))
@@ -167,10 +171,13 @@ def _evaluate_chunk(job: _Job, item_range: tuple) -> dict[str, np.ndarray]:
         has = np.isfinite(exact)
         if exact_of is None:
             exact_of = has
+            mc = np.flatnonzero(~has)
+            loss = np.empty((mc.size, n, t))
+            estimate = np.empty((mc.size, n, t))
         elif not np.array_equal(has, exact_of):
             raise RuntimeError(f"{type(job.task).__name__}.exact_risk covers other candidates on dataset {(c, d)}")
         risk[has, j] = exact[has]
-        for m in np.flatnonzero(~has):
+        for slot, m in enumerate(mc):
             mech = job.mechanisms[m]
             releases = np.asarray(mech.release(data, rng(job.seed, "mechanism", job.labels[m], c, d), t))
             if releases.shape[:1] != (t,):
@@ -178,17 +185,16 @@ def _evaluate_chunk(job: _Job, item_range: tuple) -> dict[str, np.ndarray]:
             lo = np.asarray(job.task.loss(mech, releases, data, truth), dtype=float)
             if lo.shape != (t,) or not np.isfinite(lo).all():
                 raise RuntimeError(f"{type(job.task).__name__}.loss of {job.labels[m]!r} is not {t} finite numbers: {lo!r}")
-            loss[m, j] = lo
+            loss[slot, j] = lo
             risk[m, j] = lo.mean()
-            if estimate is not None:
-                if releases.ndim == 1:
-                    estimate[m, j] = releases
-                else:
-                    estimate = None  # releases are vectors: keep only their losses
+            if releases.ndim == 1:
+                estimate[slot, j] = releases
+            else:
+                scalar = False  # releases are vectors: keep only their losses
     out = {"risk": risk, "loss": loss, "exact": np.asarray(exact_of, dtype=bool),
            "truth": np.array(truth_rows, dtype=float).reshape(n, len(names or [])).T,
            "truth_names": np.array(names or [], dtype=str)}
-    if estimate is not None:
+    if scalar:
         out["estimate"] = estimate
     return out
 
@@ -232,7 +238,9 @@ def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required)
     if any(nm != names[0] for nm in names) or any(not np.array_equal(e, exact[0]) for e in exact):
         raise RuntimeError("chunks disagree on the task's truths or exact risks (a resumed run of another task?)")
     risk = np.concatenate([p["risk"] for p in parts], axis=1).reshape(k, chains, draws)
-    loss = np.concatenate([p["loss"] for p in parts], axis=1).reshape(k, chains, draws, t)
+    mc = np.flatnonzero(~np.asarray(exact[0], dtype=bool))
+    loss = np.full((k, chains, draws, t), np.nan)
+    loss[mc] = np.concatenate([p["loss"] for p in parts], axis=1).reshape(mc.size, chains, draws, t)
     truth = np.concatenate([p["truth"] for p in parts], axis=1).reshape(len(names[0]), chains, draws)
     coords = {dim: job.coords, "chain": np.arange(chains), "draw": np.arange(draws), "trial": np.arange(t),
               "quantity": np.array(names[0], dtype=str)}
@@ -248,10 +256,9 @@ def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required)
         out["loss"] = ((dim, "chain", "draw", "trial"), loss)
         out["loss"].attrs["description"] = (f"{job.task.loss_name} of each release"
                                             + ("; NaN for candidates scored by their exact risk" if exact_flags.any() else ""))
-    if all("estimate" in p for p in parts):
+    if all("estimate" in p for p in parts) and not exact_flags.any():
         est = np.concatenate([p["estimate"] for p in parts], axis=1).reshape(k, chains, draws, t)
-        if not exact_flags.any():
-            out["estimate"] = ((dim, "chain", "draw", "trial"), est)
+        out["estimate"] = ((dim, "chain", "draw", "trial"), est)
     out["risk"].attrs["description"] = (f"expected {job.task.loss_name} given the dataset: exact where the task has "
                                         "it, else the mean over trials")
     out = out.assign_coords(

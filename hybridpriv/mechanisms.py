@@ -11,6 +11,9 @@ caller's sensitivity was computed for):
   ``P(k) ∝ base_k * exp(epsilon * score_k / (2 * sensitivity))``, sampled exactly in log space.
 * :func:`smith_quantile` -- ``epsilon``-DP quantile over a continuous range (Smith 2011),
   exact sampling by intervals between sorted records.
+* :func:`randomized_response` -- ``epsilon``-local DP K-ary randomized response (one report per
+  user, any two labels neighbours); :func:`rr_probabilities` gives its report probabilities and
+  :func:`rr_debias_counts` / :func:`rr_debias_sums` invert it on aggregated reports.
 
 Floating-point caveat: NumPy's Laplace and Gaussian samplers are fine for simulation and
 research but not hardened against floating-point attacks (Mironov 2012); see
@@ -24,7 +27,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from .privacy import Bounds, check_epsilon, check_positive, check_real_array
+from .privacy import Bounds, check_epsilon, check_integer, check_positive, check_real_array
 
 __all__ = [
     "check_rng",
@@ -33,6 +36,10 @@ __all__ = [
     "gaussian_sigma",
     "interval_exponential_mechanism",
     "laplace",
+    "randomized_response",
+    "rr_debias_counts",
+    "rr_debias_sums",
+    "rr_probabilities",
     "sample_log_weights",
     "smith_quantile",
 ]
@@ -279,3 +286,81 @@ def smith_quantile(
         lw = eps * utility / 2.0
     out = interval_exponential_mechanism(edges, np.broadcast_to(lw, edges.shape[:-1] + (n + 1,)), rng)
     return out[0] if squeeze else out
+
+
+# -- K-ary randomized response ---------------------------------------------------------------------
+def rr_probabilities(epsilon: float, k: int) -> tuple[float, float]:
+    """Report probabilities ``(q, r)`` of K-ary randomized response at ``epsilon``.
+
+    The true label is kept with probability ``p = (e^eps - 1)/(K + e^eps - 1)``, otherwise a
+    uniform label (possibly the true one) is reported, so the true label is reported with
+    ``q = p + (1 - p)/K = e^eps/(K + e^eps - 1)`` and each other label with
+    ``r = 1/(K + e^eps - 1)``; ``q/r = e^eps``.  ``epsilon = inf`` or ``k = 1``: ``(1, 0)``.
+
+    Examples
+    --------
+    >>> q, r = rr_probabilities(math.log(3.0), 2)
+    >>> round(q, 12), round(r, 12)
+    (0.75, 0.25)
+    """
+    eps = check_epsilon(epsilon)
+    k = check_integer(k, "k", 1)
+    if k == 1:
+        return 1.0, 0.0
+    em1 = math.expm1(eps) if eps < 700 else math.inf
+    r = 1.0 / (k + em1)
+    return 1.0 - (k - 1) * r, r
+
+
+def randomized_response(labels: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """K-ary randomized response: one independent report per label (vectorised, any shape).
+
+    Keeps each label with probability ``(e^eps - 1)/(K + e^eps - 1)`` and replaces it by a
+    uniform label in ``0..K-1`` otherwise: ``epsilon``-local DP for each label, any two labels
+    being neighbours (see :func:`rr_probabilities`).
+
+    Floating-point caveat: once ``epsilon`` exceeds about 37, ``r`` is below the spacing of doubles
+    near 1 and every label is kept (``docs/limitations.md``).
+    """
+    check_rng(rng)
+    k = check_integer(k, "k", 1)
+    eps = check_epsilon(epsilon)
+    lab = np.asarray(labels)
+    if lab.dtype.kind not in "iu":
+        raise TypeError(f"labels must be integers, got dtype {lab.dtype}")
+    if lab.size and (lab.min() < 0 or lab.max() >= k):
+        raise ValueError(f"labels must lie in 0..{k - 1}, got values in {lab.min()}..{lab.max()}")
+    q, r = rr_probabilities(eps, k)
+    keep_p = 1.0 - k * r  # = (e^eps - 1)/(K + e^eps - 1)
+    # one uniform per label: u < keep_p keeps it; otherwise (u - keep_p)/(1 - keep_p) is uniform
+    # on [0, 1) given u >= keep_p and picks the uniform label
+    u = rng.random(lab.shape)
+    if keep_p >= 1.0:
+        return lab.astype(np.intp, copy=True)
+    other = np.minimum(((u - keep_p) / (1.0 - keep_p) * k).astype(np.intp), k - 1)
+    return np.where(u < keep_p, lab, other)
+
+
+def rr_debias_counts(reported: np.ndarray, n: float, epsilon: float, k: int) -> np.ndarray:
+    """Unbiased label counts from the counts of randomized-response reports (last axis: labels).
+
+    ``E[N_k] = q n_k + r (n - n_k)`` for ``n`` reports, so ``(N_k - r n)/(q - r)`` is unbiased
+    for the true count ``n_k``.  Post-processing: no privacy cost.
+    """
+    q, r = rr_probabilities(epsilon, k)
+    if q == r:
+        raise ValueError(f"epsilon={epsilon!r} is too small to invert randomized response over k={k} labels (q == r)")
+    return (check_real_array(reported, "reported") - r * float(n)) / (q - r)
+
+
+def rr_debias_sums(reported: np.ndarray, total: np.ndarray, epsilon: float, k: int) -> np.ndarray:
+    """Unbiased per-label sums of values ``(..., K, d)`` from sums over the users who *reported* each label.
+
+    Given the values, ``E[S_k^reported] = q S_k + r (S - S_k)`` with ``S`` (``total``, shape
+    ``(..., d)``) the sum over all users, so ``(S_k^reported - r S)/(q - r)`` is unbiased for ``S_k``.
+    """
+    q, r = rr_probabilities(epsilon, k)
+    if q == r:
+        raise ValueError(f"epsilon={epsilon!r} is too small to invert randomized response over k={k} labels (q == r)")
+    tot = check_real_array(total, "total")
+    return (check_real_array(reported, "reported") - r * tot[..., None, :]) / (q - r)

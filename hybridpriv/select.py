@@ -115,7 +115,8 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     meets = eligibility(evaluation.assign_attrs(candidate_dim=dim))
     any_eligible = bool(meets.any())
     eligible = expected.where(meets) if any_eligible else expected
-    best = eligible.idxmin(dim).item()
+    best = evaluation[dim].values[int(np.nanargmin(eligible.values))]  # keeps the coordinate's dtype (idxmin gives floats)
+    best = best.item() if isinstance(best, np.generic) else best
     pool = risk.where(meets) if any_eligible else risk
     is_min = (pool == pool.min(dim)) & (meets if any_eligible else True)
     p_best = (is_min / is_min.sum(dim)).mean(("chain", "draw"))

@@ -1,89 +1,159 @@
-"""The selection workflow as functions: SPEC -> fitted model -> candidates (used by the CLI).
+"""The one select path: a SPEC kind's problem -> fitted model -> datasets -> evaluation -> decision.
 
-Kept apart from the CLI so researchers can run the same steps from Python::
+Every SPEC kind (:mod:`hybridpriv.spec`) builds a :class:`Problem`: the model of public knowledge,
+the candidates, the task, the candidate dimension and the units' requirements.
+:func:`run_selection` runs it the same way for every kind (the CLI's ``select`` is a thin layer over
+it), so researchers can run the same steps from Python::
 
-    spec = load_spec("my.toml")
-    posterior = fit_model(spec)
-    result = evaluate(candidates_for(spec, posterior), posterior, trials=spec.trials, seed=spec.seed)
-    decision = decide(result)
+    from hybridpriv.spec import load_spec
+    from hybridpriv.workflow import run_selection
+
+    result = run_selection(load_spec("my.toml").problem())
+    print(result.table())
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from .estimators import Estimator, default_estimators, make_estimator
-from .spec import SelectionSpec
+import xarray as xr
 
-__all__ = ["MIN_POSTERIOR_DRAWS", "candidates_for", "datasets_for", "fit_model"]
+__all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "run_selection"]
 
-#: Posterior draws kept per chain at least, whatever the number of datasets wanted, so that
-#: R-hat and ESS of the model are meaningful; datasets are then spread evenly over them.
+#: Posterior draws kept per chain at least, whatever the number of datasets wanted, so that R-hat
+#: and ESS of the model are meaningful; datasets are then spread evenly over them.
 MIN_POSTERIOR_DRAWS = 500
 
 
-def fit_model(spec: SelectionSpec):  # -> hybridpriv.models.GroupedPosterior
-    """Build the PyMC model of what ``spec`` says is public and sample its posterior.
+@dataclass
+class Problem:
+    """A selection problem, as a SPEC kind builds it.
 
-    Each chain keeps ``max(MIN_POSTERIOR_DRAWS, ceil(draws / chains))`` draws; see
-    :func:`datasets_for` for the datasets evaluated.
+    Parameters
+    ----------
+    kind, description
+        The SPEC kind and its description line.
+    model
+        The model of public knowledge (a :class:`hybridpriv.models._base.KnowledgeModel`), built and
+        validated (fitting it is the first expensive step).
+    candidates
+        ``candidates(posterior) -> {coordinate: mechanism}`` (they may use the posterior, e.g. a
+        plug-in variance).
+    task, dim, requirements
+        As :func:`hybridpriv.evaluate.evaluate` takes them.
+    chains, tune, min_posterior_draws
+        The fit: ``max(min_posterior_draws, ceil(datasets / chains))`` draws per chain (at least
+        :data:`MIN_POSTERIOR_DRAWS` by default, so R-hat and ESS are meaningful).
+    datasets, trials, seed
+        Datasets evaluated (spread evenly over the posterior draws), releases per dataset, seed.
+    header
+        Lines describing the setting (printed before fitting).
+    title
+        The figure's title.
+    diagnostics
+        ``diagnostics(posterior, seed) -> (lines, attrs)``: extra checks of the fit to print and store.
     """
-    from .models import GroupedDataModel, ReleasedMean
 
-    releases = []
-    for k, r in enumerate(spec.released_means):
-        try:
-            releases.append(ReleasedMean(**r))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"spec: model.released_means[{k}]: {exc}") from None
-    try:
-        model = GroupedDataModel(
-            spec.groups,
-            spec.bounds,
-            family=_family(spec),
-            public_data=spec.public_data or None,
-            known_variance=spec.known_variance,
-            released_means=releases,
-            clamp=spec.clamp,
-        )
-    except (TypeError, ValueError) as exc:
-        msg = str(exc)
-        raise ValueError(msg if msg.startswith("spec:") else f"spec: model: {msg}") from None
-    per_chain = max(MIN_POSTERIOR_DRAWS, math.ceil(spec.draws / spec.chains))
-    return model.fit(draws=per_chain, tune=spec.tune, chains=spec.chains, seed=spec.seed)
+    kind: str
+    description: str
+    model: Any
+    candidates: Callable[[Any], Mapping[Any, Any]]
+    task: Any
+    dim: str = "estimator"
+    requirements: Any = None
+    chains: int = 2
+    tune: int = 500
+    min_posterior_draws: int = MIN_POSTERIOR_DRAWS
+    datasets: int = 200
+    trials: int = 20
+    seed: int = 0
+    header: list[str] = field(default_factory=list)
+    title: str | None = None
+    diagnostics: Callable[[Any, int], tuple[list[str], dict[str, Any]]] | None = None
+
+    def draws_per_chain(self) -> int:
+        """Posterior draws per chain to sample."""
+        return max(self.min_posterior_draws, math.ceil(self.datasets / self.chains))
 
 
-def datasets_for(spec: SelectionSpec, posterior):  # -> DatasetSource
-    """``ceil(draws / chains)`` datasets per chain, evenly spaced over the posterior draws."""
+@dataclass
+class Selection:
+    """What :func:`run_selection` returns: the posterior, the evaluation, the decision, the fit's diagnostics."""
+
+    problem: Problem
+    posterior: Any
+    evaluation: xr.Dataset
+    decision: xr.Dataset
+    diagnostics: list[str] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def table(self) -> str:
+        from .select import format_table
+
+        return format_table(self.decision)
+
+    def figure(self, ax=None):
+        from .report import plot_decision
+
+        return plot_decision(self.decision, ax=ax, title=self.problem.title)
+
+
+def run_selection(problem: Problem, client=None, progress: bool | Callable[[int], None] = False,
+                  log: Callable[[str], None] | None = None, resume=None, chunk_size: int | None = None) -> Selection:
+    """Fit ``problem``'s model, evaluate its candidates on datasets from the posterior, decide.
+
+    ``client``: a ``dask.distributed.Client`` for the evaluation (same numbers as in one process).
+    ``log``: where progress lines go (e.g. ``print``); silent by default.
+    ``resume``: a folder keeping every finished evaluation chunk; rerunning with it skips them.  The
+    fit is repeated (it gives the same draws for the same seed); a changed candidate parameter or a
+    changed piece of knowledge (the posterior's parameters) is refused naming it, never reused.
+    ``chunk_size``: datasets per chunk (default: measured).
+    """
+    from .select import decide
+
+    say = log or (lambda _line: None)
+    if resume is None:
+        posterior, evaluation, lines, attrs = _fit_and_evaluate(problem, client, progress, say, None, chunk_size)
+    else:
+        from .checkpoint import Checkpoint
+
+        # opened before the fit, so a folder of another run is refused before any sampling
+        with Checkpoint(resume, {"run": "select", "kind": problem.kind}) as checkpoint:
+            posterior, evaluation, lines, attrs = _fit_and_evaluate(problem, client, progress, say, checkpoint,
+                                                                    chunk_size)
+    decision = decide(evaluation)
+    return Selection(problem, posterior, evaluation, decision, lines, attrs)
+
+
+def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk_size):
     from .data import ThinnedSource
+    from .evaluate import evaluate
 
-    return ThinnedSource(posterior, math.ceil(spec.draws / spec.chains))
-
-
-def _family(spec: SelectionSpec):
-    from .models import BetaFamily, NormalFamily
-
-    cls = {"normal": NormalFamily, "beta": BetaFamily}[spec.family]
-    options = dict(spec.family_options)
-    for key, value in options.items():
-        if isinstance(value, list):
-            options[key] = tuple(value)
-    try:
-        return cls(**options)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"spec: model.family_options for {spec.family!r}: {exc}") from None
-
-
-def candidates_for(spec: SelectionSpec, posterior: object, mean_square: float | None = None) -> list[Estimator]:
-    """The estimators ``spec`` asks for (default: every built-in one for its statistic).
-
-    ``sigma2`` (and ``mu^2`` for ``pdp-opt-expected``) come from the posterior: its posterior
-    means.  ``posterior`` may also be a number (``sigma2``), with ``mean_square``.
-    """
-    if spec.estimators is None:
-        return default_estimators(spec.groups, spec.bounds, spec.statistic, sigma2=posterior,
-                                  relation=spec.relation, mean_square=mean_square)
-    return [
-        make_estimator(n, spec.groups, spec.bounds, sigma2=posterior, relation=spec.relation, mean_square=mean_square)
-        for n in spec.estimators
-    ]
+    per_chain = problem.draws_per_chain()
+    say(f"fitting the model of public knowledge ({problem.chains} chains x {per_chain} draws) ...")
+    posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed)
+    lines = []
+    summary = posterior.summary()
+    for name, row in summary.iterrows():
+        lines.append(f"{name:<16} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
+    attrs: dict[str, Any] = {"posterior_max_rhat": float(summary["r_hat"].max()),
+                             "posterior_min_ess": float(summary["ess_bulk"].min())}
+    if problem.diagnostics is not None:
+        more, more_attrs = problem.diagnostics(posterior, problem.seed)
+        lines += more
+        attrs.update(more_attrs)
+    for line in lines:
+        say(f"  {line}")
+    datasets = math.ceil(problem.datasets / problem.chains)
+    source = ThinnedSource(posterior, min(datasets, posterior.shape[1]))
+    candidates = problem.candidates(posterior)
+    n_sets = source.shape[0] * source.shape[1]
+    say(f"evaluating {len(candidates)} candidates x {n_sets} datasets"
+        + (f" x {problem.trials} trials" if problem.trials > 1 else "") + " ...")
+    evaluation = evaluate(candidates, source, problem.task, trials=problem.trials, seed=problem.seed,
+                          dim=problem.dim, requirements=problem.requirements, progress=progress, client=client,
+                          checkpoint=checkpoint, chunk_size=chunk_size)
+    return posterior, evaluation, lines, attrs

@@ -12,6 +12,9 @@
   above :data:`RHAT_FAIL` (or with :data:`ESS_FAIL` or fewer effective draws) it raises
   :class:`ConvergenceError` (``on_fail="raise"``, the default) or warns (``"warn"``); the message
   names the worst variable.
+* :func:`sampling_mode` and :class:`StrictNumbaLinker` -- the PyTensor compile mode of every fit:
+  PyTensor's Numba backend with fast-math off, so that one seed gives the same draws, bit for bit,
+  whether PyTensor's compile cache is cold or warm (see :meth:`KnowledgeModel.fit`, Notes).
 """
 
 from __future__ import annotations
@@ -20,17 +23,21 @@ import math
 import warnings
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Integral
 from typing import Any
 
 import numpy as np
+import xarray as xr
+import pytensor
+from pytensor.compile.mode import get_mode
+from pytensor.link.numba.linker import NumbaLinker
 
 from hybridpriv.params import Parametrized, describe
 from hybridpriv.random import check_seed, stream
 
 __all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel", "Posterior", "RHAT_FAIL",
-           "RHAT_WARN", "check_convergence", "chain_seeds"]
+           "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "sampling_mode"]
 
 #: A posterior with a larger R-hat is refused: its datasets would not reflect the knowledge.
 RHAT_FAIL = 1.1
@@ -46,6 +53,62 @@ class ConvergenceError(ValueError):
 
 class ConvergenceWarning(UserWarning):
     """The posterior may not have converged well (R-hat above :data:`RHAT_WARN`)."""
+
+
+class StrictNumbaLinker(NumbaLinker):
+    """PyTensor's Numba linker with fast-math off: IEEE 754 arithmetic, whatever the compile cache holds.
+
+    With fast-math (PyTensor's default, ``numba__fastmath=True``) LLVM may reassociate sums, turn
+    divisions into reciprocal multiplications and fuse multiply-adds, and need not do so alike in
+    each copy of a helper function: the copy in its own compiled library and the copy inlined into
+    the whole graph's library may differ in their last bits.  Which copy a call reaches depends on what
+    this process compiled afresh and what it loaded from PyTensor's Numba cache, so gradients, and
+    hence NUTS draws, differed between a cold and a warm cache.  Without fast-math LLVM may only
+    apply value-preserving transformations, so every copy gives the same bits.
+
+    The flag is read while the graph is converted and jitted (:meth:`make_all`), so it also holds
+    when a pickled function is recompiled in a worker process (``mp_ctx="forkserver"``/``"spawn"``),
+    where the process-wide configuration is the default again.  Compiled functions are cached under
+    their own keys (``..._fastmath0``), apart from fast-math ones.
+    """
+
+    def make_all(self, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`NumbaLinker.make_all` with ``pytensor.config.numba__fastmath`` off."""
+        with pytensor.config.change_flags(numba__fastmath=False):
+            return super().make_all(*args, **kwargs)
+
+
+def sampling_mode(mode: Any = None) -> Any:
+    """The PyTensor compile mode a fit samples with: ``mode`` with its Numba linker made strict.
+
+    ``mode`` (a ``Mode``, a mode name, or ``None`` for PyTensor's default, which is the Numba
+    backend) is returned with a :class:`StrictNumbaLinker` in place of a ``NumbaLinker`` and the
+    same rewrites; a mode with another linker (C, JAX, ...) is returned unchanged.
+    """
+    m = get_mode(mode)
+    if isinstance(m.linker, NumbaLinker) and not isinstance(m.linker, StrictNumbaLinker):
+        return type(m)(linker=StrictNumbaLinker(allow_gc=m.linker.allow_gc), optimizer=m.provided_optimizer)
+    return m
+
+
+def _strict_sample_kwargs(sample_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``sample_kwargs`` with ``compile_kwargs["mode"]`` made strict (:func:`sampling_mode`).
+
+    A ``backend=...`` given by the caller is honoured (turned into its mode, made strict if Numba).
+    """
+    kwargs = dict(sample_kwargs)
+    given = kwargs.get("compile_kwargs")
+    if given is not None and not isinstance(given, Mapping):
+        raise TypeError(f"compile_kwargs must be a mapping of pytensor.function arguments, got {given!r}")
+    compile_kwargs = dict(given or {})
+    backend = kwargs.pop("backend", None)
+    if backend is not None and "mode" in compile_kwargs:
+        raise ValueError("pass one of backend=... or compile_kwargs['mode'], not both")
+    if backend is not None:
+        compile_kwargs["mode"] = "cvm" if backend == "c" else backend
+    compile_kwargs["mode"] = sampling_mode(compile_kwargs.get("mode"))
+    kwargs["compile_kwargs"] = compile_kwargs
+    return kwargs
 
 
 def chain_seeds(seed: int, chains: int, sample_kwargs: Any = None) -> list[int]:
@@ -69,20 +132,26 @@ def check_convergence(
     """R-hat and bulk ESS of ``var_names`` in ``idata["posterior"]``; refuse or warn when unconverged.
 
     Returns ``{variable: {"r_hat": ..., "ess_bulk": ...}}`` (the worst element of vector variables).
-    Draws that are constant over all chains count as converged (a fixed parameter); chains each
-    stuck at its own value get R-hat ``inf``.  ``on_fail``: ``"raise"``
+    Variables constant over all draws (a fixed quantity) are left out: nothing to converge.  One
+    chain is split in halves (split R-hat); chains each stuck at their own value get R-hat ``inf``.  ``on_fail``: ``"raise"``
     (:class:`ConvergenceError`), ``"warn"`` (:class:`ConvergenceWarning`) or ``"ignore"``.
     """
     import arviz_stats
 
     if on_fail not in ("raise", "warn", "ignore"):
-        raise ValueError(f"on_fail must be 'raise', 'warn' or 'ignore', got {on_fail!r}")
+        raise ValueError(f"on_fail (on_unconverged) must be 'raise', 'warn' or 'ignore', got {on_fail!r}")
     post = idata["posterior"]
     out: dict[str, dict[str, float]] = {}
     for name in var_names:
         x = post[name]
-        if x.sizes.get("draw", 0) < 4 or float(np.ptp(x.values)) == 0.0:
-            out[name] = {"r_hat": 1.0, "ess_bulk": float(x.sizes.get("chain", 1) * x.sizes.get("draw", 1))}
+        if float(np.ptp(x.values)) == 0.0:  # a fixed quantity (e.g. a known n): nothing to converge
+            continue
+        if x.sizes.get("chain", 1) == 1:  # one chain: split it in halves (split R-hat), as ArviZ does within chains
+            half = x.sizes["draw"] // 2
+            x = xr.concat([x.isel(draw=slice(0, half)), x.isel(draw=slice(half, 2 * half)).assign_coords(
+                draw=x.draw.values[:half])], dim="chain")
+        if x.sizes.get("draw", 0) < 4:
+            out[name] = {"r_hat": math.inf, "ess_bulk": float(x.sizes.get("chain", 1) * x.sizes.get("draw", 1))}
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -198,12 +267,15 @@ class KnowledgeModel(Parametrized, ABC):
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
                 **sample_kwargs: Any) -> Any:
-        """``pm.sample`` inside ``model`` (models with custom step methods override this)."""
+        """``pm.sample`` inside ``model`` (models with custom step methods override this).
+
+        Compiles with :func:`sampling_mode` (``compile_kwargs["mode"]``) and fast-math off.
+        """
         import pymc as pm
 
-        with model:
+        with model, pytensor.config.change_flags(numba__fastmath=False):
             return pm.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed, progressbar=progressbar,
-                             **sample_kwargs)
+                             **_strict_sample_kwargs(sample_kwargs))
 
     def fit(
         self,
@@ -230,13 +302,22 @@ class KnowledgeModel(Parametrized, ABC):
             or ``"ignore"`` (the diagnostics are still in ``posterior.convergence``).
         **sample_kwargs
             Other ``pm.sample`` arguments (``cores``, ``target_accept``, ...).
+
+        Notes
+        -----
+        The same ``seed`` gives the same draws, bit for bit, in one process or another, with a cold
+        or a warm PyTensor compile cache: the model is built and sampled with PyTensor's Numba
+        fast-math off (:class:`StrictNumbaLinker`, :func:`sampling_mode`).  With fast-math on,
+        the gradient's last bits depended on which compiled copy of a helper function ran, which
+        depended on the cache, and NUTS turned those bits into other draws.
         """
         draws = _check_count(draws, "draws", 1)
         tune = _check_count(tune, "tune", 0)
         chains = _check_count(chains, "chains", 1)
         seed = check_seed(seed)
         random_seed = chain_seeds(seed, chains, sample_kwargs)
-        idata = self._sample(self.build(), draws, tune, chains, random_seed, progressbar, **sample_kwargs)
+        with pytensor.config.change_flags(numba__fastmath=False):  # see Notes (and _sample overrides)
+            idata = self._sample(self.build(), draws, tune, chains, random_seed, progressbar, **sample_kwargs)
         posterior = self.posterior_class(self, idata, seed)
         posterior.check_convergence(on_unconverged)
         return posterior

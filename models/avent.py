@@ -1,4 +1,4 @@
-"""What a hybrid-model curator knows about the two groups, and the Bayes weight it implies.
+"""What a hybrid-model curator knows about the two groups, the Bayes weight it implies, and its datasets.
 
 The convex hybrid estimator of Avent et al. (2020) combines the TCM users' private mean and
 the LM users' private mean as ``w * mu_T~ + (1 - w) * mu_L~``.  Its exact MSE (Lemma 3.13,
@@ -8,7 +8,8 @@ KVH plugs in the true values (an oracle); PWH ignores them.
 
 :class:`HybridTrustModel` is a PyMC model of what the curator *does* know: the bounds
 ``[0, m]``, priors on each group's mean and variance, optionally pilot (public) records of
-either group.  Its fitted result, :class:`HybridTrustPosterior`, gives
+either group.  It is a :class:`~hybridpriv.models._base.KnowledgeModel` (the one ``fit``, the
+shared convergence check); its fitted result, :class:`HybridTrustPosterior`, gives
 
 * :meth:`HybridTrustPosterior.bayes_weight` -- the weight minimising the **posterior expected
   MSE**.  ``hybrid_mse`` is linear in ``sigma_T^2``, ``sigma_L^2`` and ``(mu_T - mu_L)^2``
@@ -17,7 +18,10 @@ either group.  Its fitted result, :class:`HybridTrustPosterior`, gives
   posterior mean of the *squared* gap, not the square of the mean gap); see
   ``docs/avent-bayes.md``;
 * :meth:`HybridTrustPosterior.expected_mse` -- the posterior expected MSE of any weight,
-  averaging ``hybrid_mse`` over the draws (the brute-force check of the closed form).
+  averaging ``hybrid_mse`` over the draws (the brute-force check of the closed form);
+* :meth:`HybridTrustPosterior.generate` -- a dataset source for
+  :func:`hybridpriv.evaluate.evaluate`: given the groups' sizes (``sizes=(n_T, n_L)``), the
+  two-group dataset (TCM records, then LM records, on ``[0, m]``) of one posterior draw.
 
 The model
 ---------
@@ -42,29 +46,22 @@ Deterministic quantities on the data scale: ``mu_T``, ``mu_L``, ``gap = mu_T - m
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import xarray as xr
 
 from hybridpriv.privacy import Bounds, check_integer, check_positive, check_real_array
+from hybridpriv.random import check_seed, rng as named_rng
 
-from ._sampling import chain_seeds
+from ._avent_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
+from ._base import KnowledgeModel, _check_count, chain_seeds
 from .grouped import BETA_BOUNDARY_NUDGE
 
-__all__ = ["BAYES_RHAT_FAIL", "HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
-
-#: A posterior with a larger R-hat (on any of sigma_T^2, sigma_L^2, the gap or a free
-#: parameter) is refused by :meth:`HybridTrustPosterior.bayes_weight`, as the CLI refuses an
-#: unconverged model of public knowledge.
-BAYES_RHAT_FAIL = 1.1
-
-#: The quantities the weight depends on, in the order they are stored.
-_MOMENTS = ("sigma_T2", "sigma_L2", "gap")
+__all__ = ["HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
 
 
 def _check_pair(pair: object, name: str) -> tuple[float, float]:
@@ -73,234 +70,12 @@ def _check_pair(pair: object, name: str) -> tuple[float, float]:
     return check_positive(pair[0], f"{name}[0]"), check_positive(pair[1], f"{name}[1]")
 
 
-def _check_array(value: object, name: str, allow_zero: bool = True, upper: float | None = None) -> Any:
-    """Check a scalar / array / DataArray argument; return it unchanged (xarray passes through)."""
-    if isinstance(value, bool) or (isinstance(value, np.ndarray) and value.dtype == bool):
-        raise TypeError(f"{name} must be a real number or array of them, got {value!r}")
-    arr = check_real_array(getattr(value, "values", value), name)
-    if not np.isfinite(arr).all():
-        bad = float(arr[~np.isfinite(arr)].flat[0])
-        raise ValueError(f"{name} must be finite, got {bad!r}")
-    low = arr < 0 if allow_zero else arr <= 0
-    if low.any():
-        raise ValueError(f"{name} must be {'>=' if allow_zero else '>'} 0, got {float(arr[low].flat[0])!r}")
-    if upper is not None and (arr >= upper).any():
-        raise ValueError(f"{name} must be < {upper:g}, got {float(arr[arr >= upper].flat[0])!r}")
-    return value if hasattr(value, "dims") else (float(arr) if arr.ndim == 0 else arr)
-
-
-def _check_setting(n: object, c: object, s_T2: object, s_L2: object) -> tuple[Any, Any, Any, Any]:
-    n = _check_array(n, "n", allow_zero=False)
-    c = _check_array(c, "c", allow_zero=False, upper=1.0)
-    s_T2 = _check_array(s_T2, "s_T2")
-    s_L2 = _check_array(s_L2, "s_L2")
-    return n, c, s_T2, s_L2
-
-
-def bayes_weight_from_moments(
-    n: Any, c: Any, s_T2: Any, s_L2: Any, e_sigma_T2: Any, e_sigma_L2: Any, e_gap2: Any,
-    benchmark: str = "empirical",
-) -> Any:
-    """The weight minimising the posterior expected MSE, from posterior moments.
-
-    ``benchmark="empirical"`` (the paper's risk, against the empirical mean):
-    ``w = (c A + B) / (A + s_T2 + B)`` with
-    ``A = E[sigma_T^2] / (c n) + E[sigma_L^2] / ((1 - c) n) + E[(mu_T - mu_L)^2]`` and
-    ``B = s_L2 / ((1 - c) n)`` (derivation in ``docs/avent-bayes.md``).  With point masses
-    (``E[gap^2] = gap^2``) it is the heterogeneous KVH weight of Definition 6.1.
-    ``benchmark="population"`` (risk against the mixture mean):
-    ``w = (V_L + c G) / (V_T + V_L + G)`` with ``V_T = E[sigma_T^2] / (c n) + s_T2``,
-    ``V_L = (E[sigma_L^2] + s_L2) / ((1 - c) n)`` and ``G = E[(mu_T - mu_L)^2]``.
-    Broadcasts over NumPy arrays and xarray; always in ``[0, 1]``.
-    """
-    if benchmark == "empirical":
-        a = e_sigma_T2 / (c * n) + e_sigma_L2 / ((1 - c) * n) + e_gap2
-        b = s_L2 / ((1 - c) * n)
-        num, den = c * a + b, a + s_T2 + b
-    elif benchmark == "population":
-        v_t = e_sigma_T2 / (c * n) + s_T2
-        v_l = (e_sigma_L2 + s_L2) / ((1 - c) * n)
-        num, den = v_l + c * e_gap2, v_t + v_l + e_gap2
-    else:
-        raise ValueError(f"benchmark must be 'empirical' or 'population', got {benchmark!r}")
-    if (np.asarray(den) <= 0).any():
-        raise ValueError(
-            "the expected MSE does not depend on w (no data variance, mean gap nor noise): "
-            "s_T2 and s_L2 must not both be 0 when the posterior puts all mass on sigma^2 = 0 and gap = 0"
-        )
-    return num / den
-
-
-# --------------------------------------------------------------------------------------
-# the posterior
-# --------------------------------------------------------------------------------------
-
-
-def _rhat(x: np.ndarray) -> float:
-    """Rank-normalised split R-hat (arviz_stats) of draws shaped (chain, draw); one chain is
-    split in two halves.  Constant draws have R-hat 1 (ArviZ returns NaN for them)."""
-    import arviz_stats
-
-    if x.shape[0] == 1:
-        half = x.shape[1] // 2
-        x = np.stack([x[0, :half], x[0, half : 2 * half]])
-    if x.shape[1] < 4 or np.ptp(x) == 0:
-        return 1.0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r = float(arviz_stats.rhat(x, method="rank"))
-    return r if math.isfinite(r) else math.inf
-
-
-class HybridTrustPosterior:
-    """Draws of ``(sigma_T^2, sigma_L^2, mu_T - mu_L)`` and the Bayes weight they imply.
-
-    Build it with :meth:`HybridTrustModel.fit`, :meth:`HybridTrustModel.prior` or, from any
-    sampler's draws, :meth:`from_draws`.
-
-    Attributes
-    ----------
-    sigma_T2, sigma_L2, gap
-        Float arrays shaped ``(chains, draws)``: the records' variances of each group and the
-        mean gap ``mu_T - mu_L`` (data scale).
-    rhat
-        ``{name: R-hat}`` for the three quantities (and the model's free parameters after a fit).
-    idata, model
-        The ``DataTree`` of ``pm.sample`` and the ``pm.Model`` (``None`` for :meth:`from_draws`).
-    """
-
-    def __init__(
-        self,
-        sigma_T2: np.ndarray,
-        sigma_L2: np.ndarray,
-        gap: np.ndarray,
-        rhat: dict[str, float] | None = None,
-        idata: Any = None,
-        model: pm.Model | None = None,
-        spec: HybridTrustModel | None = None,
-    ) -> None:
-        self.sigma_T2, self.sigma_L2, self.gap = sigma_T2, sigma_L2, gap
-        self.idata, self.model, self.spec = idata, model, spec
-        self.rhat = dict(rhat) if rhat is not None else {}
-        for name in _MOMENTS:
-            self.rhat.setdefault(name, _rhat(getattr(self, name)))
-
-    @classmethod
-    def from_draws(cls, sigma_T2: object, sigma_L2: object, gap: object = 0.0) -> HybridTrustPosterior:
-        """A posterior from given draws (any sampler, or a point mass for a known setting).
-
-        Parameters
-        ----------
-        sigma_T2, sigma_L2
-            Draws of the two groups' record variances (>= 0): scalars, 1-D arrays (one chain)
-            or arrays shaped ``(chains, draws)``; broadcast against each other.
-        gap
-            Draws of ``mu_T - mu_L`` (default 0: the groups share their mean).
-        """
-        arrays = {}
-        for name, v in (("sigma_T2", sigma_T2), ("sigma_L2", sigma_L2), ("gap", gap)):
-            a = check_real_array(v, name)
-            if a.ndim > 2:
-                raise ValueError(f"{name} must be a scalar, 1-D (draws) or 2-D (chains, draws), got shape {a.shape}")
-            if not np.isfinite(a).all():
-                raise ValueError(f"{name} must be finite, got {float(a[~np.isfinite(a)].flat[0])!r}")
-            if name != "gap" and (a < 0).any():
-                raise ValueError(f"{name} must be >= 0 (a variance), got {float(a[a < 0].flat[0])!r}")
-            arrays[name] = np.atleast_2d(a)
-        try:
-            b = np.broadcast_arrays(*arrays.values())
-        except ValueError:
-            raise ValueError(
-                "sigma_T2, sigma_L2 and gap must broadcast to one (chains, draws) shape, got "
-                + ", ".join(str(a.shape) for a in arrays.values())
-            ) from None
-        if b[0].size == 0:
-            raise ValueError("the posterior needs at least one draw, got none")
-        return cls(*(np.array(x, dtype=float) for x in b))
-
-    def __repr__(self) -> str:
-        e = self.moments
-        return (
-            f"HybridTrustPosterior(shape={self.shape}, E[sigma_T^2]={e['sigma_T2']:.4g}, "
-            f"E[sigma_L^2]={e['sigma_L2']:.4g}, E[gap^2]={e['gap2']:.4g}, max R-hat={self.max_rhat:.3f})"
-        )
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        """``(chains, draws)``."""
-        return tuple(self.sigma_T2.shape)  # type: ignore[return-value]
-
-    @property
-    def max_rhat(self) -> float:
-        """The largest R-hat over the stored quantities."""
-        return max(self.rhat.values())
-
-    def check_converged(self, rhat_fail: float = BAYES_RHAT_FAIL) -> None:
-        """Raise ``ValueError`` if any R-hat exceeds ``rhat_fail`` (default 1.1)."""
-        if self.max_rhat > rhat_fail:
-            worst = max(self.rhat, key=self.rhat.get)
-            raise ValueError(
-                f"the model of what the curator knows did not converge (R-hat of {worst} = "
-                f"{self.rhat[worst]:.3g} > {rhat_fail}): its Bayes weight would not reflect the knowledge; "
-                "raise tune/draws, or check the pilot records against the priors and the bounds"
-            )
-
-    @property
-    def moments(self) -> dict[str, float]:
-        """Posterior means ``E[sigma_T^2]``, ``E[sigma_L^2]``, ``E[gap]`` and ``E[gap^2]``."""
-        return {
-            "sigma_T2": float(self.sigma_T2.mean()),
-            "sigma_L2": float(self.sigma_L2.mean()),
-            "gap": float(self.gap.mean()),
-            "gap2": float(np.mean(self.gap**2)),
-        }
-
-    def bayes_weight(self, n: Any, c: Any, s_T2: Any, s_L2: Any, benchmark: str = "empirical") -> Any:
-        """The weight ``w`` minimising ``E_post[hybrid_mse(w, n, c, sigma_T2, sigma_L2, s_T2, s_L2, gap, 0)]``.
-
-        Closed form :func:`bayes_weight_from_moments` at this posterior's moments.  ``n``,
-        ``c``, ``s_T2`` (variance of the TCM mean's noise) and ``s_L2`` (variance of one LM
-        user's noise) broadcast over NumPy arrays or xarray; a float for scalar inputs.
-        ``benchmark``: the risk of :func:`hybridpriv.theory.avent.hybrid_mse` (``"empirical"``,
-        the paper's, or ``"population"``).
-
-        Raises
-        ------
-        ValueError
-            For an unconverged posterior (:meth:`check_converged`) or bad input.
-        """
-        self.check_converged()
-        n, c, s_T2, s_L2 = _check_setting(n, c, s_T2, s_L2)
-        e = self.moments
-        return bayes_weight_from_moments(n, c, s_T2, s_L2, e["sigma_T2"], e["sigma_L2"], e["gap2"], benchmark)
-
-    def expected_mse(self, w: Any, n: Any, c: Any, s_T2: Any, s_L2: Any, benchmark: str = "empirical") -> Any:
-        """Posterior expected MSE of the hybrid estimator with weight ``w``: the average of
-        :func:`hybridpriv.theory.avent.hybrid_mse` over every draw (brute force, no closed form).
-
-        Arguments broadcast over NumPy arrays (memory: their size times the number of draws);
-        a float for scalar inputs.
-        """
-        from hybridpriv.theory.avent import hybrid_mse
-
-        self.check_converged()
-        n, c, s_T2, s_L2 = _check_setting(n, c, s_T2, s_L2)
-        w = check_real_array(w, "w")
-        if not np.isfinite(w).all():
-            raise ValueError(f"w must be finite, got {float(w[~np.isfinite(w)].flat[0])!r}")
-        args = np.broadcast_arrays(w, *(np.asarray(x, dtype=float) for x in (n, c, s_T2, s_L2)))
-        w_, n_, c_, t_, l_ = (a[..., None] for a in args)
-        mse = hybrid_mse(w_, n_, c_, self.sigma_T2.ravel(), self.sigma_L2.ravel(), t_, l_, self.gap.ravel(), 0.0,
-                         benchmark=benchmark)
-        out = np.asarray(mse).mean(axis=-1)
-        return float(out) if out.ndim == 0 else out
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        """``{name: {"mean", "sd", "r_hat"}}`` for ``sigma_T2``, ``sigma_L2`` and ``gap``."""
-        return {
-            k: {"mean": float(getattr(self, k).mean()), "sd": float(getattr(self, k).std()), "r_hat": self.rhat[k]}
-            for k in _MOMENTS
-        }
+def _check_sizes(sizes: object) -> tuple[int, int] | None:
+    if sizes is None:
+        return None
+    if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence) or len(sizes) != 2:
+        raise TypeError(f"sizes must be a pair of group sizes (n_T, n_L), got {sizes!r}")
+    return check_integer(sizes[0], "sizes[0]", 1), check_integer(sizes[1], "sizes[1]", 1)
 
 
 # --------------------------------------------------------------------------------------
@@ -308,7 +83,7 @@ class HybridTrustPosterior:
 # --------------------------------------------------------------------------------------
 
 
-class HybridTrustModel:
+class HybridTrustModel(KnowledgeModel):
     """A PyMC model of what the curator knows about the TCM and LM groups' data.
 
     Parameters
@@ -332,6 +107,8 @@ class HybridTrustModel:
     pilot_T, pilot_L
         Optional public / pilot records known to come from the TCM group and from the LM group
         (1-D, in ``[0, m]``).  With ``homogeneous`` both inform the shared distribution.
+    sizes
+        ``(n_T, n_L)``: the groups' sizes, needed only for the posterior to generate datasets.
     clamp
         Clamp pilot records into ``[0, m]`` instead of refusing records outside.
 
@@ -351,6 +128,7 @@ class HybridTrustModel:
         gap_logit_sd: float = 0.5,
         pilot_T: object = None,
         pilot_L: object = None,
+        sizes: tuple[int, int] | None = None,
         clamp: bool = False,
     ) -> None:
         self.m = check_positive(m, "m")
@@ -365,13 +143,14 @@ class HybridTrustModel:
         self.gap_logit_sd = check_positive(gap_logit_sd, "gap_logit_sd")
         self.pilot_T = self._check_pilot(pilot_T, "pilot_T")
         self.pilot_L = self._check_pilot(pilot_L, "pilot_L")
+        self.sizes = _check_sizes(sizes)
 
     def __repr__(self) -> str:
-        sizes = [0 if p is None else p.size for p in (self.pilot_T, self.pilot_L)]
+        counts = [0 if p is None else p.size for p in (self.pilot_T, self.pilot_L)]
         return (
             f"HybridTrustModel(m={self.m:g}, homogeneous={self.homogeneous}, mean={self.mean}, "
             f"variance_fraction={self.variance_fraction}, gap_logit_sd={self.gap_logit_sd:g}, "
-            f"pilot sizes T/L={sizes[0]}/{sizes[1]})"
+            f"pilot sizes T/L={counts[0]}/{counts[1]}, sizes={self.sizes})"
         )
 
     def _check_pilot(self, values: object, name: str) -> np.ndarray | None:
@@ -424,40 +203,39 @@ class HybridTrustModel:
 
     @property
     def free_names(self) -> tuple[str, ...]:
+        """The model's free parameters (checked for convergence with ``sigma_T2``, ``sigma_L2``, ``gap``)."""
         return ("p0", "v") if self.homogeneous else ("p0", "gap_logit", "v_T", "v_L")
 
-    def fit(
-        self,
-        draws: int = 500,
-        tune: int = 500,
-        chains: int = 2,
-        seed: int = 0,
-        progressbar: bool = False,
-        **sample_kwargs: Any,
-    ) -> HybridTrustPosterior:
-        """Sample the posterior with ``pm.sample`` (NUTS; ``cores=1`` unless given).
-
-        ``seed`` (integer >= 0) gives one ``random_seed`` per chain through
-        ``numpy.random.SeedSequence(seed).spawn(chains)``.  The R-hat of every free parameter
-        and of ``sigma_T2``, ``sigma_L2``, ``gap`` is stored; an unconverged posterior is
-        returned but refuses to give a weight (:meth:`HybridTrustPosterior.check_converged`).
-        Other keyword arguments go to ``pm.sample``.
-        """
-        return fit_many([self], draws, tune, chains, seed, progressbar, **sample_kwargs)[0]
+    def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
+                **sample_kwargs: Any) -> Any:
+        """``pm.sample`` (NUTS) with ``cores=1`` and PyMC's own convergence checks off unless given
+        (the shared check runs after the fit)."""
+        sample_kwargs.setdefault("cores", 1)
+        sample_kwargs.setdefault("compute_convergence_checks", False)
+        return super()._sample(model, draws, tune, chains, random_seed, progressbar, **sample_kwargs)
 
     def prior(self, draws: int = 2000, seed: int = 0) -> HybridTrustPosterior:
         """Independent draws from the prior (pilot records ignored), without MCMC.
 
-        The knowledge of a curator with no records; one chain of ``draws`` exact draws
-        (``pm.draw``, seeded by ``seed``).
+        The knowledge of a curator with no records: one chain of ``draws`` exact draws
+        (``pm.draw``, from stream ``("prior",)`` of ``seed``), as a posterior of this model without
+        its pilot records (so it generates datasets when ``sizes`` is given).
         """
         draws = check_integer(draws, "draws", 4)
-        seed = check_integer(seed, "seed", 0)
-        model = HybridTrustModel(self.m, homogeneous=self.homogeneous, mean=self.mean,
-                                 variance_fraction=self.variance_fraction, gap_logit_sd=self.gap_logit_sd).build()
-        vals = pm.draw([model[k] for k in _MOMENTS], draws=draws, random_seed=seed)
-        a = [np.asarray(v, dtype=float).reshape(1, draws) for v in vals]
-        return HybridTrustPosterior(*a, model=model, spec=self)
+        seed = check_seed(seed)
+        spec = HybridTrustModel(self.m, homogeneous=self.homogeneous, mean=self.mean,
+                                variance_fraction=self.variance_fraction, gap_logit_sd=self.gap_logit_sd,
+                                sizes=self.sizes)
+        model = spec.build()
+        names = (*MOMENTS, "mu_T", "mu_L", *spec.free_names)
+        vals = pm.draw([model[k] for k in names], draws=draws, random_seed=named_rng(seed, "prior"))
+        ds = xr.Dataset({k: (("chain", "draw"), np.asarray(v, dtype=float).reshape(1, draws)) for k, v in zip(names, vals)})
+        post = HybridTrustPosterior(spec, xr.DataTree.from_dict({"posterior": ds}), seed)
+        post.check_convergence("raise")
+        return post
+
+
+HybridTrustModel.posterior_class = HybridTrustPosterior
 
 
 def fit_many(
@@ -467,47 +245,42 @@ def fit_many(
     chains: int = 2,
     seed: int = 0,
     progressbar: bool = False,
+    on_unconverged: str = "raise",
     **sample_kwargs: Any,
 ) -> list[HybridTrustPosterior]:
-    """Fit several independent :class:`HybridTrustModel` in one ``pm.sample`` call.
+    """Fit several independent :class:`HybridTrustModel` in one ``pm.sample`` call (a performance helper).
 
     The models become named sub-models (``k0::p0``, ...) of one PyMC model whose posterior is
     the product of theirs (they share no variable), so each block's draws follow its own
     posterior; one compilation serves them all, which is what makes a study with many pilot
-    samples fast.  Arguments as :meth:`HybridTrustModel.fit` (which calls this with one model);
-    each returned posterior's ``idata`` is the joint one (names prefixed ``k{i}::``, except
-    with a single model).
+    samples fast.  Each returned posterior is what :meth:`HybridTrustModel.fit` returns -- its
+    ``idata`` holds its own block only, under its plain names -- and has passed the same
+    convergence check (``on_unconverged``).  Arguments as :meth:`HybridTrustModel.fit`; chain
+    ``c`` samples with the seed of stream ``("fit", c)``, as there.  The draws are not those of
+    separate fits (the sampler adapts to the joint model), only their distribution is.
     """
     if isinstance(models, HybridTrustModel) or not isinstance(models, Sequence) or not models:
         raise TypeError(f"models must be a non-empty sequence of HybridTrustModel, got {models!r}")
     for i, mod in enumerate(models):
         if not isinstance(mod, HybridTrustModel):
             raise TypeError(f"models[{i}] must be a HybridTrustModel, got {mod!r}")
-    draws = check_integer(draws, "draws", 4)
-    tune = check_integer(tune, "tune", 0)
-    chains = check_integer(chains, "chains", 1)
-    seed = check_integer(seed, "seed", 0)
+    if len(models) == 1:
+        return [models[0].fit(draws, tune, chains, seed, progressbar, on_unconverged, **sample_kwargs)]  # type: ignore[list-item]
+    draws, tune, chains = _check_count(draws, "draws", 1), _check_count(tune, "tune", 0), _check_count(chains, "chains", 1)
+    seed = check_seed(seed)
     random_seed = chain_seeds(seed, chains, sample_kwargs)
-    sample_kwargs.setdefault("cores", 1)
-    sample_kwargs.setdefault("compute_convergence_checks", False)
-    single = len(models) == 1
-    prefixes = [""] if single else [f"k{i}::" for i in range(len(models))]
-    with pm.Model() as model:
+    with pm.Model() as joint:
         for i, mod in enumerate(models):
-            if single:
+            with pm.Model(name=f"k{i}"):
                 mod._populate()
-            else:
-                with pm.Model(name=f"k{i}"):
-                    mod._populate()
-        idata = pm.sample(
-            draws=draws, tune=tune, chains=chains, random_seed=random_seed, progressbar=progressbar, **sample_kwargs
-        )
-    post = idata["posterior"]
+    idata = models[0]._sample(joint, draws, tune, chains, random_seed, progressbar, **sample_kwargs)
+    post = idata["posterior"].to_dataset()
     out = []
-    for pre, mod in zip(prefixes, models):
-        arr = {k: np.asarray(post[pre + k].transpose("chain", "draw").values, dtype=float)
-               for k in (*_MOMENTS, *mod.free_names)}
-        rhat = {k: _rhat(a) for k, a in arr.items()}
-        out.append(HybridTrustPosterior(arr["sigma_T2"], arr["sigma_L2"], arr["gap"], rhat=rhat, idata=idata,
-                                        model=model, spec=mod))
+    for i, mod in enumerate(models):
+        prefix = f"k{i}::"
+        block = post[[k for k in post.data_vars if str(k).startswith(prefix)]]
+        block = block.rename({k: str(k)[len(prefix):] for k in block.data_vars})
+        posterior = HybridTrustPosterior(mod, xr.DataTree.from_dict({"posterior": block}), seed)
+        posterior.check_convergence(on_unconverged)
+        out.append(posterior)
     return out

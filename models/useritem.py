@@ -11,45 +11,56 @@ number of users ``n`` or only bounds on it.  The generative hierarchy follows th
    feasibility of ``r`` acting as evidence;
 3. the matrix given both margins: uniform over binary matrices with those margins.
 
-Levels 1-2 are a PyMC model sampled by ``pm.sample`` with a custom step method
-(:class:`RowSumStep`, a compiled Metropolis-Hastings kernel over ``(n, h)``, ``h`` the
-histogram of row sums, ``h[k-1] = #{users with k items}``); hyperpriors of the parametric
-prior are sampled by PyMC's own samplers beside it.  Level 3 is a compiled Curveball chain
-(Strona et al. 2014) started from a realization of the margins, with ``trades_per_row * n``
-trades (default 5 n) before each kept matrix.
+Levels 1-2 are a PyMC model sampled by ``pm.sample`` (:meth:`UserItemModel.fit`) with a custom
+step method (:class:`RowSumStep`, a compiled Metropolis-Hastings kernel over ``(n, h)``, ``h``
+the histogram of row sums, ``h[k-1] = #{users with k items}``); hyperpriors of the parametric
+prior are sampled by PyMC's own samplers beside it.  Level 3 is
+:meth:`UserItemPosterior.generate`: a compiled Curveball chain (Strona et al. 2014) started from
+a realization of the draw's margins, with ``trades_per_row * n`` trades (default 5 n), using
+only the generator the engine passes (stream ``("dataset", chain, draw)`` in
+:func:`hybridpriv.evaluate.evaluate`).
 
 With a uniform prior on ``r`` given ``n``, the marginal of ``n`` needs the number of feasible
 ``r`` for every ``n`` (``log_count_row_sums``, an exact dynamic programme); see
-``docs/user-item.md``.
+``docs/user-item.md``.  The compiled core is split by seam: ``_useritem_feasibility``
+(Gale-Ryser, counting), ``_useritem_realize``, ``_useritem_chains`` (Curveball and the row-sum
+kernel), ``_useritem_mixing``, ``_useritem_step`` (the PyMC step).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import field
+from collections.abc import Callable, Sequence
 from numbers import Integral
+from typing import Any
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import scipy.sparse as sp
-from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
-from pymc.step_methods.state import dataclass_state
-from pymc.util import get_random_generator
 
-from . import _useritem_kernels as kern
+from hybridpriv.params import describe
+from hybridpriv.random import as_generator
+
+from ._base import KnowledgeModel, Posterior, _strict_sample_kwargs
+from ._useritem_chains import curveball
+from ._useritem_feasibility import log_count_cost, log_count_row_sums
+from ._useritem_mixing import mixing_check
+from ._useritem_realize import realize_greedy
+from ._useritem_step import PointFunction, RowSumStep, initial_histogram
 
 __all__ = [
     "MAX_COUNT_CELLS",
     "NegativeBinomialItems",
     "RowSumStep",
     "UserItemModel",
+    "UserItemPosterior",
     "negative_binomial_items",
 ]
 
 #: Largest dynamic programme (cells) the uniform prior on r given unknown n may run.
 MAX_COUNT_CELLS = 200_000_000
+#: Largest memory of that programme (bytes).
+MAX_COUNT_BYTES = 2 * 2**30
 
 
 def _check_column_sums(column_sums: object) -> np.ndarray:
@@ -115,6 +126,10 @@ class NegativeBinomialItems:
     def __init__(self, m: int, mu: tuple[float, float] = (1.0, 1.0), alpha: float = 1.0) -> None:
         self.m, self.mu, self.alpha = int(m), (float(mu[0]), float(mu[1])), float(alpha)
 
+    def describe_params(self) -> dict:
+        """Its parameters (for :func:`hybridpriv.params.describe`: no object address in fingerprints)."""
+        return {"class": type(self).__name__, "m": self.m, "mu": list(self.mu), "alpha": self.alpha}
+
     def __call__(self) -> pt.TensorVariable:
         log_mu = pm.Normal("log_mu_items", self.mu[0], self.mu[1])
         a = pm.Exponential("alpha_items", self.alpha)
@@ -128,100 +143,12 @@ def negative_binomial_items(m: int, mu: tuple[float, float] = (1.0, 1.0), alpha:
     return NegativeBinomialItems(m, mu, alpha)
 
 
-def _initial_histogram(c: np.ndarray, n: int) -> np.ndarray:
-    """A feasible row-sum histogram with n users: the conjugate of c, then split rows.
-
-    The conjugate ``c*`` (``c*_i = #{j: c_j >= i}``) meets the Gale-Ryser conditions with
-    equality; moving one item of a row with >= 2 items into a new row of 1 item never lowers
-    ``sum_i min(r_i, p)``, so every split keeps feasibility.
-    """
-    m = c.size
-    r = [int((c >= i).sum()) for i in range(1, int(c.max()) + 1)]
-    r = [x for x in r if x > 0]
-    while len(r) < n:
-        r.sort(reverse=True)
-        r[0] -= 1
-        r.append(1)
-    h = np.zeros(m, dtype=np.int64)
-    for x in r:
-        h[x - 1] += 1
-    return h
-
-
-@dataclass_state
-class RowSumStepState(StepMethodState):
-    steps: int = field(default=0)
-
-
-class RowSumStep(BlockedStep):
-    """Custom PyMC step: compiled Metropolis-Hastings over (n, row-sum histogram h).
-
-    Parameters
-    ----------
-    vars
-        ``[h]`` or ``[n, h]`` (value variables of the :class:`UserItemModel` PyMC model).
-    column_sums
-        The public column sums.
-    n_range
-        ``(low, high)`` of ``n``.
-    log_target_n
-        ``log P(n)`` (plus ``-log count(n)`` for the uniform prior on r), for ``n = low..high``.
-    log_f_fn
-        ``None`` (uniform r given n) or a function of the current point returning the log pmf
-        of items per user, ``k = 1..m``.
-    moves
-        Kernel moves per PyMC draw.
-    """
-
-    name = "row_sum_mh"
-    default_blocked = True
-    stats_dtypes_shapes = {"accept_rate": (np.float64, [])}
-    _state_class = RowSumStepState
-
-    def __init__(
-        self,
-        vars,
-        column_sums: np.ndarray,
-        n_range: tuple[int, int],
-        log_target_n: np.ndarray,
-        log_f_fn: Callable | None = None,
-        moves: int = 200,
-        model=None,
-        rng=None,
-        blocked: bool = True,
-    ) -> None:
-        model = pm.modelcontext(model)
-        self.vars = [model.rvs_to_values.get(v, v) for v in vars]
-        self.names = [v.name for v in self.vars]
-        self.c = np.asarray(column_sums, dtype=np.int64)
-        self.n_lo, self.n_hi = n_range
-        self.log_target_n = np.asarray(log_target_n, dtype=np.float64)
-        self.log_f_fn = log_f_fn
-        self.moves = int(moves)
-        self.rng = get_random_generator(rng)  # replaced per chain by setup_chain
-        self.steps = 0
-
-    @staticmethod
-    def competence(var, has_grad):
-        return Competence.INCOMPATIBLE
-
-    def step(self, point):
-        h = np.asarray(point["h"], dtype=np.int64).copy()
-        n = int(point["n"]) if "n" in self.names else self.n_lo
-        log_f = np.asarray(self.log_f_fn(point), dtype=np.float64) if self.log_f_fn is not None else np.empty(0)
-        h, n, accepted = kern.h_chain(
-            h, n, self.c, self.log_target_n, log_f, self.moves, self.rng, self.n_lo, self.n_hi
-        )
-        new = dict(point)
-        new["h"] = np.asarray(h, dtype=point["h"].dtype)
-        if "n" in self.names:
-            new["n"] = np.asarray(n, dtype=np.asarray(point["n"]).dtype)
-        self.steps += 1
-        return new, [{"accept_rate": accepted / max(self.moves, 1)}]
-
-
-class UserItemModel:
+class UserItemModel(KnowledgeModel):
     """Binary user-item matrices consistent with public column sums.
+
+    Fitted with :meth:`fit` (the one ``fit`` of :class:`~hybridpriv.models._base.KnowledgeModel`),
+    it gives a :class:`UserItemPosterior`: a dataset source whose dataset at ``(chain, draw)`` is
+    the matrix of that posterior draw of the row sums.
 
     Parameters
     ----------
@@ -245,6 +172,23 @@ class UserItemModel:
     ValueError
         Before any sampling, for infeasible knowledge: a column sum above ``n``, ``n`` above
         ``sum(c)``, bounds outside ``[max(c), sum(c)]``, malformed sums.
+
+    Notes
+    -----
+    ``fit(draws, tune, chains, seed, progressbar, on_unconverged, **kw)`` is the base class's: one
+    seed per chain from stream ``("fit", chain)``, then the convergence check of the row-sum
+    summaries.  Here ``tune`` is burn-in (the row-sum step has no tuning: those draws are run and
+    discarded), and ``kw`` may hold ``moves`` (kernel moves per draw, default
+    ``max(300, 25 * sum(c))``) and ``cores`` (chains run in parallel processes, default 1) beside
+    other ``pm.sample`` arguments.
+
+    Examples
+    --------
+    >>> posterior = UserItemModel([4, 2, 2, 1], 6).fit(draws=20, tune=0, seed=1, on_unconverged="ignore")
+    >>> posterior.shape, posterior.data_kind
+    ((2, 20), 'user-item')
+    >>> posterior.generate(0, 0, np.random.default_rng(0)).shape
+    (6, 4)
     """
 
     def __init__(
@@ -292,14 +236,17 @@ class UserItemModel:
             if not np.isfinite(log_prior).any():
                 raise ValueError(f"n_prior gives zero probability to every feasible n in [{lo}, {hi}]")
         if self.items_prior is None and lo < hi:
-            cells = kern.log_count_cost(self._c_sorted, hi)
-            if cells > MAX_COUNT_CELLS:
+            cells = log_count_cost(self._c_sorted, hi)
+            total = int(self._c_sorted.sum())
+            memory = 16 * (min(hi, total // 2) + 1) * (total + 1)  # bytes (log_count_cost's docstring)
+            if cells > MAX_COUNT_CELLS or memory > MAX_COUNT_BYTES:
                 raise ValueError(
                     f"n unknown in [{lo}, {hi}] with a uniform prior on row sums needs the number of feasible row "
-                    f"sums for every n ({cells:.2g} DP cells > {MAX_COUNT_CELLS:.0g}); give n, narrow its bounds, "
+                    f"sums for every n ({cells:.2g} DP cells, {memory / 2**30:.3g} GiB; limits {MAX_COUNT_CELLS:.0g} "
+                    f"cells, {MAX_COUNT_BYTES / 2**30:g} GiB); give n, narrow its bounds, "
                     "or use items_prior='negative-binomial'"
                 )
-            log_prior = log_prior - kern.log_count_row_sums(self._c_sorted, ns)
+            log_prior = log_prior - log_count_row_sums(self._c_sorted, ns)
         return log_prior
 
     # -- the PyMC model -------------------------------------------------------------
@@ -329,96 +276,156 @@ class UserItemModel:
             pm.Deterministic("max_items", pt.max(pt.switch(h > 0, k, 0)))
         return model
 
-    def sample(
-        self,
-        draws: int = 500,
-        tune: int = 200,
-        chains: int = 4,
-        seed: int = 0,
-        cores: int = 1,
-        moves: int | None = None,
-        progressbar: bool = False,
-    ):
-        """Sample levels 1-2 with ``pm.sample``; returns the DataTree (posterior of n, h, summaries).
+    def describe_params(self) -> dict[str, Any]:
+        """The model's parameters for results and fingerprints; ``n_prior`` (a PyMC variable, whose
+        text does not show its parameters) is described by the log target of ``n`` it implies."""
+        params = self.get_params()
+        params["n_prior"] = None if self.n_prior is None else {"log_target_n": describe(self._log_target_n)}
+        return {"class": f"{type(self).__module__}.{type(self).__qualname__}", "params": describe(params)}
 
-        ``moves`` kernel moves per draw (default ``max(300, 25 * sum(c))``: the fraction of
-        users with one item, which only a random walk of single-item moves can change, needs
-        that many to mix; check R-hat and ESS of ``share_one_item``).
+    # -- sampling levels 1-2 ----------------------------------------------------------
+    def _sample(self, model: pm.Model, draws: int, tune: int, chains: int, random_seed: list[int],
+                progressbar: bool, moves: int | None = None, cores: int = 1, **sample_kwargs: Any) -> Any:
+        """``pm.sample`` with :class:`RowSumStep` over ``(n, h)`` (see :meth:`fit`).
+
+        ``moves``: kernel moves per draw (default ``max(300, 25 * sum(c))``: the fraction of users
+        with one item, which only a random walk of single-item moves can change, needs that many
+        to mix; check R-hat and ESS of ``share_one_item``).  ``cores``: chains run in parallel
+        processes (``forkserver``: the parent may hold numba or BLAS threads whose locks a fork
+        would copy).  The step has no tuning: ``tune`` draws are run and discarded (burn-in).
+        PyTensor compiles in the base class's strict mode (``_strict_sample_kwargs``: fast-math off),
+        which matters for the NUTS-sampled hyperpriors of a parametric prior.
         """
-        model = self.build()
-        lo, hi = self.n_range
-        moves = moves or max(300, 25 * self.total)
-        h0 = _initial_histogram(self._c_sorted, lo)
+        if moves is not None and (isinstance(moves, bool) or not isinstance(moves, Integral) or moves < 1):
+            raise ValueError(f"moves must be an integer >= 1, got {moves!r}")
+        if isinstance(cores, bool) or not isinstance(cores, Integral) or cores < 1:
+            raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
+        lo, _ = self.n_range
+        moves = int(moves) if moves is not None else max(300, 25 * self.total)
+        h0 = initial_histogram(self._c_sorted, lo)
         with model:
             vars_ = [model["h"]] if self.n_known else [model["n"], model["h"]]
-            log_f_fn = None
-            if self.items_prior is not None:
-                log_f_fn = _PointFunction(model, "log_f_items")
+            log_f_fn = PointFunction(model, "log_f_items") if self.items_prior is not None else None
             step = RowSumStep(vars_, self._c_sorted, self.n_range, self._log_target_n, log_f_fn, moves=moves)
             init = {"h": h0} if self.n_known else {"n": np.int64(lo), "h": h0}
-            idata = pm.sample(
-                draws=draws, tune=tune, chains=chains, cores=cores, step=[step], initvals=init,
-                random_seed=int(np.random.SeedSequence(seed).generate_state(1)[0]),
-                progressbar=progressbar, compute_convergence_checks=False,
-                # not fork: the parent may hold threads (numba, BLAS), and fork would copy their locks
-                mp_ctx="forkserver" if cores > 1 else None,
+            return pm.sample(
+                draws=draws, tune=tune, chains=chains, cores=int(cores), step=[step], initvals=init,
+                random_seed=random_seed, progressbar=progressbar, compute_convergence_checks=False,
+                mp_ctx="forkserver" if cores > 1 else None, **_strict_sample_kwargs(sample_kwargs),
             )
-        return idata
 
-    # -- level 3: matrices ---------------------------------------------------------
+    # -- level 3: the matrix given its margins -------------------------------------------
+    def _realize(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A realization (CSR, columns by decreasing sum) of row-sum histogram ``h``; rows sorted
+        by decreasing row sum."""
+        h = np.asarray(h, dtype=np.int64)
+        r = np.repeat(np.arange(self.m, 0, -1), h[::-1])
+        return realize_greedy(r, self._c_sorted)
+
     def matrix_for(self, h: np.ndarray, rng: np.random.Generator) -> sp.csr_matrix:
         """A uniform draw (after ``trades_per_row * n`` Curveball trades) of a matrix with row-sum
         histogram ``h`` and the column sums; rows sorted by decreasing row sum, columns in the
-        given order."""
-        h = np.asarray(h, dtype=np.int64)
-        r = np.repeat(np.arange(self.m, 0, -1), h[::-1])
-        indptr, indices = kern.realize_greedy(r, self._c_sorted)
-        kern.curveball(indptr, indices, self.trades_per_row * r.size, rng)
+        given order.  Level 3 of the model (:meth:`UserItemPosterior.generate` calls it)."""
+        indptr, indices = self._realize(h)
+        n = indptr.size - 1
+        curveball(indptr, indices, self.trades_per_row * n, rng)
         cols = self._order[indices]  # back to the caller's item order
-        mat = sp.csr_matrix((np.ones(cols.size, dtype=np.int8), cols, indptr), shape=(r.size, self.m))
+        mat = sp.csr_matrix((np.ones(cols.size, dtype=np.int8), cols, indptr), shape=(n, self.m))
         mat.sort_indices()
         return mat
 
-    def matrices_from(self, idata, seed: int = 0, draws: int | None = None) -> Iterator[sp.csr_matrix]:
-        """Yield one matrix per posterior draw of ``idata`` (from :meth:`sample`), in
-        ``(draw, chain)`` order: draw 0 of every chain, then draw 1, ...; the matrix of
-        ``(chain, draw)`` uses a generator keyed by ``(seed, chain, draw)``, so the result does
-        not depend on the order in which matrices are made."""
-        hs = idata["posterior"]["h"].values
-        chains, per_chain = hs.shape[:2]
-        total = chains * per_chain if draws is None else draws
-        produced = 0
-        for d in range(per_chain):
-            for ch in range(chains):
-                if produced == total:
-                    return
-                rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(2, ch, d)))
-                yield self.matrix_for(hs[ch, d], rng)
-                produced += 1
 
-    def sample_datasets(self, draws: int, seed: int = 0, chains: int = 2, **sample_kwargs) -> Iterator[sp.csr_matrix]:
-        """Yield ``draws`` matrices (users x items, ``scipy.sparse`` CSR) from the full hierarchy.
+class UserItemPosterior(Posterior):
+    """A fitted :class:`UserItemModel`: a :class:`hybridpriv.data.DatasetSource` of user-item matrices.
 
-        Levels 1-2 come from :meth:`sample` (``ceil(draws / chains)`` draws per chain, seeded
-        from ``seed``); level 3 from :meth:`matrices_from`.
+    Parameters
+    ----------
+    model
+        The :class:`UserItemModel` that was fitted.
+    idata
+        The ``DataTree`` ``pm.sample`` returned, or anything whose ``["posterior"]`` holds the
+        draws of ``h`` (``(chain, draw, items)``) -- e.g. ``{"posterior": dataset}`` read back from
+        a file.
+    seed
+        The fit's seed.
+
+    Notes
+    -----
+    ``convergence_vars`` are the row-sum summaries the model records (``share_one_item``,
+    ``max_items``; with ``n`` unknown also ``n`` and ``mean_items``; the hyperpriors of a
+    parametric prior).  Pickled (as the engine sends it to dask workers) a posterior carries the
+    model and the row-sum histograms in the smallest integer type that holds them (``m`` small
+    integers per draw), not ``idata``: an unpickled copy can :meth:`generate` and
+    :meth:`describe_params`, and its ``idata`` is ``None``.
+    """
+
+    data_kind = "user-item"
+
+    def __init__(self, model: UserItemModel, idata: Any, seed: int = 0) -> None:
+        if not isinstance(model, UserItemModel):
+            raise TypeError(f"model must be a UserItemModel, got {type(model).__name__}")
+        super().__init__(model, idata, seed)
+        self.model = model
+        post = idata["posterior"]
+        if "h" not in post:
+            raise ValueError("idata['posterior'] must hold the row-sum histograms 'h' (chain, draw, items)")
+        h = np.asarray(post["h"].transpose("chain", "draw", ...).values)
+        if h.ndim != 3 or h.shape[2] != model.m:
+            raise ValueError(f"idata['posterior']['h'] must have shape (chains, draws, {model.m}), got {h.shape}")
+        if h.size and (h.min() < 0 or np.ptp((h * np.arange(1, model.m + 1)).sum(axis=2)) != 0):
+            raise ValueError("idata['posterior']['h'] must hold row-sum histograms of the model's reports")
+        self._h = h.astype(np.min_scalar_type(int(h.max()) if h.size else 0))
+        names = ["share_one_item", "max_items"] + ([] if model.n_known else ["n", "mean_items"])
+        names += ["log_mu_items", "alpha_items"]
+        self.convergence_vars = tuple(v for v in names if v in post)
+        self._described: dict[str, Any] | None = None
+
+    def histogram(self, chain: int, draw: int) -> np.ndarray:
+        """The row-sum histogram of posterior draw ``(chain, draw)``: ``h[k - 1]`` users report ``k`` items."""
+        c, d = self._check_index(chain, draw)
+        return self._h[c, d].astype(np.int64)
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> sp.csr_matrix:
+        """The matrix of posterior draw ``(chain, draw)``: users x items, SciPy CSR (int8 ones), rows
+        sorted by decreasing row sum, made with ``rng`` only (:meth:`UserItemModel.matrix_for`)."""
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
+        return self.model.matrix_for(self.histogram(chain, draw), rng)
+
+    def mixing_check(self, chain: int = 0, draw: int | None = None, rng: object = 0, chains: int = 4,
+                     samples: int = 100, trades_between: int | None = None) -> dict[str, Any]:
+        """Does the matrix chain mix?  R-hat and ESS of Curveball chains over the matrices with the
+        margins of posterior draw ``(chain, draw)`` (default: the last draw of ``chain``), started
+        from ``chains`` different realizations, ``trades_between`` trades apart (default: the
+        model's ``trades_per_row * n``, what :meth:`generate` runs).
+
+        ``rng``: SPEC 7 (an integer seed, a ``SeedSequence`` or a ``Generator``).  Returns the dict
+        of :func:`hybridpriv.models._useritem_mixing.mixing_check` (``rhat``, ``ess``, ``draws``,
+        ``trades_between``, ``starts``); R-hat below 1.01-1.05 says the trades suffice.
         """
-        if not isinstance(draws, Integral) or isinstance(draws, bool) or draws < 1:
-            raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
-        per_chain = math.ceil(draws / chains)
-        idata = self.sample(draws=per_chain, chains=chains, seed=seed, **sample_kwargs)
-        yield from self.matrices_from(idata, seed=seed, draws=int(draws))
+        gen = as_generator(rng)
+        h = self.histogram(chain, self.shape[1] - 1 if draw is None else draw)
+        indptr, indices = self.model._realize(h)
+        n = indptr.size - 1
+        trades = self.model.trades_per_row * n if trades_between is None else trades_between
+        return mixing_check(indptr, indices, trades, gen, chains=chains, samples=samples, n_items=self.model.m)
+
+    def describe_params(self) -> dict[str, Any]:
+        """The model's parameters, the fit's seed and a checksum of every posterior variable."""
+        if self._described is None:
+            self._described = super().describe_params()
+        return self._described
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_described"] = self.describe_params()
+        state["idata"] = None  # the draws the datasets need are in _h (compact)
+        return state
+
+    def __repr__(self) -> str:
+        lo, hi = self.model.n_range
+        return (f"UserItemPosterior(m={self.model.m}, n={lo if lo == hi else f'{lo}..{hi}'}, "
+                f"shape={self.shape})")
 
 
-class _PointFunction:
-    """Evaluate a model deterministic at a point (compiled lazily, picklable)."""
-
-    def __init__(self, model: pm.Model, name: str) -> None:
-        self.model, self.name, self._fn = model, name, None
-
-    def __call__(self, point):
-        if self._fn is None:
-            self._fn = self.model.compile_fn(self.model[self.name], inputs=self.model.value_vars, on_unused_input="ignore")
-        return self._fn(point)
-
-    def __getstate__(self):
-        return {"model": self.model, "name": self.name, "_fn": None}
+UserItemModel.posterior_class = UserItemPosterior

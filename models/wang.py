@@ -6,19 +6,24 @@ leaves the whole budget for the representation weights:
 
 1. :class:`PublishedSummaries` holds what was published about the private dataset ``D``: its size,
    and optionally the covariate means and variances and the outcome rate.
-2. :class:`WangPrivateModel` encodes the public records ``E = (X_E, y_E)`` and those summaries in a
-   PyMC model of the private population (see *Model* below); :meth:`WangPrivateModel.fit` samples it.
-3. :meth:`WangPosterior.sample_datasets` draws plausible private datasets ``(X, y)``.
-4. :func:`select_subset_size` orders the public points by their expected representation weight
-   under the model, runs Algorithm 1 with the *whole* budget on the weights for every candidate
-   subset size on every simulated private dataset (fresh Laplace noise each time), and returns the
-   size with the lowest expected prediction error, with a Monte Carlo standard error per size.
+2. :class:`WangPrivateModel` (a :class:`~hybridpriv.models._base.KnowledgeModel`) encodes the public
+   records ``E = (X_E, y_E)`` and those summaries in a PyMC model of the private population (see
+   *Model* below); its one ``fit()`` samples it and checks convergence.
+3. :class:`WangPosterior` is a dataset source: ``generate(chain, draw, rng)`` returns a
+   :class:`~hybridpriv.estimators.wang.HybridDesign` -- a simulated private dataset beside the fixed
+   public records -- so :func:`hybridpriv.evaluate.evaluate` runs any Wang mechanism on it.
+4. :func:`weight_order` orders the public points by their expected representation weight under the
+   model (a public computation, no budget); :func:`select_subset_size` evaluates
+   :class:`~hybridpriv.estimators.wang.Algorithm1` with the *whole* budget at every candidate size of
+   that order on simulated datasets (``evaluate``, task
+   :class:`~hybridpriv.estimators.wang.PredictionError``) and lets :func:`hybridpriv.select.decide`
+   choose the size with the lowest expected prediction error.
 
-Privacy: every input of :func:`select_subset_size` is public (the public records, published
-summaries, the candidate sizes, the contrast and the budget); the private dataset is never read.
-The choice (and the ordering) is therefore a function of public information only and costs no
-privacy budget; the only release that touches ``D`` is the final Algorithm 1 run, at the full
-``epsilon`` (parallel to Algorithm 2's ``epsilon_1 + epsilon_2 + epsilon_3``).
+Privacy: every input of :func:`select_subset_size` is public (the posterior, built from the public
+records and published summaries, the candidate sizes, the contrast and the budget); the private
+dataset is never read.  The choice (and the ordering) is therefore a function of public information
+only and costs no privacy budget; the only release that touches ``D`` is the final Algorithm 1 run,
+at the full ``epsilon`` (parallel to Algorithm 2's ``epsilon_1 + epsilon_2 + epsilon_3``).
 
 Model
 -----
@@ -54,8 +59,8 @@ shift of about ``shift_sd`` public standard deviations and a scale factor of abo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -63,9 +68,10 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special
 
-from hybridpriv.privacy import check_epsilon, check_integer, check_positive, check_real_array
+from hybridpriv.privacy import check_integer, check_positive, check_real_array
+from hybridpriv.random import rng as stream_rng
 
-from ._sampling import chain_seeds
+from ._base import KnowledgeModel, Posterior
 
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
@@ -73,10 +79,11 @@ __all__ = [
     "SubsetChoice",
     "WangPosterior",
     "WangPrivateModel",
+    "fit_kept",
     "logistic_fit",
-    "noisy_weights",
     "select_subset_size",
     "smoothing_bandwidth",
+    "weight_order",
 ]
 
 #: Standard deviation of the weak Normal prior on the public logistic coefficients (standardised
@@ -193,7 +200,7 @@ class PublishedSummaries:
         return cls(X.shape[0], X.mean(axis=0), X.var(axis=0, ddof=1), rate)
 
 
-class WangPrivateModel:
+class WangPrivateModel(KnowledgeModel):
     """A PyMC model of the private population from public records and published summaries.
 
     Parameters
@@ -223,6 +230,13 @@ class WangPrivateModel:
     ValueError, TypeError
         Inconsistent or malformed knowledge, naming the argument: a summary of the wrong length, a
         constant public covariate, a public outcome that is all 0 or all 1, fewer than 3 public records.
+
+    Notes
+    -----
+    ``fit(draws, tune, chains, seed, progressbar, on_unconverged)`` is the one
+    :meth:`~hybridpriv.models._base.KnowledgeModel.fit` of every model: one seed per chain from
+    stream ``("fit", chain)``, then R-hat and bulk ESS of ``shift``, ``log_scale`` and ``theta``
+    checked (refused or warned about by ``on_unconverged``).  It returns a :class:`WangPosterior`.
     """
 
     def __init__(
@@ -318,47 +332,44 @@ class WangPrivateModel:
                 pm.Normal("published_rate", mu=rate, sigma=sd, observed=r)
         return model
 
-    def fit(
-        self,
-        draws: int = 500,
-        tune: int = 500,
-        chains: int = 2,
-        seed: int = 0,
-        progressbar: bool = False,
-        **sample_kwargs: Any,
-    ) -> WangPosterior:
-        """Sample the posterior with ``pm.sample`` (NUTS); one seed per chain from ``SeedSequence(seed)``."""
-        for name, v, lo in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("seed", seed, 0)):
-            check_integer(v, name, lo)
-        random_seed = chain_seeds(seed, chains, sample_kwargs)
-        model = self.build()
+    def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
+                **sample_kwargs: Any) -> Any:
+        # pm.sample's own diagnostics are replaced by the one check of KnowledgeModel.fit
         sample_kwargs.setdefault("compute_convergence_checks", False)
-        with model:
-            idata = pm.sample(
-                draws=int(draws), tune=int(tune), chains=int(chains), random_seed=random_seed,
-                progressbar=progressbar, **sample_kwargs,
-            )
-        return WangPosterior(self, model, idata)
+        return super()._sample(model, draws, tune, chains, random_seed, progressbar, **sample_kwargs)
 
 
-class WangPosterior:
-    """A fitted :class:`WangPrivateModel`: draws plausible private datasets.
+class WangPosterior(Posterior):
+    """A fitted :class:`WangPrivateModel`: a source of ``"public-private"`` datasets.
+
+    ``generate(chain, draw, rng)`` simulates ``summaries.n`` private records ``(X, y)`` from
+    posterior draw ``(chain, draw)`` and returns them beside the model's public records as a
+    :class:`~hybridpriv.estimators.wang.HybridDesign` (columns ``x0 .. x{p-1}, y``, outcome last).
 
     Attributes
     ----------
-    spec, model, idata
-        The model specification, the ``pm.Model`` and the ``DataTree`` from ``pm.sample``.
+    spec, idata
+        The model specification and the ``DataTree`` from ``pm.sample``.
+    shift, log_scale, theta
+        The draws, ``(chains * draws, ...)`` (chain-major).
     """
 
-    def __init__(self, spec: WangPrivateModel, model: pm.Model, idata: Any) -> None:
-        self.spec, self.model, self.idata = spec, model, idata
+    data_kind = "public-private"
+    convergence_vars = ("shift", "log_scale", "theta")
+
+    def __init__(self, spec: WangPrivateModel, idata: Any, seed: int = 0) -> None:
+        super().__init__(spec, idata, seed)
+        self.spec = spec
         post = idata["posterior"]
+        c, d = self.shape
         stack = lambda name: np.asarray(post[name].transpose("chain", "draw", ...).values, dtype=float)  # noqa: E731
-        c, d = int(post.sizes["chain"]), int(post.sizes["draw"])
-        self.shape = (c, d)
         self.shift = stack("shift").reshape(c * d, -1)
         self.log_scale = stack("log_scale").reshape(c * d, -1)
         self.theta = stack("theta").reshape(c * d, -1)
+        points = np.column_stack([spec.public_X, spec.public_y])
+        points.flags.writeable = False
+        self._public_points = points
+        self._columns = (*(f"x{j}" for j in range(spec.p)), "y")
 
     def __repr__(self) -> str:
         return f"WangPosterior(p={self.spec.p}, n={self.spec.summaries.n}, shape={self.shape})"
@@ -368,25 +379,45 @@ class WangPosterior:
         """The public records ``(X_E, y_E)`` the model was built from."""
         return self.spec.public_X, self.spec.public_y
 
+    def simulate(self, chain: int, draw: int, rng: np.random.Generator, size: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """``size`` private records ``(X, y)`` (default ``summaries.n``) from posterior draw ``(chain, draw)``."""
+        c, d = self._check_index(chain, draw)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
+        size = self.spec.summaries.n if size is None else check_integer(size, "size", 1)
+        i = c * self.shape[1] + d
+        spec = self.spec
+        z = self.shift[i] + np.exp(self.log_scale[i]) * spec._smoothed(rng, size)
+        th = self.theta[i]
+        y = (rng.random(size) < special.expit(th[0] + z @ th[1:])).astype(float)
+        return spec.center + spec.sd * z, y
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
+        """The simulated private dataset of ``(chain, draw)`` beside the public records (a ``HybridDesign``)."""
+        from hybridpriv.estimators.wang import HybridDesign
+
+        X, y = self.simulate(chain, draw, rng)
+        return HybridDesign(np.column_stack([X, y]), self._public_points, columns=self._columns, label="y")
+
+    def _spread(self, count: object, name: str) -> list[tuple[int, int]]:
+        """``count`` posterior draws ``(chain, draw)`` spread evenly over all chains and draws."""
+        total = self.shape[0] * self.shape[1]
+        count = check_integer(count, name, 1)
+        if count > total:
+            raise ValueError(f"{name} must be at most the number of posterior draws ({total}), got {count}")
+        return [divmod(k * total // count, self.shape[1]) for k in range(count)]
+
     def sample_datasets(self, count: int, seed: int = 0, size: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """Yield ``count`` simulated private datasets ``(X, y)`` of ``size`` records (default: ``summaries.n``).
 
-        Dataset ``k`` uses posterior draw number ``k * total // count`` (evenly spread over the
-        chains and draws) and a generator from ``SeedSequence(seed).spawn(count)[k]``, so the same
-        seed gives the same datasets.
+        Dataset ``k`` uses posterior draw ``(chain, draw)`` number ``k * total // count`` (evenly
+        spread over the chains and draws) and the generator of stream ``("dataset", chain, draw)``
+        of ``seed`` -- the dataset :func:`hybridpriv.evaluate.evaluate` makes at that index.
         """
-        count = check_integer(count, "count", 1)
         seed = check_integer(seed, "seed", 0)
-        size = self.spec.summaries.n if size is None else check_integer(size, "size", 1)
-        total = self.shift.shape[0]
-        spec = self.spec
-        for k, ss in enumerate(np.random.SeedSequence(seed).spawn(count)):
-            i = k * total // count
-            rng = np.random.default_rng(ss)
-            z = self.shift[i] + np.exp(self.log_scale[i]) * spec._smoothed(rng, size)
-            th = self.theta[i]
-            y = (rng.random(size) < special.expit(th[0] + z @ th[1:])).astype(float)
-            yield spec.center + spec.sd * z, y
+        for c, d in self._spread(count, "count"):
+            yield self.simulate(c, d, stream_rng(seed, "dataset", c, d), size)
 
     def predictive_summaries(self, count: int, seed: int = 0) -> dict[str, np.ndarray]:
         """Summaries of ``count`` simulated datasets: ``mean`` and ``variance`` ``(count, p)``, ``rate`` ``(count,)``."""
@@ -397,268 +428,9 @@ class WangPosterior:
             rates.append(y.mean())
         return {"mean": np.array(means), "variance": np.array(variances), "rate": np.array(rates)}
 
-    def summary(self, **kwargs: Any) -> Any:
-        """ArviZ summary of ``shift``, ``log_scale`` and ``theta`` (``round_to='none'``)."""
-        import arviz_stats
 
-        kwargs.setdefault("round_to", "none")
-        return arviz_stats.summary(self.idata, var_names=["shift", "log_scale", "theta"], **kwargs)
+WangPrivateModel.posterior_class = WangPosterior
 
 
-# --------------------------------------------------------------------------------------
-# Budget-free subset selection
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SubsetChoice:
-    """Result of :func:`select_subset_size`.
-
-    Attributes
-    ----------
-    size
-        The candidate size with the lowest expected prediction error.
-    subset_sizes
-        The candidate sizes, in the order given.
-    expected_error, mcse
-        Expected prediction error per size and its Monte Carlo standard error (over simulated
-        datasets: the per-dataset means over noise draws are treated as independent replicates).
-    order
-        Indices of the public points, most representative first (by expected weight); the subset
-        of size ``n`` is ``order[:n]``.
-    expected_weight
-        The expected noise-free representation weight of every public point under the model.
-    errors
-        Raw errors, ``(datasets, noise_draws, sizes)``.
-    epsilon
-        The budget assumed for the weights (all of it; the selection itself spends none).
-    public_only_error, public_only_mcse
-        Expected prediction error of the unweighted public fit (no budget at all) on the same
-        simulated datasets, and its standard error: if it is not clearly above the best size's,
-        releasing the public-only fit is the better deal.
-    counts
-        Noise-free counts of every evaluation dataset on every candidate subset (pass them back
-        as ``counts=`` to re-run with another ``epsilon`` without the KD-tree queries).
-    privacy_cost
-        0: the selection reads public information only.
-    """
-
-    size: int
-    subset_sizes: tuple[int, ...]
-    expected_error: np.ndarray
-    mcse: np.ndarray
-    order: np.ndarray
-    expected_weight: np.ndarray
-    errors: np.ndarray
-    epsilon: float
-    public_only_error: float = float("nan")
-    public_only_mcse: float = float("nan")
-    counts: list = field(default_factory=list, repr=False)
-    #: Budget spent by the selection: none (only public information is used).
-    privacy_cost: float = 0.0
-
-
-def _as_points(public: Any, contrast: Any) -> np.ndarray:
-    """Public records as points: an ``(X, y)`` pair becomes ``[X, y]`` (label last)."""
-    if isinstance(public, tuple) and len(public) == 2:
-        X = _check_matrix(public[0], "public[0]")
-        y = _check_outcome(public[1], "public[1]", X.shape[0])
-        return np.column_stack([X, y])
-    return _check_matrix(public, "public")
-
-
-def noisy_weights(counts: np.ndarray, n_private: int, epsilon: float, rng: np.random.Generator | None,
-                  truncate: bool = True, size: int | None = None) -> np.ndarray:
-    """Definitions 5-6 from precomputed counts: ``max((counts + Laplace(2 / epsilon)) / n_D, 0)``.
-
-    :func:`hybridpriv.estimators.wang.weights_from_counts` (the noise step of
-    :func:`~hybridpriv.estimators.wang.representation_weights`, same draws in the same order);
-    used to add fresh noise many times to counts computed once.
-    """
-    from hybridpriv.estimators.wang import weights_from_counts
-
-    return weights_from_counts(counts, n_private, epsilon, rng, truncate, size)
-
-
-def _fit_or_uniform(points: np.ndarray, weights: np.ndarray, contrast: Any) -> np.ndarray:
-    """``m_estimate``; all-zero truncated weights fall back to equal weights (the public-only fit),
-    as ``algorithm2(on_zero_weights="uniform")`` does."""
-    from hybridpriv.estimators.wang import m_estimate
-
-    if not weights.sum() > 0:
-        weights = np.ones(points.shape[0])
-    return m_estimate(points, weights, contrast)
-
-
-def select_subset_size(
-    posterior: WangPosterior,
-    public: Any,
-    contrast: Any,
-    subset_sizes: Sequence[int],
-    epsilon: float,
-    *,
-    datasets: int = 20,
-    noise_draws: int = 4,
-    order_datasets: int | None = None,
-    seed: int = 0,
-    truncate: bool = True,
-    categorical: Sequence[int] | None = None,
-    criterion: Callable[[np.ndarray, np.ndarray], float] | None = None,
-    counts: Sequence[np.ndarray] | None = None,
-    expected_weight: np.ndarray | None = None,
-) -> SubsetChoice:
-    """Choose how many public points to release, from public information only (no privacy cost).
-
-    1. ``order_datasets`` simulated private datasets (default ``datasets``) give every public point
-       its *expected* noise-free representation weight; the public points are ordered by it,
-       decreasing (ties: lower index first).  The candidate subset of size ``n`` is the first ``n``.
-    2. On ``datasets`` *other* simulated private datasets ``D*``, for every size and ``noise_draws``
-       fresh noise draws: Algorithm 1 with the whole ``epsilon`` on the subset's weights (counts of
-       ``D*`` re-assigned within the subset), and its prediction error against the non-private fit
-       on ``D*`` (:func:`hybridpriv.estimators.wang.prediction_error`, the Section 5.1 criterion).
-    3. The size with the lowest mean error; ``mcse`` is the standard error of that mean over the
-       simulated datasets (per-dataset means over noise draws are the independent replicates).
-
-    Parameters
-    ----------
-    posterior
-        A :class:`WangPosterior` (its simulated datasets have ``summaries.n`` records).
-    public
-        The public records: ``(X_E, y_E)`` or an ``(n_E, p + 1)`` array with the 0/1 label last.
-        Must be the records the posterior was built from (same shape).
-    contrast
-        ``"logistic"`` or a :class:`~hybridpriv.estimators.wang.LogisticContrast` (label last); with
-        another contrast pass ``criterion``.
-    subset_sizes
-        Strictly increasing candidate sizes in ``[1, n_E]``.
-    epsilon
-        The budget that will be spent on the weights (all of it).
-    datasets, noise_draws, order_datasets, seed
-        Monte Carlo sizes and the seed (``SeedSequence(seed)`` spawns the ordering datasets, the
-        evaluation datasets and the noise).
-    truncate
-        Truncated weights (Definition 6).
-    categorical
-        Categorical columns for the rescaling.
-    criterion
-        ``criterion(theta, private_points) -> float``; default the prediction error.  The simulated
-        private points are ``[X, y]`` (label last), like the public ones.
-    counts
-        Precomputed noise-free counts of the evaluation datasets on every candidate subset (from
-        an earlier call's ``SubsetChoice.counts`` with the same seed, sizes and datasets): skips
-        the KD-tree queries when only ``epsilon`` changes.
-    expected_weight
-        Precomputed expected weights of the public points (an earlier call's
-        ``SubsetChoice.expected_weight`` with the same seed and ``order_datasets``): skips the
-        ordering step's KD-tree queries when only ``epsilon`` changes.
-
-    Returns
-    -------
-    SubsetChoice
-
-    Notes
-    -----
-    Privacy: the inputs are the posterior (built from public records and published summaries),
-    the public records, the sizes, the contrast and ``epsilon``.  The private dataset is not an
-    input, so the returned size and ordering are public information and the selection costs no
-    budget; releasing Algorithm 1 on the chosen subset at ``epsilon`` is then ``epsilon``-DP in
-    total (versus ``epsilon_1 + epsilon_2 + epsilon_3`` for Algorithm 2).
-    """
-    from hybridpriv.estimators.wang import (
-        LogisticContrast,
-        as_contrast,
-        m_estimate,
-        prediction_error,
-        private_fit,
-        representation_counts,
-        rescale,
-    )
-
-    if not isinstance(posterior, WangPosterior):
-        raise TypeError(f"posterior must be a WangPosterior, got {type(posterior).__name__}")
-    c = as_contrast(contrast)
-    E = c.check_points(_as_points(public, c))
-    n_e = E.shape[0]
-    if isinstance(c, LogisticContrast):
-        spec = posterior.spec
-        if E.shape != (spec.public_X.shape[0], spec.p + 1):
-            raise ValueError(
-                f"public must be the model's public records: shape {(spec.public_X.shape[0], spec.p + 1)}, got {E.shape}"
-            )
-    elif criterion is None:
-        raise ValueError(f"the default criterion is for the logistic contrast, got {c.name!r}; pass criterion=")
-    sizes = np.asarray(subset_sizes)
-    if sizes.ndim != 1 or sizes.size == 0 or sizes.dtype.kind not in "iu":
-        raise ValueError(f"subset_sizes must be a non-empty 1-D sequence of integers, got {subset_sizes!r}")
-    if sizes.min() < 1 or sizes.max() > n_e or np.any(np.diff(sizes) <= 0):
-        raise ValueError(f"subset_sizes must be strictly increasing in [1, n_E={n_e}], got {sizes.tolist()}")
-    eps = check_epsilon(epsilon)
-    datasets = check_integer(datasets, "datasets", 2)
-    noise_draws = check_integer(noise_draws, "noise_draws", 1)
-    order_datasets = datasets if order_datasets is None else check_integer(order_datasets, "order_datasets", 1)
-    seed = check_integer(seed, "seed", 0)
-    ss_order, ss_eval, ss_noise = np.random.SeedSequence(seed).spawn(3)
-    order_seed = int(ss_order.generate_state(1)[0])
-    eval_seed = int(ss_eval.generate_state(1)[0])
-    rng = np.random.default_rng(ss_noise)
-
-    def to_points(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.column_stack([X, y])
-
-    # 1. ordering by expected noise-free weights (public: simulated data only)
-    if expected_weight is None:
-        expected = np.zeros(n_e)
-        for X, y in posterior.sample_datasets(order_datasets, order_seed):
-            d01, e01, _ = rescale(to_points(X, y), E, categorical)
-            expected += representation_counts(d01, e01) / X.shape[0]
-        expected /= order_datasets
-    else:
-        expected = check_real_array(expected_weight, "expected_weight")
-        if expected.shape != (n_e,) or not np.isfinite(expected).all():
-            raise ValueError(
-                f"expected_weight must hold {n_e} finite numbers (one per public point), got shape {expected.shape}"
-            )
-    order = np.argsort(-expected, kind="stable")
-
-    # 2. expected criterion per size
-    if counts is not None and len(counts) != datasets:
-        raise ValueError(f"counts must hold one entry per evaluation dataset ({datasets}), got {len(counts)}")
-    all_counts: list[list[np.ndarray]] = []
-    errors = np.empty((datasets, noise_draws, sizes.size))
-    pub_errors = np.empty(datasets)
-    theta_pub = m_estimate(E, np.ones(n_e), c)
-    for j, (X, y) in enumerate(posterior.sample_datasets(datasets, eval_seed)):
-        D = to_points(X, y)
-        d01, e01, _ = rescale(D, E, categorical)
-        if criterion is None:
-            ref = private_fit(D, c)
-            crit = lambda th: prediction_error(th, X, reference=ref, contrast=c)  # noqa: E731
-        else:
-            crit = lambda th: float(criterion(th, D))  # noqa: E731
-        pub_errors[j] = crit(theta_pub)
-        cj = []
-        for i, n in enumerate(sizes):  # candidate sizes, not records
-            idx = order[:n]
-            cnt = representation_counts(d01, e01[idx]) if counts is None else np.asarray(counts[j][i], dtype=float)
-            cj.append(cnt)
-            w = noisy_weights(cnt, X.shape[0], eps, rng, truncate, size=noise_draws)
-            for r in range(noise_draws):
-                errors[j, r, i] = crit(_fit_or_uniform(E[idx], w[r], c))
-        all_counts.append(cj)
-    per_dataset = errors.mean(axis=1)
-    mean = per_dataset.mean(axis=0)
-    mcse = per_dataset.std(axis=0, ddof=1) / math.sqrt(datasets)
-    best = int(np.argmin(mean))
-    return SubsetChoice(
-        size=int(sizes[best]),
-        subset_sizes=tuple(int(s) for s in sizes),
-        expected_error=mean,
-        mcse=mcse,
-        order=order,
-        expected_weight=expected,
-        errors=errors,
-        epsilon=eps,
-        public_only_error=float(pub_errors.mean()),
-        public_only_mcse=float(pub_errors.std(ddof=1) / math.sqrt(datasets)),
-        counts=all_counts,
-    )
+# the budget-free selection lives in its own module; its names are part of this one
+from ._wang_selection import SubsetChoice, fit_kept, select_subset_size, weight_order  # noqa: E402

@@ -7,6 +7,13 @@ Each study module defines ``DESCRIPTION``, ``run(quick, seed, progress, **engine
 
 from __future__ import annotations
 
+if __name__ != "hybridpriv.studies":  # the import guard: one copy of every class
+    raise ImportError(
+        f"import this package as hybridpriv.studies, not {__name__!r}: `studies/` is installed inside "
+        "hybridpriv, and importing it from a checkout by its folder name would load a second copy "
+        "of every class (isinstance checks against hybridpriv.studies would then fail)"
+    )
+
 import ast
 import importlib
 import importlib.util

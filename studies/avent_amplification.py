@@ -14,9 +14,10 @@ is :func:`~hybridpriv.theory.avent.amplified_epsilon` for
   group's epsilon'.
 
 ``epsilon_prime_analytic`` is the exact Gaussian epsilon' for the same delta (Balle & Wang),
-valid beyond epsilon' < 1.  A pure-formula study: ``client``, ``checkpoint`` and ``chunk_size``
-are accepted for the common interface and ignored (there is no Monte Carlo; the tests check
-the sensitivity and the joint noise variance against the estimators directly).
+valid beyond epsilon' < 1.  A pure-formula study with no Monte Carlo: it refuses the engine's
+options (``client``, ``checkpoint``, ``chunk_size``: ``--workers``, ``--resume``, ``--chunk-size``)
+rather than ignore them; the tests check the sensitivity and the joint noise variance against
+the estimators directly.
 """
 
 from __future__ import annotations
@@ -25,45 +26,48 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from matplotlib.figure import Figure
 
-from . import _avent_common as common
+from hybridpriv.theory.avent import amplified_epsilon, kvh_weight, noise_variances
+
+from . import _avent as av
 
 __all__ = ["DELTA", "DESCRIPTION", "EPSILON", "GROUPS", "formula_grid", "plot", "run"]
 
 DESCRIPTION = "Avent et al. Fig. 7: amplified epsilon' of the (1, 1e-7) Gaussian KVH on the salary parameters"
-N, M, SIGMA = common.SALARY["n"], common.SALARY["m"], common.SALARY["sigma"]
+N, M, SIGMA = av.SALARY["n"], av.SALARY["m"], av.SALARY["sigma"]
 EPSILON, DELTA = 1.0, 1e-7
 GROUPS = ("worst", "tcm", "lm", "paper")
 
 
 def formula_grid(cs, fractions, epsilon: float = EPSILON, delta: float = DELTA, analytic: bool = True) -> xr.Dataset:
     """Exact epsilon' over ``group x c x adversarial_fraction`` (one vectorised call per group)."""
-    from hybridpriv.theory.avent import amplified_epsilon, kvh_weight, noise_variances
-
-    c, f = common.axis("c", cs), common.axis("adversarial_fraction", fractions)
-    n = xr.DataArray(float(N))
+    c, f, n = av.axis("c", cs), av.axis("adversarial_fraction", fractions), xr.DataArray(float(N))
     s_T2, s_L2 = noise_variances("gaussian", epsilon, M, n, c, delta=delta, calibration="classic")
     w = kvh_weight(n, c, SIGMA**2, s_T2, s_L2)
-    groups = xr.DataArray(list(GROUPS), dims="group")
-    eps = xr.concat([amplified_epsilon(w, n, c, M, s_T2, s_L2, delta, f, group=g) for g in GROUPS], dim=groups)
-    ds = xr.Dataset({"epsilon_prime": eps.transpose("group", "c", "adversarial_fraction"), "weight": w,
-                     "s_T2": s_T2, "s_L2": s_L2})
+
+    def eps_prime(groups, dim, method="classic"):
+        return xr.concat([amplified_epsilon(w, n, c, M, s_T2, s_L2, delta, f, group=g, method=method) for g in groups],
+                         dim=xr.DataArray(list(groups), dims=dim)).transpose(dim, "c", "adversarial_fraction")
+
+    ds = xr.Dataset({"epsilon_prime": eps_prime(GROUPS, "group"), "weight": w, "s_T2": s_T2, "s_L2": s_L2})
     if analytic:
-        ga = xr.DataArray(list(GROUPS[:3]), dims="group_analytic")
-        ea = xr.concat([amplified_epsilon(w, n, c, M, s_T2, s_L2, delta, f, group=g, method="analytic")
-                        for g in GROUPS[:3]], dim=ga)
-        ds["epsilon_prime_analytic"] = ea.transpose("group_analytic", "c", "adversarial_fraction")
+        ds["epsilon_prime_analytic"] = eps_prime(GROUPS[:3], "group_analytic", "analytic")
     return ds
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
         chunk_size=None) -> xr.Dataset:
-    """The exact epsilon' grid (pure formula: the engine arguments are ignored)."""
+    """The exact epsilon' grid (pure formula: the seed is not used, the engine options are refused)."""
+    given = [o for o, v in (("--workers", client), ("--resume", checkpoint), ("--chunk-size", chunk_size)) if v is not None]
+    if given:
+        raise ValueError(f"avent-amplification is a pure-formula study (no Monte Carlo): {', '.join(given)} "
+                         f"{'does' if len(given) == 1 else 'do'} not apply")
     cs = np.logspace(-3, -1, 21 if quick else 81)
     fractions = np.linspace(0.0, 1.0, 11 if quick else 51)
     # the analytic epsilon' solves one root per cell: a coarser grid keeps it to a second
     ds = formula_grid(cs, fractions, analytic=False)
-    ana = formula_grid(cs[::4] if not quick else cs[::2], fractions[::5] if not quick else fractions[::2])
+    ana = formula_grid(cs[::2] if quick else cs[::4], fractions[::2] if quick else fractions[::5])
     ds["epsilon_prime_analytic"] = ana["epsilon_prime_analytic"].rename(
         c="c_analytic", adversarial_fraction="fraction_analytic")
     ds["epsilon_prime"].attrs["description"] = (
@@ -77,40 +81,24 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from matplotlib.colors import LogNorm
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    c = ds.c.values * 100
-    f = ds.adversarial_fraction.values
+    fig = Figure(figsize=(15, 4.2))
+    axes = fig.subplots(1, 3)
+    c, f = ds.c.values * 100, ds.adversarial_fraction.values
     panels = (("worst", "every user: max(TCM, LM) (= TCM users here)", False),
               ("paper", "Theorem 8.1 as printed (= LM users' epsilon')", True))
     for ax, (g, title, log) in zip(axes, panels):
         z = ds.epsilon_prime.sel(group=g).transpose("adversarial_fraction", "c").values
-        norm = LogNorm(vmin=z.min(), vmax=z.max()) if log else None
-        im = ax.pcolormesh(c, f, z, shading="auto", cmap="viridis", norm=norm)
         levels = np.geomspace(z.min(), z.max(), 6)[1:-1] if log else [0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99]
-        cs = ax.contour(c, f, z, levels=levels, colors="w", linewidths=0.7)
-        ax.clabel(cs, fmt="%.2g", fontsize=7)
-        fig.colorbar(im, ax=ax, label="epsilon'")
-        ax.set_xscale("log")
-        ax.set_xlabel("c (% of users in TCM)")
-        ax.set_ylabel("fraction of LM users adversarial")
+        av.heatmap(fig, ax, c, f, z, levels, log=log, label="epsilon'")
+        ax.set(xscale="log", xlabel="c (% of users in TCM)", ylabel="fraction of LM users adversarial")
         ax.set_title(f"epsilon': {title}", fontsize=9)
     ax = axes[2]
     for k, cv in enumerate((0.001, 0.003, 0.01, 0.1)):
-        st = common._style(k)
         sel = ds.epsilon_prime.sel(c=cv, method="nearest")
         cl = float(sel.c) * 100
-        ax.plot(f, sel.sel(group="worst"), lw=1.6, label=f"c={cl:.2g}%: every user", **st)
-        ax.plot(f, sel.sel(group="paper"), lw=1.0, ls="--", label=f"c={cl:.2g}%: as printed", **st)
-    ax.set_yscale("log")
-    ax.set_xlabel("fraction of LM users adversarial")
-    ax.set_ylabel("epsilon'")
+        ax.plot(f, sel.sel(group="worst"), lw=1.6, label=f"c={cl:.2g}%: every user", **av.style(k))
+        ax.plot(f, sel.sel(group="paper"), lw=1.0, ls="--", label=f"c={cl:.2g}%: as printed", **av.style(k))
+    ax.set(yscale="log", xlabel="fraction of LM users adversarial", ylabel="epsilon'")
     ax.set_title("epsilon' against the coalition size (epsilon = 1)", fontsize=9)
     ax.grid(alpha=0.3, which="both", lw=0.4)
     ax.legend(fontsize=6, ncol=2)
@@ -118,4 +106,3 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
                  f"(epsilon = {ds.attrs.get('epsilon', EPSILON):g})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=80)
-    plt.close(fig)

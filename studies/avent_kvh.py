@@ -16,9 +16,16 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import _avent_common as common
+from hybridpriv.data import BetaSampler
+from hybridpriv.estimators.avent_summary import improvement_summary
+from hybridpriv.evaluate import evaluate_many
+from hybridpriv.tasks import Statistic
+from hybridpriv.theory.avent import (c_crit_laplace, hybrid_mse, kvh_weight, n_crit_laplace, noise_variances,
+                                     pwh_weight, relative_improvement)
 
-__all__ = ["DESCRIPTION", "plot", "run", "formula_grid"]
+from . import _avent as av
+
+__all__ = ["CS", "DESCRIPTION", "EPSILONS", "M", "beta_monte_carlo", "formula_grid", "n_grid", "plot", "run"]
 
 DESCRIPTION = "Avent et al. Fig. 1: R(KVH) on Beta data over n, c, epsilon (exact + Monte Carlo)"
 CS = (0.005, 0.05)
@@ -27,79 +34,70 @@ M = 1.0
 
 
 def n_grid(quick: bool) -> np.ndarray:
-    """Log-spaced n in [1e3, 1e5] (whole numbers; 1e3, 1e4 and 1e5 included)."""
-    per_decade = 40  # the formulas are cheap: the same fine grid at every scale
-    return np.unique(np.round(np.logspace(3, 5, 2 * per_decade + 1)))
+    """Log-spaced n in [1e3, 1e5], 40 per decade at every scale (the formulas are cheap)."""
+    return np.unique(np.round(np.logspace(3, 5, 81)))
 
 
-def formula_grid(ns, cs=CS, epsilons=EPSILONS, betas=common.BETAS, weight: str = "kvh") -> xr.Dataset:
-    """Exact MSEs, weight, R and r over ``distribution x n x c x epsilon`` (one vectorised call each).
+def formula_grid(ns, cs=CS, epsilons=EPSILONS, betas=av.BETAS, weight: str = "kvh") -> xr.Dataset:
+    """Exact MSE, weight, R and r over ``distribution x n x c x epsilon`` (one vectorised call each).
 
     ``weight``: ``"kvh"`` (Definition 4.1), ``"pwh"`` (Definition 5.3) or ``"naive"`` (``w = c``).
     """
-    from hybridpriv.theory.avent import (
-        c_crit_laplace,
-        hybrid_mse,
-        kvh_weight,
-        n_crit_laplace,
-        noise_variances,
-        pwh_weight,
-        relative_improvement,
-    )
-
-    dist = xr.DataArray([b[0] for b in betas], dims="distribution")
-    sigma2 = xr.DataArray([common.beta_variance(a, b) for _, a, b in betas], dims="distribution",
-                          coords={"distribution": dist})
-    n, c, eps = common.axis("n", ns), common.axis("c", cs), common.axis("epsilon", epsilons)
+    names = [b[0] for b in betas]
+    sigma2 = xr.DataArray([av.beta_variance(a, b) for _, a, b in betas], dims="distribution",
+                          coords={"distribution": names})
+    n, c, eps = av.axis("n", ns), av.axis("c", cs), av.axis("epsilon", epsilons)
     s_T2, s_L2 = noise_variances("laplace", eps, M, n, c)
-    if weight == "kvh":
-        w = kvh_weight(n, c, sigma2, s_T2, s_L2)
-    elif weight == "pwh":  # the PWH weight does not depend on the data: broadcast it over the distributions
-        w = pwh_weight(n, c, s_T2, s_L2).broadcast_like(sigma2)
-    elif weight == "naive":  # w = c (Section 5: "weight ... based purely on the group size")
-        w = (c + 0 * s_T2).broadcast_like(sigma2)
-    else:
+    weights = {"kvh": lambda: kvh_weight(n, c, sigma2, s_T2, s_L2),
+               "pwh": lambda: pwh_weight(n, c, s_T2, s_L2).broadcast_like(sigma2),  # data-free weight
+               "naive": lambda: (c + 0 * s_T2).broadcast_like(sigma2)}  # w = c (Section 5)
+    if weight not in weights:
         raise ValueError(f"weight must be 'kvh', 'pwh' or 'naive', got {weight!r}")
+    w = weights[weight]()
     mse = hybrid_mse(w, n, c, sigma2, sigma2, s_T2, s_L2)
     R, r = relative_improvement(mse, n, c, sigma2, sigma2, s_T2, s_L2)
     order = ("distribution", "n", "c", "epsilon")
-    ds = xr.Dataset({
-        "R": R.transpose(*order),
-        "r": r.transpose(*order),
-        "weight": w.transpose(*order),
-        "mse": mse.transpose(*order),
-        "sigma2": sigma2,
-        "c_crit": c_crit_laplace(eps, M, sigma2).transpose("distribution", "epsilon"),
-        "n_crit": n_crit_laplace(c, eps, M, sigma2).transpose("distribution", "c", "epsilon"),
-    })
-    return ds
+    return xr.Dataset({"R": R.transpose(*order), "r": r.transpose(*order), "weight": w.transpose(*order),
+                       "mse": mse.transpose(*order), "sigma2": sigma2,
+                       "c_crit": c_crit_laplace(eps, M, sigma2).transpose("distribution", "epsilon"),
+                       "n_crit": n_crit_laplace(c, eps, M, sigma2).transpose("distribution", "c", "epsilon")})
+
+
+def beta_monte_carlo(n_mc, weight: str, draws: int, seed: int, progress: bool, engine: dict) -> xr.Dataset:
+    """``TCMOnly``, ``FullLM`` and ``Hybrid(weight)`` on the Beta grid at ``n_mc`` (one engine run):
+    Monte Carlo MSEs, ``R``, ``r`` with standard errors, and the exact values there (``*_theory_mc``)."""
+    def runs():
+        for name, a, b in av.BETAS:
+            hybrid = {weight: {"weight": weight, **({"sigma2": av.beta_variance(a, b)} if weight == "kvh" else {})}}
+            for n in n_mc:
+                for c in CS:
+                    for eps in EPSILONS:
+                        groups, ests = av.candidates(*av.group_sizes(n, c), eps, M, hybrid)
+                        src = av.source(groups, M, [BetaSampler(a, b, M)] * 2, [M * a / (a + b)] * 2, draws)
+                        yield {"distribution": name, "n_mc": n, "c": c, "epsilon": eps}, ests, src
+
+    dims = {"distribution": [b[0] for b in av.BETAS], "n_mc": list(n_mc), "c": list(CS), "epsilon": list(EPSILONS)}
+    ev = evaluate_many(runs(), dims, task=Statistic(target="sample"), seed=seed, progress=progress, **engine)
+    mc = improvement_summary(ev, [weight], squeeze=True)
+    exact = formula_grid(list(n_mc), weight=weight).rename(n="n_mc")
+    return mc.assign(R_theory_mc=exact["R"], r_theory_mc=exact["r"], mse_theory_mc=exact["mse"])
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
         chunk_size=None) -> xr.Dataset:
     """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (engine: ``client``, ``checkpoint``, ``chunk_size``)."""
     ns = n_grid(quick)
-    ds = formula_grid(ns)
-    n_mc = (1000,) if quick else (1000, 10000)
-    draws = 400 if quick else 1500
-    mc = common.beta_mc(n_mc, CS, EPSILONS, common.BETAS, M, {"kvh": {"weight": "kvh"}}, draws,
-                        common.child_seeds(seed, 1)[0], progress,
-                        {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size})
-    at_mc = formula_grid(list(n_mc)).rename(n="n_mc")
-    mc["R_theory_mc"] = at_mc["R"]
-    mc["mse_theory_mc"] = at_mc["mse"]
-    ds = ds.merge(mc)
+    n_mc, draws = ((1000,), 400) if quick else ((1000, 10000), 1500)
+    mc = beta_monte_carlo(n_mc, "kvh", draws, seed, progress,
+                          {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size})
+    ds = formula_grid(ns).merge(mc)
     ds["R"].attrs["description"] = "R(KVH) = min(MSE_TCM-only, MSE_Full-LM) / MSE_KVH, exact (Theorem 4.3)"
-    ds.attrs.update({
-        "noise": "laplace",
-        "m": M,
-        "draws": draws,
-        "config": {"quick": bool(quick), "n_points": len(ns), "n_mc": list(n_mc), "draws": draws},
-    })
+    ds.attrs.update({"noise": "laplace", "m": M, "draws": draws,
+                     "config": {"quick": bool(quick), "n_points": len(ns), "n_mc": list(n_mc), "draws": draws}})
     return ds
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    common.plot_beta_curves(ds, path, [("R", "R(KVH)")],
-                            "Avent et al. Fig. 1: R(KVH), Laplace, m = 1 (lines: exact; points: Monte Carlo, 95% CI; "
-                            "dotted: n_crit)")
+    av.plot_beta_curves(ds, path, [("R", "R(KVH)")],
+                        "Avent et al. Fig. 1: R(KVH), Laplace, m = 1 (lines: exact; points: Monte Carlo, 95% CI; "
+                        "dotted: n_crit)")

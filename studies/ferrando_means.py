@@ -102,12 +102,10 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) ->
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), sharey=True)
+    fig = Figure(figsize=(15, 3.8))
+    axes = fig.subplots(1, 4, sharey=True)
     n = ds.n.values
     for ax, lab in zip(axes, LABELS[1:5]):
         extra = (("pdp-opt-expected", "tab:green"),) if lab == "pdp-opt" else ()
@@ -128,4 +126,3 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
     fig.suptitle(f"Weighted vs PDP Sample mean ({int(ds.attrs['trials'])} trials; dotted: 95% CI, dashed: closed form)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)

@@ -65,12 +65,10 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) ->
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, ds.sizes["scenario"], figsize=(11, 4))
+    fig = Figure(figsize=(11, 4))
+    axes = fig.subplots(1, ds.sizes["scenario"])
     for ax, s in zip(np.atleast_1d(axes), ds.scenario.values):
         d = ds.sel(scenario=s)
         for est, color in (("weighted-median", "tab:blue"), ("pe-median", "tab:red")):
@@ -84,4 +82,3 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
     fig.suptitle(f"Weighted vs PE median, n={int(ds.attrs['n'])}, {int(ds.attrs['trials'])} trials (band: 95% CI)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)

@@ -11,14 +11,13 @@ counts, so the study uses the documented Zipf-like vector of the ``favorite-site
 from __future__ import annotations
 
 import math
-import zlib
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
-from hybridpriv.spec import builtin_example_path, load_spec
-from hybridpriv.useritem import decide_k, plot_k, posterior_risks
+from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
+from hybridpriv.evaluate import evaluate
+from hybridpriv.select import decide
 
 __all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
 
@@ -32,64 +31,56 @@ CHAINS = 2
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.useritem.posterior_risks`.
+    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.evaluate.evaluate`.
 
-    With a ``checkpoint`` the sampled row-sum posterior (``h`` and its summaries) is kept in the
-    resume folder (``stages/row-sums.nc``) once sampled, and read back on resume instead of
-    sampling PyMC's chain again; the scored matrices are kept chunk by chunk.
+    With a ``checkpoint`` the sampled row sums (``h`` and its summaries) are kept in the resume
+    folder (``stages/row-sums.nc``) and read back on resume instead of sampling again; the scored
+    matrices are kept chunk by chunk.
     """
-    from hybridpriv.models import UserItemModel
+    from hybridpriv.models import UserItemModel, UserItemPosterior
+    from hybridpriv.spec import builtin_example_path, load_spec
 
     scale = "full" if full else ("quick" if quick else "default")
-    draws = SCALES[scale]
-    spec = load_spec(builtin_example_path("favorite-sites"))
-    model = UserItemModel(spec.column_sums, 2000)
-    per_chain = math.ceil(draws / CHAINS)
-    # the row-sum chain: sum(c) single-item moves between kept draws at the large scales
-    # (25 sum(c) at the small ones, where the row-sum level should be close to independent)
+    per_chain = math.ceil(SCALES[scale] / CHAINS)
+    model = UserItemModel(load_spec(builtin_example_path("favorite-sites")).column_sums, 2000)
+    # the row-sum chain: sum(c) single-item moves between kept draws at the full scale (25 sum(c)
+    # at the others, where the row-sum level should be close to independent)
     moves = model.total if scale == "full" else 25 * model.total
-    settings = {"column_sums_crc32": zlib.crc32(np.asarray(model.column_sums, dtype=np.int64).tobytes()),
-                "n": 2000, "draws_per_chain": per_chain, "tune": 200, "chains": CHAINS, "seed": int(seed),
-                "moves": moves}
+    fit = {"draws": per_chain, "tune": 200, "chains": CHAINS, "seed": int(seed), "moves": moves}
 
     def sample() -> xr.Dataset:
-        idata = model.sample(draws=per_chain, tune=200, chains=CHAINS, seed=seed, cores=CHAINS, moves=moves)
-        return idata["posterior"].to_dataset()[["h", "share_one_item", "max_items"]]
+        posterior = model.fit(**fit, cores=CHAINS, on_unconverged="ignore")
+        return posterior.idata["posterior"].to_dataset()[["h", "share_one_item", "max_items"]]
 
     checkpoint = engine.get("checkpoint")
-    # with a resume folder the sampled row-sum levels are kept in it and read back on resume
-    post = sample() if checkpoint is None else checkpoint.dataset("row-sums", settings, sample)
-    risk = posterior_risks(model, {"posterior": post}, KS, EPSILON, "squared", seed=seed, progress=progress,
-                           **engine)
-    dec = decide_k(risk)
-    ds = xr.Dataset(
-        {
-            "mse": dec["expected_loss"],
-            "mse_mcse": dec["mcse"],
-            "mse_low": dec["risk_low"],
-            "mse_high": dec["risk_high"],
-            "p_best": dec["p_best"],
-            "mse_by_matrix": risk,
-        }
-    )
+    rows = sample() if checkpoint is None else checkpoint.dataset("row-sums", {**fit, "model": model.describe_params()},
+                                                                  sample)
+    posterior = UserItemPosterior(model, {"posterior": rows}, seed)
+    posterior.check_convergence("warn")
+    ev = evaluate({k: ContributionBoundedCounts(k, EPSILON) for k in KS}, posterior, ItemCounts("squared"), dim="k",
+                  seed=seed, progress=progress, **engine)
+    dec = decide(ev, dim="k")
+    ds = xr.Dataset({"mse": dec["expected_loss"], "mse_mcse": dec["mcse"], "mse_low": dec["risk_low"],
+                     "mse_high": dec["risk_high"], "p_best": dec["p_best"], "mse_by_matrix": ev["risk"]})
+    ds = ds.drop_vars([c for c in ("label", "mechanism", "params", "exact", "privacy") if c in ds.coords])
     for name in ("share_one_item", "max_items"):
-        ds[f"posterior_{name}"] = post[name]
+        ds[f"posterior_{name}"] = rows[name]
     ds["mse"].attrs["description"] = "posterior expected total squared error over items (exact conditional risk)"
     ds.attrs.update({
         "recommended_k": int(dec.attrs["recommended"]), "scale": scale, "matrices": CHAINS * per_chain,
         "epsilon": EPSILON, "n": 2000, "m": model.m, "row_sum_moves_per_draw": moves,
-        "trades_per_matrix": model.trades_per_row * 2000,
+        "trades_per_matrix": model.trades_per_row * 2000, "row_sum_max_rhat": posterior.max_rhat,
         "config": {"scale": scale, "draws": CHAINS * per_chain, "k": KS, "epsilon": EPSILON},
     })
     return ds
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    dec = xr.Dataset({"expected_loss": ds.mse, "mcse": ds.mse_mcse, "risk_low": ds.mse_low,
-                      "risk_high": ds.mse_high, "p_best": ds.p_best})
-    dec.attrs.update({"recommended": int(ds.attrs["recommended_k"]), "loss": "squared"})
-    plot_k(dec, path, title=f"Error against k: {int(ds.attrs['matrices']):,} matrices, n=2000, m=100, "
-                            f"eps={ds.attrs['epsilon']:g}")
+    from hybridpriv.report import plot_decision, save_figure
 
-
-
+    dec = xr.Dataset({"expected_loss": ds.mse, "mcse": ds.mse_mcse, "risk_low": ds.mse_low, "risk_high": ds.mse_high,
+                      "p_best": ds.p_best},
+                     attrs={"candidate_dim": "k", "recommended": int(ds.attrs["recommended_k"]),
+                            "loss": "total squared error over items"})
+    save_figure(plot_decision(dec, title=f"{int(ds.attrs['matrices']):,} matrices, n=2000, m=100, "
+                                         f"eps={ds.attrs['epsilon']:g} (numbers: P(best k))"), path)

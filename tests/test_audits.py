@@ -8,11 +8,16 @@ and must pass.  Broken variants (built here, the library is not touched) must be
 * Laplace and Gaussian noise for half the sensitivity, and contribution-bounded counts with
   sensitivity 1 instead of ``k``;
 * ``WeightedMean`` whose strictest group's noise is calibrated to the loosest group's
-  epsilon (the promise ``epsilon_i`` is broken for that group);
+  epsilon (the promise ``epsilon_i`` is broken for that group); the hybrid whose curator's noise on
+  the TCM mean, and ``LMOnly`` whose LM users' local noise, is calibrated to the other group's
+  epsilon;
 * ``PDPSample`` whose keep-probabilities swap ``epsilon_i`` and the threshold ``t``
   (``(e^t - 1)/(e^epsilon_i - 1)``, clipped at 1: every record is kept) while still
   promising ``min(epsilon_i, t)``;
-* the exponential mechanism and Smith's quantile without the factor 2 in the exponent.
+* the exponential mechanism and Smith's quantile without the factor 2 in the exponent;
+* ``HybridKMeans`` released at twice the epsilon it declares (each unit audited), and randomized
+  response at twice its claim;
+* Wang et al.'s ``Algorithm1`` released at twice the epsilon it declares.
 
 ``CORRECT`` and ``BROKEN`` are registries (name -> ``run(seed)`` returning reports by group);
 ``benchmarks/audit_rates.py`` imports them to measure the false-alarm and detection rates at
@@ -30,7 +35,8 @@ import pytest
 
 import hybridpriv.estimators as estimators_module
 from hybridpriv import mechanisms as M
-from hybridpriv.estimators.wang import HybridMEstimator, representation_counts, representation_weights
+from hybridpriv.estimators.wang import (Algorithm1, Algorithm2, HybridDesign, HybridMEstimator, LeiHistogram,
+                                        PublicOnly, representation_counts, representation_weights)
 from hybridpriv.estimators import (
     ContributionBoundedCounts,
     Estimator,
@@ -47,6 +53,8 @@ from hybridpriv.estimators import (
     WeightedMean,
     WeightedMedian,
 )
+from hybridpriv.estimators.base import Mechanism
+from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from hybridpriv.privacy import Bounds, Group
 from hybridpriv.testing import AuditReport, audit, audit_estimator
 
@@ -147,7 +155,7 @@ def _cbc_run(k: int, epsilon: float, broken: bool) -> Run:
     def mech(d, rng, size):
         if broken:  # sensitivity 1 instead of k
             return M.laplace(cbc.bounded_counts(d, rng, size), 1.0 / epsilon, rng)
-        return cbc.estimate(d, rng, size)
+        return cbc.release(d, rng, size)
 
     base_counts = base.sum(axis=0)[items]
 
@@ -220,6 +228,14 @@ class TCMNoiseAtLMEpsilon(Hybrid):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._scale_T = self.tcm_sensitivity / self.groups[1].epsilon
+
+
+class LMNoiseAtTCMEpsilon(LMOnly):
+    """Broken: every LM user's local noise is calibrated to the TCM group's epsilon (their local promise)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._scale_L = self.local_sensitivity / self.groups[0].epsilon
 
 
 class SwappedKeepProbabilities(PDPSample):
@@ -296,6 +312,12 @@ for _label, _eps in SETTINGS.items():
         "strict",
     )
 
+# the local promise: a mean of 10 reports dilutes one report's leak, so only the wide setting (0.5 vs 4) is in reach
+BROKEN["LMOnly, the strict LM users' local noise at the loose TCM group's epsilon, eps=(0.5, 4)"] = (
+    _estimator_run(lambda g: LMNoiseAtTCMEpsilon(g[1::-1], BOUNDS), SETTINGS["eps=(0.5, 4)"], ZEROS2),
+    "strict",
+)
+
 
 # Wang et al.: the representation weights (Proposition 1, sensitivity 2 under replace-one) and Algorithm 1.
 _RW_PUBLIC = np.array([[0.0], [1.0]])
@@ -334,6 +356,118 @@ for _eps in (0.5, 2.0):
         COVERS[f"HybridMEstimator {_c} eps={_eps:g}"] = "HybridMEstimator"
 
 
+# Wang et al. as mechanisms on a HybridDesign (replace one private record, audited at each mechanism's
+# declaration of the "private" unit): one column in [0, 1], three private records at 0, the first
+# moved to 1 (public points 0 and 1: the counts go from (3, 0) to (2, 1)).  Algorithm 2 with a proven
+# selection step: a criterion that sums one term in [0, 1] per private record (sensitivity 1).
+_W_PUBLIC = np.array([[0.0], [1.0]])
+_W_PAIR = (HybridDesign(np.zeros((3, 1)), _W_PUBLIC), HybridDesign(np.array([[1.0], [0.0], [0.0]]), _W_PUBLIC))
+_W_PUBLIC3 = np.array([[0.0], [0.5], [1.0]])
+_W_PAIR3 = (HybridDesign(np.zeros((4, 1)), _W_PUBLIC3), HybridDesign(np.array([[1.0], [0.0], [0.0], [0.0]]), _W_PUBLIC3))
+
+
+def _bounded_criterion(thetas, private):  # each record adds min(1, |x - theta|): sensitivity 1 under replace-one
+    return np.minimum(1.0, np.abs(private[None, :, 0] - thetas[:, None, 0])).sum(axis=1)
+
+
+def _wang_run(mech: Mechanism, pair) -> Run:
+    g = mech.privacy["private"]
+    return lambda seed: {"private": audit(lambda d, rng, size: mech.release(d, rng, size), pair, g.epsilon, g.delta,
+                                          samples=SAMPLES, confidence=CONFIDENCE, seed=seed,
+                                          statistic=lambda out: out[:, 0])}
+
+
+for _eps in (0.5, 2.0):
+    for _name, _mech, _pair in (
+        ("Algorithm1", Algorithm1("mean", _eps), _W_PAIR),
+        ("Algorithm2", Algorithm2("mean", (0.4 * _eps, 0.2 * _eps, 0.4 * _eps), [1, 2, 3], criterion=_bounded_criterion,
+                                  criterion_sensitivity=1.0), _W_PAIR3),
+        ("LeiHistogram", LeiHistogram("mean", _eps, 2, lower=0.0, upper=1.0), _W_PAIR),
+    ):
+        CORRECT[f"{_name} eps={_eps:g}"] = _wang_run(_mech, _pair)
+        COVERS[f"{_name} eps={_eps:g}"] = _name
+CORRECT["PublicOnly (private records never read: epsilon 0)"] = _wang_run(PublicOnly("mean"), _W_PAIR)
+COVERS["PublicOnly (private records never read: epsilon 0)"] = "PublicOnly"
+
+
+def _wang_broken(declared: Mechanism, released: Mechanism, pair) -> Run:
+    g = declared.privacy["private"]
+    return lambda seed: {"private": audit(lambda d, rng, size: released.release(d, rng, size), pair, g.epsilon, g.delta,
+                                          samples=SAMPLES, confidence=CONFIDENCE, seed=seed,
+                                          statistic=lambda out: out[:, 0])}
+
+
+BROKEN["Algorithm1 released at twice the declared epsilon, eps=1"] = (
+    _wang_broken(Algorithm1("mean", 1.0), Algorithm1("mean", 2.0), _W_PAIR), "private")
+
+
+# ---------------------------------------------------------------------------------------
+# K-means (Avent et al., Appendix E) and its randomized response (line 7)
+# ---------------------------------------------------------------------------------------
+# One dimension in [0, 1], K = 2 centres starting at 0.25 and 0.75, tau = 1 (one round of
+# randomized response).  Honest neighbours per declared relation: add/remove-one adds a user of
+# the unit at 1 (alone in cluster 1) beside one at 0; replace-one moves the unit's only user from
+# 0 to 1 (from cluster 0 to cluster 1).  Each unit is audited at the promise the mechanism
+# declares for it (read from ``privacy``, not restated here).
+_KM_BOUNDS = (0.0, 1.0)
+
+
+def _km_cloud(points: list[float], unit: str) -> PointCloud:
+    return PointCloud(np.array(points)[:, None], np.full(len(points), unit == "tcm"), _KM_BOUNDS, [[0.25], [0.75]])
+
+
+def _km_added(out):  # add/remove: where the added user's cluster centre went
+    return out[:, 1, 0]
+
+
+def _km_moved(out):  # replace: which centre the user's report moved (the RR label) and where (the noisy report)
+    return np.where(out[:, 1, 0] != 0.75, 1.0 + out[:, 1, 0], out[:, 0, 0])
+
+
+def _kmeans_run(make: Callable[[float], Mechanism], epsilon: float, released_at: float | None = None) -> Run:
+    """Audit every unit of ``make(epsilon)``'s declaration; ``released_at``: release with ``make(released_at)`` (broken)."""
+    declared = make(epsilon)
+    released = make(epsilon if released_at is None else released_at)
+
+    def run(seed):
+        out = {}
+        for i, (unit, g) in enumerate(declared.privacy.items()):
+            add = g.relation == "add-remove"
+            pair = (_km_cloud([0.0], unit), _km_cloud([0.0, 1.0] if add else [1.0], unit))
+            out[unit] = audit(lambda d, rng, size: released.release(d, rng, size), pair, g.epsilon, g.delta,
+                              samples=SAMPLES, confidence=CONFIDENCE, seed=np.random.SeedSequence([seed, i]),
+                              statistic=_km_added if add else _km_moved)
+        return out
+
+    return run
+
+
+def _rr_run(epsilon: float, used: float) -> Run:
+    def mech(label, rng, size):  # K = 4 labels, one report each; 2 and 0 differ in every cell
+        return M.randomized_response(np.full(size, label), 4, used, rng)
+
+    return lambda seed: _one(audit(mech, (0, 2), epsilon, samples=SAMPLES, confidence=CONFIDENCE, seed=seed))
+
+
+_KMEANS_CASES: dict[str, Callable[[float], Mechanism]] = {
+    "TCMKMeans": lambda eps: TCMKMeans(2, eps, 1, _KM_BOUNDS, d=1),
+    "LMKMeans": lambda eps: LMKMeans(2, eps, 1, _KM_BOUNDS, d=1),
+    "LMKMeans debiased": lambda eps: LMKMeans(2, eps, 1, _KM_BOUNDS, d=1, debias=True),
+    "HybridKMeans": lambda eps: HybridKMeans(2, eps, 1, _KM_BOUNDS, d=1),
+    "HybridKMeans printed, debiased": lambda eps: HybridKMeans(2, eps, 1, _KM_BOUNDS, d=1, pwh_noise="printed", debias=True),
+}
+for _eps in (1.0, 4.0):
+    for _name, _make in _KMEANS_CASES.items():
+        CORRECT[f"{_name} eps={_eps:g}"] = _kmeans_run(_make, _eps)
+        COVERS[f"{_name} eps={_eps:g}"] = _name.split()[0]
+    CORRECT[f"randomized_response k=4 eps={_eps:g}"] = _rr_run(_eps, _eps)
+    COVERS[f"randomized_response k=4 eps={_eps:g}"] = "randomized_response"
+    BROKEN[f"randomized_response at twice the claimed epsilon, eps={_eps:g}"] = (_rr_run(_eps, 2 * _eps), "mechanism")
+for _unit in ("tcm", "lm"):
+    BROKEN[f"HybridKMeans released at twice the declared epsilon, {_unit} users, eps=1"] = (
+        _kmeans_run(_KMEANS_CASES["HybridKMeans"], 1.0, released_at=2.0), _unit)
+
+
 # ---------------------------------------------------------------------------------------
 # tests
 # ---------------------------------------------------------------------------------------
@@ -367,12 +501,18 @@ def test_estimator_audits_cover_every_group_with_a_finite_promise():
 
 def _dp_claiming_names() -> set[str]:
     """Every class exported by hybridpriv.estimators that declares a guarantee, plus the noise mechanisms."""
-    names = {"laplace", "gaussian", "exponential_mechanism", "smith_quantile"}
+    names = {"laplace", "gaussian", "exponential_mechanism", "smith_quantile", "randomized_response"}
     for name in estimators_module.__all__:
         obj = getattr(estimators_module, name)
         if inspect.isclass(obj) and not inspect.isabstract(obj):
             init_code = getattr(obj.__init__, "__code__", None)
-            if issubclass(obj, Estimator) or (init_code is not None and "guarantee" in init_code.co_names):
+            # K-means: a mechanism with an epsilon parameter promises something (LloydKMeans, without one, does not)
+            kmeans = issubclass(obj, Mechanism) and obj.__module__.startswith("hybridpriv.estimators.kmeans")
+            takes_epsilon = kmeans and "epsilon" in inspect.signature(obj).parameters
+            # Wang et al.: the mechanisms with a budget (epsilon or epsilons) promise the private records something
+            wang = issubclass(obj, Mechanism) and obj.__module__.startswith("hybridpriv.estimators.wang")
+            takes_epsilon |= wang and bool({"epsilon", "epsilons"} & set(inspect.signature(obj).parameters))
+            if issubclass(obj, Estimator) or takes_epsilon or (init_code is not None and "guarantee" in init_code.co_names):
                 names.add(name)
     return names
 
@@ -385,3 +525,7 @@ def test_every_dp_claiming_built_in_is_audited_at_two_settings():
     missing = sorted(claiming - set(covered))
     assert not missing, f"add audits to tests/test_audits.py for: {missing}"
     assert all(covered[name] >= 2 for name in claiming), {n: covered[n] for n in claiming}
+
+
+def test_the_coverage_test_sees_the_wang_mechanisms_with_a_budget():
+    assert {"Algorithm1", "Algorithm2", "LeiHistogram", "HybridMEstimator"} <= _dp_claiming_names()

@@ -39,7 +39,7 @@ epsilon = 0.5
     [
         ("epsilon = 0.5", "epsilon = -2", "epsilon must be > 0, got -2"),
         ("epsilon = 0.5", "epsilon = nan", "epsilon must be > 0, got nan"),
-        ("size = 50", "size = 0", "size must be >= 1"),
+        ("size = 50", "size = 0", "groups[1].size must be an integer >= 1, got 0"),
         ("bounds = [0, 10]", "bounds = [5, 5]", "lower < upper, got [5, 5]"),
         ("epsilon = 0.5", 'epsilon = 0.5\n[evaluation]\nestimators = ["magic"]', "unknown estimator 'magic'"),
     ],
@@ -85,17 +85,20 @@ def test_select_builtin_example_writes_results(tmp_path, capsys):
     code, out, err = _run(capsys, "select", "--out", str(tmp_path), "--draws", "40", "--trials", "5", "--seed", "1")
     assert code == 0, err
     assert "recommended:" in out and "weighted" in out
-    ds = xr.open_dataset(tmp_path / "selection.nc")
+    tree = xr.open_datatree(tmp_path / "selection.nc")
+    ds, ev = tree["decision"].to_dataset(), tree["evaluation"].to_dataset()
     assert set(ds.estimator.values) >= {"weighted", "pdp-opt", "public-mean"}
-    assert ds.attrs["recommended"] in ds.estimator.values
-    assert ds["loss"].dims == ("estimator", "chain", "draw", "trial")
+    assert tree.attrs["recommended"] in ds.estimator.values
+    assert ev["loss"].dims == ("estimator", "chain", "draw", "trial")
     assert np.isfinite(ds["expected_loss"]).all()
+    assert {"mu", "sigma"} <= set(tree["posterior"].data_vars)
     assert (tmp_path / "selection.png").stat().st_size > 10_000
     # the same seed gives the same numbers (model fit, simulated datasets and noise)
     code, _, err = _run(capsys, "select", "--out", str(tmp_path / "again"), "--draws", "40", "--trials", "5", "--seed", "1")
     assert code == 0, err
-    again = xr.open_dataset(tmp_path / "again" / "selection.nc")
-    xr.testing.assert_identical(ds.drop_attrs(), again.drop_attrs())
+    again = xr.open_datatree(tmp_path / "again" / "selection.nc")
+    for group in ("posterior", "evaluation", "decision"):
+        xr.testing.assert_identical(tree[group].to_dataset().drop_attrs(), again[group].to_dataset().drop_attrs())
 
 
 def test_select_refuses_an_estimator_of_another_statistic(tmp_path, capsys):
@@ -136,26 +139,33 @@ def test_contradictory_knowledge_is_refused(tmp_path, capsys):
 
 
 def test_select_user_item_example_writes_a_decision_over_k_with_the_same_numbers_on_two_workers(tmp_path, capsys):
-    code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path), "--draws", "40")
+    code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path), "--draws", "100")
     assert code == 0, err
-    ds = xr.load_dataset(tmp_path / "selection.nc")
+    tree = xr.open_datatree(tmp_path / "selection.nc")
+    assert {"posterior", "evaluation", "decision"} <= set(tree.children)
+    ds = tree["decision"].to_dataset()
+    ev = tree["evaluation"].to_dataset()
     assert list(ds.k.values) == list(range(1, 31))
-    assert ds["expected_loss"].dims == ("k",) and ds["risk_by_matrix"].dims == ("k", "chain", "draw")
-    assert int(ds.attrs["recommended"]) == int(ds.k[int(ds.expected_loss.argmin("k"))].item())
+    assert ds["expected_loss"].dims == ("k",) and ev["risk"].dims == ("k", "chain", "draw")
+    assert int(tree.attrs["recommended"]) == int(ds.k[int(ds.expected_loss.argmin("k"))].item())
+    assert ds["recommended"].dtype.kind == "i" and f"recommended: k = {int(tree.attrs['recommended'])} " in out
+    assert bool(ev.exact.all()) and ev.attrs["task"] == "ItemCounts(loss='squared')"
+    post = tree["posterior"].to_dataset()  # as PyMC wrote it: the row-sum draws
+    assert "h" in post and post.sizes["draw"] == 50
     assert float(ds.p_best.sum()) == pytest.approx(1.0)
-    assert "recommended: k = " in out
     assert (tmp_path / "selection.png").stat().st_size > 10_000
-    assert ds.attrs["dask"] == "none"
+    assert tree.attrs["dask"] == "none" and "matrix_chain_rhat" in tree.attrs
     # the matrices scored on a local cluster of 2 worker processes: the same numbers
     pytest.importorskip("distributed")
     code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path / "two"), "--draws",
-                          "40", "--workers", "2")
+                          "100", "--workers", "2")
     assert code == 0, err
     assert "dask: local 2 workers" in out
-    two = xr.load_dataset(tmp_path / "two" / "selection.nc")
+    two = xr.open_datatree(tmp_path / "two" / "selection.nc")
     assert two.attrs["dask"] == "local 2 workers"
-    xr.testing.assert_identical(ds.drop_attrs(), two.drop_attrs())
-    assert two.attrs["recommended"] == ds.attrs["recommended"]
+    for group in ("posterior", "evaluation", "decision"):
+        xr.testing.assert_identical(tree[group].to_dataset().drop_attrs(), two[group].to_dataset().drop_attrs())
+    assert two.attrs["recommended"] == tree.attrs["recommended"]
 
 
 @pytest.mark.parametrize(
@@ -163,14 +173,37 @@ def test_select_user_item_example_writes_a_decision_over_k_with_the_same_numbers
     [
         ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 3\nepsilon = 1.0\nk = [1, 3]\n',
          "n = 3 is infeasible: an item has column sum 4 > n"),
-        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 0\n', "epsilon must be a finite number > 0, got 0"),
+        ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 0\n', "epsilon must be > 0, got 0"),
         ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 1\nk = [0, 3]\n', "1 <= low <= high"),
         ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 1\nk = [1, 5]\n', "k must be <= m = 4"),
         ('kind = "user-item"\ncolumn_sums = [4, -2, 2, 1]\nepsilon = 1\n', "column_sums[1] must be a whole number >= 0, got -2"),
         ('kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nepsilon = 1\nk = [1, 3]\nn = [10, 20]\n', "n bounds (10, 20) are infeasible"),
-        ('kind = "movies"\n', "kind must be 'grouped' or 'user-item', got 'movies'"),
+        ('kind = "movies"\n', "kind must be one of ['grouped', 'user-item'], got 'movies'"),
     ],
 )
 def test_bad_user_item_specs(tmp_path, capsys, body, needle):
     code, _, err = _run(capsys, "select", _bad_spec(tmp_path, body), "--out", str(tmp_path))
     assert code == 2 and err.count("\n") == 1 and needle in err, err
+
+
+def test_select_resumes_from_its_chunks_and_refuses_a_changed_candidate_parameter(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(GOOD + '\n[evaluation]\nestimators = ["weighted", "pdp-opt"]\n')
+    args = ["select", str(spec), "--draws", "8", "--trials", "2", "--seed", "3", "--chunk-size", "2"]
+    code, _, err = _run(capsys, *args, "--out", str(tmp_path / "a"), "--resume", str(tmp_path / "ck"))
+    assert code == 0, err
+    chunks = sorted((tmp_path / "ck").rglob("*.npz"))
+    assert len(chunks) >= 4
+    # the resumed run reads the chunks back (and gives the numbers of a run without --resume)
+    code, _, err = _run(capsys, *args, "--out", str(tmp_path / "b"), "--resume", str(tmp_path / "ck"))
+    assert code == 0, err
+    code, _, err = _run(capsys, *args, "--out", str(tmp_path / "c"))
+    assert code == 0, err
+    a, b, c = (xr.open_datatree(tmp_path / d / "selection.nc")["evaluation"].to_dataset().drop_attrs() for d in "abc")
+    xr.testing.assert_identical(a, b)
+    xr.testing.assert_identical(a, c)
+    # a candidate parameter changed in the SPEC (the relation every estimator is sized for): refused, named
+    spec.write_text(spec.read_text().replace("bounds = [0, 10]", 'bounds = [0, 10]\nrelation = "replace"'))
+    code, _, err = _run(capsys, *args, "--out", str(tmp_path / "d"), "--resume", str(tmp_path / "ck"))
+    assert code == 2
+    assert err.startswith("error:") and "relation" in err and "add-remove" in err and "replace" in err, err

@@ -69,31 +69,6 @@ def test_chunk_sizes_give_every_task_the_same_work_between_100_ms_and_a_second()
     assert chunk_sizes_for([2**-10, 2**-8, 2**-12], [1024, 1024, 4096]) == [192, 48, 768]
 
 
-def test_stats_count_tasks_bytes_and_time_inside_tasks_and_the_numbers_are_unchanged(client):
-    from hybridpriv.models import UserItemModel
-    from hybridpriv.useritem import posterior_risks
-
-    model = UserItemModel([30, 18, 12, 9, 7, 5, 4, 3], 40)
-    idata = model.sample(draws=12, tune=20, chains=2, seed=3)
-    here = posterior_risks(model, idata, range(1, 5), 1.0, seed=1)
-    from hybridpriv import chunks
-
-    stats = {}
-    original = chunks.run_sections
-    try:
-        chunks.run_sections = lambda *a, **k: original(*a, **k, stats=stats)
-        there = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client, chunk_size=5)
-    finally:
-        chunks.run_sections = original
-    xr.testing.assert_identical(here, there)
-    assert stats["chunks"] == stats["tasks"] == 5 and stats["items"] == 24 and stats["chunk_sizes"] == [5]
-    assert stats["result_bytes"] == 4 * 24 * 8                    # only the risks (k x draws float64) come back
-    # a task carries its range and its draws' row-sum histograms as uint8 here (8 levels, values <= 40),
-    # plus pickling overhead: far below the 8 bytes per level of int64
-    assert stats["task_bytes"] < 5 * 200 + 24 * 8
-    assert stats["task_cpu_seconds"] > 0 and stats["task_wall_seconds"] >= stats["task_cpu_seconds"] * 0.5
-
-
 def _ests():
     return [WeightedMean(GROUPS, BOUNDS, 4.0), UniformMean(GROUPS, BOUNDS)]
 
@@ -119,19 +94,6 @@ def test_evaluate_many_on_a_cluster_equals_one_process(client):
     xr.testing.assert_identical(here, there)
 
 
-def test_user_item_risks_on_a_cluster_equal_one_process(client):
-    from hybridpriv.models import UserItemModel
-    from hybridpriv.useritem import posterior_risks
-
-    model = UserItemModel([30, 18, 12, 9, 7, 5, 4, 3], 40)
-    idata = model.sample(draws=12, tune=20, chains=2, seed=3)
-    here = posterior_risks(model, idata, range(1, 5), 1.0, seed=1)
-    there = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client, chunk_size=5)
-    xr.testing.assert_identical(here, there)
-    measured = posterior_risks(model, idata, range(1, 5), 1.0, seed=1, client=client)  # chunk size measured
-    xr.testing.assert_identical(here, measured)
-
-
 def test_a_client_that_is_not_a_dask_client_is_refused():
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 4)
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client or None, got str"):
@@ -141,7 +103,7 @@ def test_a_client_that_is_not_a_dask_client_is_refused():
 def test_importing_never_imports_dask_and_running_without_a_client_never_imports_distributed():
     # (xarray itself imports dask.array while building datasets when dask is installed)
     code = (
-        "import sys, hybridpriv, hybridpriv.cli, hybridpriv.evaluate, hybridpriv.useritem, hybridpriv.studies\n"
+        "import sys, hybridpriv, hybridpriv.cli, hybridpriv.evaluate, hybridpriv.models, hybridpriv.studies\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
         "from hybridpriv.data import normal_source\nfrom hybridpriv.estimators import UniformMean\n"
         "from hybridpriv.privacy import Bounds, Group\n"

@@ -16,6 +16,10 @@ from hybridpriv.mechanisms import (
     gaussian_sigma,
     interval_exponential_mechanism,
     laplace,
+    randomized_response,
+    rr_debias_counts,
+    rr_debias_sums,
+    rr_probabilities,
     sample_log_weights,
     smith_quantile,
 )
@@ -336,3 +340,84 @@ def test_check_rng_and_determinism():
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
     np.testing.assert_array_equal(laplace(np.zeros(10), 1.0, make_rng(33)), laplace(np.zeros(10), 1.0, make_rng(33)))
+
+
+# -- K-ary randomized response ---------------------------------------------------------------------
+@pytest.mark.parametrize("k,eps", [(4, 7 / 6), (5, 0.3), (2, 3.0)])
+def test_randomized_response_frequencies_chi_square(k, eps):
+    n = 60_000
+    true = np.arange(n) % k
+    rep = randomized_response(true, k, eps, make_rng(40 + k))
+    keep = (math.exp(eps) - 1) / (k + math.exp(eps) - 1)  # Avent et al. Algorithm 1, line 7, as printed
+    q, r = keep + (1 - keep) / k, (1 - keep) / k  # independent of rr_probabilities
+    assert rr_probabilities(eps, k) == pytest.approx((q, r), rel=1e-12)
+    assert math.log(q / r) == pytest.approx(eps, rel=1e-12)  # the local epsilon of one report
+    table = np.zeros((k, k))
+    np.add.at(table, (true, rep), 1)
+    expected = (np.full((k, k), r) + np.eye(k) * (q - r)) * (n / k)
+    chi2 = ((table - expected) ** 2 / expected).sum()
+    p = stats.chi2.sf(chi2, df=k * (k - 1))  # k rows, each with k - 1 free cells
+    assert p > 1e-3, (chi2, p)
+
+
+def test_randomized_response_keeps_shape_and_edge_cases():
+    lab = np.array([[0, 1, 2, 1], [2, 2, 0, 0]])
+    out = randomized_response(lab, 3, 0.5, make_rng(45))
+    assert out.shape == lab.shape and out.dtype.kind == "i" and ((out >= 0) & (out < 3)).all()
+    assert randomized_response(lab, 3, math.inf, make_rng(46)).tolist() == lab.tolist()
+    assert rr_probabilities(1e6, 3) == (1.0, 0.0)
+    assert rr_probabilities(0.7, 1) == (1.0, 0.0)
+
+
+def test_rr_debiased_counts_and_sums_are_unbiased():
+    # 4000 independent report rounds of 300 users; truth = counts/sums by true label
+    k, eps, reps = 4, 0.8, 4000
+    rng = make_rng(47)
+    true = rng.integers(0, k, 300)
+    vals = rng.random((300, 2))
+    rep = randomized_response(np.broadcast_to(true, (reps, 300)), k, eps, rng)
+    onehot = rep[..., None] == np.arange(k)  # (reps, n, K)
+    counts = onehot.sum(1).astype(float)
+    sums = np.einsum("rnk,nd->rkd", onehot, vals)
+    n_hat = rr_debias_counts(counts, 300, eps, k)
+    s_hat = rr_debias_sums(sums, vals.sum(0), eps, k)
+    n_true = np.bincount(true, minlength=k)
+    s_true = np.stack([vals[true == j].sum(0) for j in range(k)])
+    for est, truth in ((n_hat, n_true), (s_hat, s_true)):
+        mean, se = est.mean(0), est.std(0, ddof=1) / np.sqrt(reps)
+        assert (np.abs(mean - truth) < 4 * se).all(), (mean, truth, se)
+    # the raw counts are biased (so the test can fail)
+    assert (np.abs(counts.mean(0) - n_true) > 10 * counts.std(0).max() / np.sqrt(reps)).any()
+    # a batch of rounds with its own totals: (reps, K, d) sums against (reps, d) totals
+    per_round = rr_debias_sums(sums, np.broadcast_to(vals.sum(0), (reps, 2)), eps, k)
+    np.testing.assert_allclose(per_round, s_hat, rtol=1e-12)
+
+
+def test_randomized_response_bad_input():
+    rng = make_rng(48)
+    with pytest.raises(ValueError, match=r"labels must lie in 0..2"):
+        randomized_response(np.array([0, 3]), 3, 1.0, rng)
+    with pytest.raises(TypeError, match=r"labels must be integers"):
+        randomized_response(np.array([0.5]), 3, 1.0, rng)
+    with pytest.raises(ValueError, match=r"k must be an integer >= 1, got 0"):
+        randomized_response(np.array([0]), 0, 1.0, rng)
+    with pytest.raises(ValueError, match=r"epsilon must be > 0"):
+        rr_probabilities(-1.0, 3)
+    with pytest.raises(TypeError, match=r"rng must be a numpy.random.Generator"):
+        randomized_response(np.array([0]), 2, 1.0, 0)
+    with pytest.raises(ValueError, match=r"epsilon=1e-300 is too small"):
+        rr_debias_counts(np.array([1.0, 2.0]), 3, 1e-300, 2)
+
+
+def test_audit_of_randomized_response():
+    from hybridpriv.testing import audit
+
+    k, eps = 4, 7 / 6  # Algorithm 1, line 7, with epsilon = 7, tau = 5
+
+    def rr(label, rng, size):
+        return randomized_response(np.full(size, label), k, eps, rng)
+
+    ok = audit(rr, (0, 2), epsilon=eps, samples=40_000, seed=1)
+    assert ok.verdict == "pass"
+    assert ok.epsilon_lower_bound > 0.8 * eps  # the audit sees most of the claimed loss (it has power)
+    assert audit(rr, (0, 2), epsilon=0.7 * eps, samples=40_000, seed=1).verdict == "violation"

@@ -33,7 +33,8 @@ def test_builtin_example_parses():
     spec = load_spec(builtin_example_path())
     assert [g.name for g in spec.groups] == ["panel", "opt-in", "default", "strict"]
     assert spec.groups[0].is_public and spec.public_data["panel"].size == 150
-    assert spec.released_means == [{"value": 23.1, "noise_scale": 0.5, "group": "default"}]
+    assert spec.model["released_means"] == [{"value": 23.1, "noise_scale": 0.5, "group": "default"}]
+    assert spec.kind == "grouped" and spec.evaluation["draws"] == 200
 
 
 def test_inline_data_and_csv_data(tmp_path):
@@ -51,13 +52,15 @@ def test_inline_data_and_csv_data(tmp_path):
         ("epsilon = 0.5", "epsilon = -1", r"epsilon must be > 0, got -1"),
         ("epsilon = 0.5", "epsilon = 0", r"epsilon must be > 0, got 0"),
         ("epsilon = 0.5", "epsilon = nan", r"epsilon must be > 0, got nan"),
-        ("size = 100", "size = 0", r"size must be >= 1 \(empty groups are not allowed\), got 0"),
-        ("size = 100", "size = 2.5", r"size must be an integer, got 2.5"),
+        ("size = 100", "size = 0", r"groups\[1\].size must be an integer >= 1, got 0"),
+        ("size = 100", "size = 2.5", r"groups\[1\].size must be an integer, got 2.5"),
         ("bounds = [0, 10]", "bounds = [10, 0]", r"lower < upper, got \[10, 0\]"),
-        ("bounds = [0, 10]", "bounds = [0, nan]", r"bounds upper must be finite, got nan"),
+        ("bounds = [0, 10]", "bounds = [0, nan]", r"bounds\[1\] must be a number, got nan"),
         ('statistic = "mean"', 'statistic = "mode"', r"statistic must be 'mean' or 'median', got 'mode'"),
+        ("epsilon = 0.5", 'epsilon = "half"', r"groups\[1\].epsilon must be a number > 0 or inf, got 'half'"),
         ("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0]", r"holds 2 values but size = 3"),
         ("data = [1.0, 2.0, 3.0]", "data = [1.0, nan, 3.0]", r"groups\[0\].data must be a number, got nan"),
+        ("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0, 30.0]", r"outside bounds \[0, 10\]"),
         ('name = "priv"', 'name = "pub"', r"group names must be unique"),
         ("epsilon = 0.5", "epsilon = 0.5\ndata = [1.0]", r"only public groups' records may be used"),
         ("epsilon = 0.5", "epsilon = 0.5\ncolour = 1", r"unknown key\(s\) \['colour'\] in groups\[1\]"),
@@ -82,3 +85,64 @@ def test_unknown_estimator_and_missing_files(tmp_path):
         load_spec(_write(tmp_path, BASE + "\n[evaluation]\ndraws = 0\n"))
     with pytest.raises(ValueError, match=r"released_means\[0\].group names unknown group 'nobody'"):
         load_spec(_write(tmp_path, BASE + '\n[model]\nreleased_means = [{group = "nobody", value = 1, noise_scale = 1}]\n'))
+
+
+def test_the_problem_is_built_and_checked_before_any_sampling(tmp_path):
+    # issue 15 item 8: records out of bounds and a family_options typo were found only after fitting began
+    with pytest.raises(ValueError, match=r"groups\[0\].data has 1 value\(s\) outside bounds"):
+        load_spec(_write(tmp_path, BASE.replace("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0, 30.0]")))
+    clamped = load_spec(_write(tmp_path, "clamp = true\n" + BASE.replace("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0, 30.0]")))
+    assert clamped.problem().model.public_data["pub"].max() == 10.0
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['sigma_scal'\] in model.family_options"):
+        load_spec(_write(tmp_path, BASE + "\n[model]\nfamily_options = { sigma_scal = 3.0 }\n"))
+    problem = load_spec(_write(tmp_path, BASE)).problem()
+    assert problem.kind == "grouped" and problem.dim == "estimator" and problem.datasets == 200
+
+
+def test_a_binary_or_foreign_file_is_refused_in_one_line(tmp_path):
+    p = tmp_path / "spec.toml"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    with pytest.raises(ValueError, match=r"is not a text \(TOML\) file"):
+        load_spec(p)
+    with pytest.raises(ValueError, match=r"is a folder"):
+        load_spec(tmp_path)
+    with pytest.raises(ValueError, match=r"kind must be one of \['grouped', 'user-item'\], got 'movies'"):
+        load_spec(_write(tmp_path, 'kind = "movies"\n'))
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['statistc'\] in the top level"):
+        load_spec(_write(tmp_path, BASE.replace("statistic", "statistc")))
+
+
+@pytest.mark.parametrize("kind", ["grouped", "user-item"])
+def test_templates_parse_as_written_and_list_every_key(tmp_path, kind):
+    from hybridpriv.spec import KINDS, template
+
+    text = template(kind)
+    spec = load_spec(_write(tmp_path, text))
+    assert spec.kind == kind
+    problem = spec.problem()  # a template runs as written
+    assert problem.kind == kind
+    for key in KINDS[kind].top.keys:
+        assert f"{key.name} =" in text or f"[{key.name}]" in text or f"[[{key.name}]]" in text, key.name
+
+
+@pytest.mark.parametrize("old, new, match", [
+    ("size = 100", "size = 1000000000000", r"records in all .* exceed 50,000,000"),
+    ("epsilon = 0.5", "epsilon = 0.5\n[evaluation]\ndraws = 1000000\ntrials = 1000000", r"evaluation.draws = 1000000 x evaluation.trials"),
+    ("epsilon = 0.5", "epsilon = 0.5\n[model]\nchains = 100000", r"model.chains must be an integer <= 64, got 100000"),
+])
+def test_runs_that_cannot_finish_are_refused_naming_the_key(tmp_path, old, new, match):
+    # issue 15 item 5: these were accepted and ran for hours or ended in a MemoryError traceback
+    with pytest.raises(ValueError, match=match):
+        load_spec(_write(tmp_path, BASE.replace(old, new, 1)))
+
+
+def test_user_item_runs_that_cannot_finish_are_refused_naming_the_key(tmp_path):
+    body = 'kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 6\nepsilon = 1.0\n'
+    with pytest.raises(ValueError, match=r"trades_per_row must be an integer <= 10000, got 1000000000000"):
+        load_spec(_write(tmp_path, body + "trades_per_row = 1000000000000\n"))
+    many = 'kind = "user-item"\ncolumn_sums = [400000, 2, 2, 1]\nn = 400000\nepsilon = 1.0\ntrades_per_row = 10000\n[evaluation]\ndraws = 1000000\n'
+    with pytest.raises(ValueError, match=r"Curveball trades .* CPU hours"):
+        load_spec(_write(tmp_path, many)).problem()
+    unknown_n = 'kind = "user-item"\ncolumn_sums = [400000, 2, 2, 1]\nepsilon = 1.0\n'
+    with pytest.raises(ValueError, match=r"GiB"):  # a MemoryError traceback before
+        load_spec(_write(tmp_path, unknown_n)).problem()

@@ -15,11 +15,17 @@ label                     statistic  class
 ``pe-median``             median     :class:`PEMedian` (Jorgensen et al. PE)
 ``uniform-median``        median     :class:`UniformMedian`
 ``public-median``         median     :class:`PublicMedian`
-``k=<k>``                 counts     :class:`ContributionBoundedCounts` (Zeber & Lopatka; user-item, not in the registry)
+``k=<k>``                 counts     :class:`ContributionBoundedCounts` (Zeber & Lopatka; user-item, scored by
+                                     the task :class:`ItemCounts`; not in the registry)
 ``tcm-only`` ...          mean       :class:`TCMOnly`, :class:`FullLM`, :class:`LMOnly`, :class:`Hybrid` (Avent et al.;
                                      two groups: trusted-curator users, local-model users; not in the registry)
-``hybrid-m-<contrast>``   mean/median :class:`HybridMEstimator` (Wang et al. Algorithm 1 on scalar records); the
-                                     multivariate M-estimators are functions: :func:`algorithm1`, :func:`algorithm2`, ...
+``hybrid``, ``tcm`` ...   centres    :class:`HybridKMeans`, :class:`TCMKMeans`, :class:`LMKMeans`, :class:`LloydKMeans`
+                                     (Avent et al. K-means on a :class:`PointCloud`, scored by :class:`WCSS`;
+                                     :mod:`hybridpriv.estimators.kmeans`; not in the registry)
+``hybrid-m-<contrast>``   mean/median :class:`HybridMEstimator` (Wang et al. Algorithm 1 on scalar records)
+``algorithm1`` ...        theta      :class:`Algorithm1`, :class:`Algorithm2`, :class:`LeiHistogram`, :class:`PublicOnly`
+                                     (Wang et al. M-estimators on a :class:`HybridDesign`, scored by
+                                     :class:`PredictionError`; :mod:`hybridpriv.estimators.wang`; not in the registry)
 ========================  =========  ===================================================
 """
 
@@ -31,13 +37,20 @@ from ..privacy import Bounds, Group
 from .avent import AVENT_NOISES, AVENT_WEIGHTS, FullLM, Hybrid, LMOnly, TCMOnly
 from .base import Estimator, resolve_sigma2
 from .baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
+from .kmeans import WCSS, HybridKMeans, LloydKMeans, LMKMeans, PointCloud, TCMKMeans, TrustSplitSource
 from .jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
 from .mixed import WeightedMean, WeightedMedian
 from .wang import (
+    Algorithm1,
+    Algorithm2,
     Algorithm2Result,
     CustomContrast,
+    HybridDesign,
     HybridMEstimator,
+    LeiHistogram,
     LogisticContrast,
+    PredictionError,
+    PublicOnly,
     algorithm1,
     algorithm2,
     hybrid_oracle,
@@ -52,6 +65,7 @@ from .wang import (
 from .useritem import (
     USER_ITEM_LOSSES,
     ContributionBoundedCounts,
+    ItemCounts,
     MonteCarloLoss,
     bounded_counts,
     monte_carlo_user_item_loss,
@@ -61,6 +75,8 @@ from .useritem import (
 __all__ = [
     "AVENT_NOISES",
     "AVENT_WEIGHTS",
+    "Algorithm1",
+    "Algorithm2",
     "Algorithm2Result",
     "ContributionBoundedCounts",
     "CustomContrast",
@@ -69,19 +85,31 @@ __all__ = [
     "Estimator",
     "FullLM",
     "Hybrid",
+    "HybridDesign",
+    "HybridKMeans",
     "HybridMEstimator",
+    "ItemCounts",
+    "LMKMeans",
     "LMOnly",
+    "LeiHistogram",
+    "LloydKMeans",
     "LogisticContrast",
     "MonteCarloLoss",
     "PDPSample",
     "PEMedian",
+    "PointCloud",
+    "PredictionError",
     "PublicMean",
     "PublicMedian",
+    "PublicOnly",
+    "TCMKMeans",
     "TCMOnly",
     "THRESHOLD_RULES",
+    "TrustSplitSource",
     "USER_ITEM_LOSSES",
     "UniformMean",
     "UniformMedian",
+    "WCSS",
     "WeightedMean",
     "WeightedMedian",
     "algorithm1",

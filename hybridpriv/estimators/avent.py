@@ -14,23 +14,29 @@ each adds noise to their own value before sending it).  The estimators:
 Noise is ``"laplace"`` (epsilon-DP) or ``"gaussian"`` ((epsilon, delta)-DP, analytic calibration
 by default).  Each group's noise uses that group's epsilon (the paper has one epsilon for
 everyone; different epsilons per group are allowed).  The exact risks are in
-:mod:`hybridpriv.theory.avent`; every estimator exposes them as :meth:`~_AventEstimator.mse`.
+:mod:`hybridpriv.theory.avent`; every estimator exposes them as :meth:`~_AventEstimator.mse`.  The
+Monte Carlo MSEs and relative improvements of an evaluation of these estimators are in
+:mod:`hybridpriv.estimators.avent_summary`.
 
 Guarantees
 ----------
-:class:`hybridpriv.privacy.Guarantee` describes the DP of the *released estimate* for each
-group's records (an output-viewing adversary).  It cannot say *who* the promise holds against:
+:attr:`~hybridpriv.estimators.base.Mechanism.privacy` holds one
+:class:`hybridpriv.privacy.Guarantee` per group, and its ``trust`` says whom it holds against:
 
-* TCM users get **central** DP: ``Guarantee(epsilon_T, delta_T, relation)``; the curator sees
-  their raw values.  The TCM mean has sensitivity ``Delta / (c n)`` with
+* TCM users get **central** DP: ``Guarantee(epsilon_T, delta_T, relation)`` (``trust="central"``);
+  the curator sees their raw values.  The TCM mean has sensitivity ``Delta / (c n)`` with
   ``Delta = bounds.sum_sensitivity(relation)`` (``m`` on ``[0, m]``).
-* LM users get **local** DP: each report ``x_i + Y_i`` is DP on its own, against the curator
-  too, for any two values in the bounds (sensitivity ``bounds.width``).  The Guarantee records
-  it as ``Guarantee(epsilon_L, delta_L, "replace")`` on the release -- true (post-processing),
-  but weaker than what the users get; the local part is recorded in :attr:`trust_model`
-  (``"local"``), which the audit does not check.
-* A group whose data the estimator never reads gets ``Guarantee(0.0)`` (``trust_model``
-  ``"unused"``).
+* LM users get **local** DP: ``Guarantee(epsilon_L, delta_L, "replace", "local")``.  Each report
+  ``x_i + Y_i`` is DP on its own, against the curator too, for any two values in the bounds
+  (sensitivity ``bounds.width``); the release is post-processing of the reports.
+* A group whose data the estimator never reads gets the perfect promise
+  ``Guarantee(0.0, 0.0, "add-remove", "local")`` (nothing about it leaks, to anyone), as the
+  engine records for units a mechanism does not read.
+
+A group's own ``Group.trust`` is its *requirement*: an LM group declared ``trust="local"`` is
+served only by the local promises, and a TCM group that declared ``"local"`` cannot be served by
+a central one (:meth:`hybridpriv.privacy.Guarantee.satisfies`).  The audit
+(:func:`hybridpriv.testing.audit_estimator`) checks the epsilon and delta of the release.
 """
 
 from __future__ import annotations
@@ -52,6 +58,8 @@ __all__ = ["AVENT_NOISES", "AVENT_WEIGHTS", "FullLM", "Hybrid", "LMOnly", "TCMOn
 AVENT_NOISES = ("laplace", "gaussian")
 #: Named weights of :class:`Hybrid` (a number in [0, 1] is accepted too).
 AVENT_WEIGHTS = ("kvh", "kvh-heterogeneous", "pwh", "naive", "bayes")
+#: The promise to a group whose data an estimator never reads (nothing about it leaks, to anyone).
+_UNUSED = Guarantee(0.0, 0.0, "add-remove", "local")
 
 
 def _is_real(x: object) -> bool:
@@ -170,7 +178,9 @@ class _AventEstimator(Estimator):
         return 2.0 * scale * scale if self.noise == "laplace" else scale * scale
 
     def _calibrate(self, group: Group, delta: float, sensitivity: float, what: str) -> tuple[float, float]:
-        """``(scale, variance)`` of one noise draw; both must be finite and > 0 (normal floats) unless public."""
+        """``(scale, variance)`` of one noise draw; both must be finite and > 0 (normal floats) unless public,
+        and the scale at most :attr:`MAX_NOISE_WIDTHS` times the bounds' width (nothing useful is
+        released beyond, and squared errors overflow)."""
         scale = self._scale(group.epsilon, delta, sensitivity)
         if group.is_public:
             return scale, self._variance(scale)
@@ -183,6 +193,7 @@ class _AventEstimator(Estimator):
                 f"epsilon={group.epsilon!r} with bounds ({self.bounds.lower:g}, {self.bounds.upper:g}) is too "
                 "extreme for floating point"
             )
+        self._check_noise(scale, f"group {group.name!r}: epsilon={group.epsilon:g} (the noise on the {what})")
         return scale, variance
 
     def _noisy(self, values: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
@@ -207,12 +218,6 @@ class _AventEstimator(Estimator):
         g = self.groups[i]
         return Guarantee(g.epsilon, self.deltas[i] if not g.is_public else 0.0, "replace", "local")
 
-    @property
-    def trust_model(self) -> dict[str, str]:
-        """Per group: ``"central"`` (DP of the release; the curator sees raw values),
-        ``"local"`` (each report is DP on its own, against the curator too) or ``"unused"``."""
-        raise NotImplementedError
-
     def _names(self) -> tuple[str, str]:
         return self.groups[0].name, self.groups[1].name
 
@@ -235,7 +240,8 @@ class TCMOnly(_AventEstimator):
 
     Guarantee
     ---------
-    TCM group: central ``(epsilon_T, delta_T)``-DP under ``relation``.  LM group: 0 (unused).
+    TCM group: central ``(epsilon_T, delta_T)``-DP under ``relation``.  LM group: never read
+    (``epsilon = 0``, local).
     """
 
     label = "tcm-only"
@@ -243,12 +249,7 @@ class TCMOnly(_AventEstimator):
     @property
     def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
-        return {t: self._central(0), l_: Guarantee(0.0)}
-
-    @property
-    def trust_model(self) -> dict[str, str]:
-        t, l_ = self._names()
-        return {t: "central", l_: "unused"}
+        return {t: self._central(0), l_: _UNUSED}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         return self._tcm_estimate(data[0], rng)
@@ -263,8 +264,8 @@ class LMOnly(_AventEstimator):
 
     Guarantee
     ---------
-    LM group: local ``(epsilon_L, delta_L)``-DP (recorded as ``"replace"`` on the release).
-    TCM group: 0 (unused).
+    LM group: local ``(epsilon_L, delta_L)``-DP for any two values (``"replace"``, ``"local"``).
+    TCM group: never read (``epsilon = 0``, local).
     """
 
     label = "lm-only"
@@ -272,12 +273,7 @@ class LMOnly(_AventEstimator):
     @property
     def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
-        return {t: Guarantee(0.0), l_: self._local(1)}
-
-    @property
-    def trust_model(self) -> dict[str, str]:
-        t, l_ = self._names()
-        return {t: "unused", l_: "local"}
+        return {t: _UNUSED, l_: self._local(1)}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         return self._lm_estimate(data[1], rng)
@@ -295,7 +291,8 @@ class FullLM(_AventEstimator):
 
     Guarantee
     ---------
-    Both groups: local DP at their own ``(epsilon, delta)`` (recorded as ``"replace"``).
+    Both groups: local DP at their own ``(epsilon, delta)`` for any two values (``"replace"``,
+    ``"local"``).
     """
 
     label = "full-lm"
@@ -304,11 +301,6 @@ class FullLM(_AventEstimator):
     def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
         return {t: self._local(0), l_: self._local(1)}
-
-    @property
-    def trust_model(self) -> dict[str, str]:
-        t, l_ = self._names()
-        return {t: "local", l_: "local"}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         total = self._noisy(data[0], self._scale_LT, rng).sum(axis=1) + self._noisy(data[1], self._scale_L, rng).sum(axis=1)
@@ -351,7 +343,8 @@ class Hybrid(_AventEstimator):
     ---------
     TCM group: central ``(epsilon_T, delta_T)``-DP under ``relation``; LM group: local
     ``(epsilon_L, delta_L)``-DP.  The combination is post-processing of two releases that
-    each read one group only.  With ``w = 0`` (``w = 1``) the TCM (LM) data are unused: 0.
+    each read one group only.  With ``w = 0`` (``w = 1``) the TCM (LM) data are never read
+    (``epsilon = 0``, local).
     """
 
     def __init__(
@@ -449,14 +442,9 @@ class Hybrid(_AventEstimator):
     def privacy(self) -> dict[str, Guarantee]:
         t, l_ = self._names()
         return {
-            t: self._central(0) if self.w > 0 else Guarantee(0.0),
-            l_: self._local(1) if self.w < 1 else Guarantee(0.0),
+            t: self._central(0) if self.w > 0 else _UNUSED,
+            l_: self._local(1) if self.w < 1 else _UNUSED,
         }
-
-    @property
-    def trust_model(self) -> dict[str, str]:
-        t, l_ = self._names()
-        return {t: "central" if self.w > 0 else "unused", l_: "local" if self.w < 1 else "unused"}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         w = self.w

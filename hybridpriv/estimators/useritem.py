@@ -8,10 +8,12 @@ changes the kept count vector by at most ``k`` in L1 norm, so the release is use
 ``epsilon``-DP under add/remove-one-user neighbours.  ``k`` trades bias (items dropped)
 against noise.
 
-The exact expected squared error given the matrix is :func:`hybridpriv.theory.user_item_risk`
-(derivation in ``docs/theory-user-item.md``); :func:`monte_carlo_user_item_loss` is the Monte
-Carlo path, for checking it and for losses without a closed form (the maximum error over
-items, the error on the 10 most counted items).
+:class:`ItemCounts` is the task that scores such releases in :func:`hybridpriv.evaluate.evaluate`:
+the truth of a matrix (a few named scalars), the loss of released counts against the true column
+counts, and, for the squared loss, the exact risk given the matrix
+(:func:`hybridpriv.theory.user_item_risk`, derivation in ``docs/theory-user-item.md``) for every
+``ContributionBoundedCounts`` candidate at once.  :func:`monte_carlo_user_item_loss` is the Monte
+Carlo path on one matrix, for checking the exact risk and for losses without a closed form.
 
 Everything is vectorised over trials: the items a user keeps are those with the ``k``
 smallest random keys among the user's entries, found for every user and trial at once by
@@ -21,19 +23,23 @@ sorting composite ``(user, key)`` integers; there is no Python loop over users.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from numbers import Integral
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import sparse
 
 from ..mechanisms import check_rng, laplace
 from ..privacy import Guarantee, check_epsilon
-from ..theory import check_contribution_bounds, check_user_item_matrix
+from ..tasks import Task
+from ..theory.useritem import user_item_risk
+from ..validation import check_contribution_bounds, check_user_item_matrix
+from .base import Mechanism
 
 __all__ = [
     "ContributionBoundedCounts",
+    "ItemCounts",
     "MonteCarloLoss",
     "USER_ITEM_LOSSES",
     "bounded_counts",
@@ -41,9 +47,10 @@ __all__ = [
     "sample_kept_entries",
 ]
 
-#: Losses :func:`monte_carlo_user_item_loss` knows: ``"squared"`` (total squared error over
-#: items), ``"max"`` (largest absolute error over items), ``"top10"`` (total squared error over
-#: the 10 items with the largest true counts; ties broken by the lower item index).
+#: Losses of released item counts (:class:`ItemCounts`): ``"squared"`` (total squared error over
+#: items; exact risk given the matrix), ``"max"`` (largest absolute error over items), ``"top10"``
+#: (total squared error over the 10 items with the largest true counts; ties broken by the lower
+#: item index).
 USER_ITEM_LOSSES = ("squared", "max", "top10")
 
 #: Largest number of random keys drawn at once (trials x sampled entries); bounds memory.
@@ -148,22 +155,22 @@ def bounded_counts(matrix: object, k: int, rng: np.random.Generator, trials: int
     return _bounded_counts(csr, k, rng, _check_trials(trials))
 
 
-class ContributionBoundedCounts:
+class ContributionBoundedCounts(Mechanism):
     """Keep at most ``k`` random items per user, count per item, add ``Lap(k/epsilon)`` to each count.
 
     Parameters
     ----------
     k
-        Contribution bound: the most items kept per user (an integer >= 1; at estimate time
+        Contribution bound: the most items kept per user (an integer >= 1; at release time
         also <= m, the number of items).
     epsilon
         Privacy parameter (finite, > 0).
 
     Attributes
     ----------
-    guarantee
-        ``Guarantee(epsilon, 0.0, "add-remove")``: user-level ``epsilon``-DP, neighbours being
-        matrices with one user (row) more or less.
+    privacy
+        ``{"users": Guarantee(epsilon, 0.0, "add-remove")}``: user-level ``epsilon``-DP, neighbours
+        being matrices with one user (row) more or less.
     sensitivity
         ``k``, the L1 sensitivity of the kept count vector under that relation.
     label
@@ -172,19 +179,23 @@ class ContributionBoundedCounts:
     Examples
     --------
     >>> mech = ContributionBoundedCounts(2, 1.0)
-    >>> mech.estimate(np.array([[1, 1, 1], [0, 1, 0]]), np.random.default_rng(0), trials=4).shape
+    >>> mech.release(np.array([[1, 1, 1], [0, 1, 0]]), np.random.default_rng(0), trials=4).shape
     (4, 3)
     """
 
-    statistic = "counts"
+    data_kind = "user-item"
 
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _check_k(k)
         self.epsilon = check_epsilon(epsilon, allow_inf=False)
         self.sensitivity = self.k
         self.scale = self.k / self.epsilon
-        self.privacy = Guarantee(self.epsilon, 0.0, "add-remove")
         self.label = f"k={self.k}"
+
+    @property
+    def privacy(self) -> dict[str, Guarantee]:
+        """``{"users": Guarantee(epsilon, 0, "add-remove")}``: every user, add/remove one user."""
+        return {"users": Guarantee(self.epsilon, 0.0, "add-remove")}
 
     def __repr__(self) -> str:
         return f"ContributionBoundedCounts(k={self.k}, epsilon={self.epsilon:g})"
@@ -193,17 +204,103 @@ class ContributionBoundedCounts:
         """The counts of kept items before noise, ``(trials, m)`` (see :func:`bounded_counts`)."""
         return bounded_counts(matrix, self.k, rng, trials)
 
-    def estimate(self, matrix: object, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
-        """Release the noisy item counts, ``(trials, m)``.
+    def release(self, data: object, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+        """Release the noisy item counts ``trials`` times: shape ``(trials, m)``.
 
-        ``matrix``: binary users x items, :mod:`scipy.sparse` (CSR preferred) or dense 0/1.
-        Raises ``ValueError`` when ``k`` exceeds the number of items.
+        ``data``: the binary users x items matrix, :mod:`scipy.sparse` (CSR preferred) or dense
+        0/1 (:func:`hybridpriv.validation.check_user_item_matrix`).  Raises ``ValueError`` when
+        ``k`` exceeds the number of items.
         """
-        csr = check_user_item_matrix(matrix)
+        csr = check_user_item_matrix(data)
         _check_k(self.k, csr.shape[1])
         check_rng(rng)
         counts = _bounded_counts(csr, self.k, rng, _check_trials(trials))
         return laplace(counts, self.scale, rng)
+
+
+def _check_loss(loss: object) -> str:
+    if not isinstance(loss, str) or loss not in USER_ITEM_LOSSES:
+        raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
+    return loss
+
+
+def _losses(errors: np.ndarray, loss: str, true_counts: np.ndarray) -> np.ndarray:
+    """Per-release loss of ``errors = releases - true counts`` (``(trials, m)``)."""
+    if loss == "squared":
+        return np.sum(errors**2, axis=1)
+    if loss == "max":
+        return np.max(np.abs(errors), axis=1)
+    top = np.argsort(-true_counts, kind="stable")[:10]
+    return np.sum(errors[:, top] ** 2, axis=1)
+
+
+class ItemCounts(Task):
+    """The task of releasing item counts from a users x items matrix (scored against its column sums).
+
+    Parameters
+    ----------
+    loss
+        One of :data:`USER_ITEM_LOSSES`: ``"squared"`` (total squared error over items; candidates
+        that are exactly :class:`ContributionBoundedCounts` are scored by their exact risk given the
+        matrix, all ``k`` of one ``epsilon`` in one :func:`~hybridpriv.theory.user_item_risk` call, and
+        never released), ``"max"`` (largest absolute error over items) or ``"top10"`` (squared error
+        over the 10 most reported items); the last two run the mechanisms (Monte Carlo).
+
+    Notes
+    -----
+    ``truth(matrix)``: ``n_users``, ``reports`` (stored entries), ``share_one_item`` (share of
+    users reporting exactly one item) and ``max_items`` (the most items one user reports).
+    Subclasses of :class:`ContributionBoundedCounts` are released, not given the exact risk (they may
+    change the mechanism).
+
+    Examples
+    --------
+    >>> task = ItemCounts("squared")
+    >>> matrix = np.array([[1, 1], [1, 0]])
+    >>> task.truth(matrix)
+    {'n_users': 2.0, 'reports': 3.0, 'share_one_item': 0.5, 'max_items': 2.0}
+    >>> task.exact_risk([ContributionBoundedCounts(1, 1.0)], matrix, task.truth(matrix))
+    array([5.])
+    """
+
+    data_kind = "user-item"
+
+    def __init__(self, loss: str = "squared") -> None:
+        self.loss_kind = _check_loss(loss)
+        self.loss_name = {"squared": "total squared error over items", "max": "largest absolute error over items",
+                          "top10": "squared error over the 10 most reported items"}[loss]
+
+    def truth(self, data: Any) -> dict[str, float]:
+        csr = check_user_item_matrix(data)
+        r = np.diff(csr.indptr)
+        n = csr.shape[0]
+        return {"n_users": float(n), "reports": float(csr.nnz), "share_one_item": float(np.mean(r == 1)),
+                "max_items": float(r.max())}
+
+    def loss(self, mechanism: Any, releases: np.ndarray, data: Any, truth: Mapping[str, float]) -> np.ndarray:
+        csr = check_user_item_matrix(data)
+        true_counts = np.asarray(csr.sum(axis=0), dtype=float).ravel()
+        rel = np.asarray(releases, dtype=float)
+        if rel.ndim != 2 or rel.shape[1] != true_counts.size:
+            raise ValueError(f"releases must have shape (trials, {true_counts.size}) (one count per item), "
+                             f"got {rel.shape}")
+        return _losses(rel - true_counts, self.loss_kind, true_counts)
+
+    def exact_risk(self, mechanisms: Sequence[Any], data: Any, truth: Mapping[str, float]) -> np.ndarray | None:
+        """The exact expected squared error of every :class:`ContributionBoundedCounts` given the
+        matrix (NaN for other candidates); ``None`` for the Monte Carlo losses."""
+        if self.loss_kind != "squared":
+            return None
+        out = np.full(len(mechanisms), np.nan)
+        by_epsilon: dict[float, list[int]] = {}
+        for i, mech in enumerate(mechanisms):
+            if type(mech) is ContributionBoundedCounts:
+                by_epsilon.setdefault(mech.epsilon, []).append(i)
+        if by_epsilon:
+            csr = check_user_item_matrix(data)
+            for eps, idx in by_epsilon.items():
+                out[idx] = user_item_risk(csr, np.array([mechanisms[i].k for i in idx]), eps)
+        return out
 
 
 class MonteCarloLoss(NamedTuple):
@@ -221,7 +318,10 @@ def monte_carlo_user_item_loss(
     trials: int,
     loss: str = "squared",
 ) -> MonteCarloLoss:
-    """Monte Carlo estimate of the expected loss of :class:`ContributionBoundedCounts` given the matrix.
+    """Monte Carlo estimate of the expected loss of :class:`ContributionBoundedCounts` given one matrix.
+
+    The releases are scored by :class:`ItemCounts` (``loss``); over many matrices, use
+    :func:`hybridpriv.evaluate.evaluate` with ``ItemCounts(loss)``.
 
     Parameters
     ----------
@@ -248,10 +348,8 @@ def monte_carlo_user_item_loss(
     eps = check_epsilon(epsilon, allow_inf=False)
     check_rng(rng)
     trials = _check_trials(trials, minimum=2)
-    if loss not in USER_ITEM_LOSSES:
-        raise ValueError(f"loss must be one of {USER_ITEM_LOSSES}, got {loss!r}")
-    truth = np.asarray(csr.sum(axis=0), dtype=float).ravel()
-    top = np.argsort(-truth, kind="stable")[:10]
+    loss = _check_loss(loss)
+    true_counts = np.asarray(csr.sum(axis=0), dtype=float).ravel()
     chunk = max(1, _MAX_KEYS_PER_CHUNK // (4 * m))
     means = np.empty(ks.size)
     ses = np.empty(ks.size)
@@ -260,13 +358,7 @@ def monte_carlo_user_item_loss(
         losses = np.empty(trials)
         for start in range(0, trials, chunk):
             size = min(chunk, trials - start)
-            err = mech.estimate(csr, rng, size) - truth
-            if loss == "squared":
-                losses[start : start + size] = np.sum(err**2, axis=1)
-            elif loss == "max":
-                losses[start : start + size] = np.max(np.abs(err), axis=1)
-            else:
-                losses[start : start + size] = np.sum(err[:, top] ** 2, axis=1)
+            losses[start : start + size] = _losses(mech.release(csr, rng, size) - true_counts, loss, true_counts)
         means[a] = losses.mean()
         ses[a] = losses.std(ddof=1) / math.sqrt(trials)
     if scalar:

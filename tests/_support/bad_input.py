@@ -86,7 +86,6 @@ from hybridpriv.models import (
 from hybridpriv.privacy import Bounds, Group, Guarantee, check_groups
 from hybridpriv.select import decide
 from hybridpriv.spec import load_spec
-from hybridpriv.useritem import risk_over_matrices
 
 # ----------------------------------------------------------------------------------------
 # Settings, counting, time limits

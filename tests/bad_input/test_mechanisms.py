@@ -146,3 +146,34 @@ def test_smith_quantile_good(data, q, epsilon):
     out = accepts(lambda: smith_quantile(data, q, epsilon, (0.0, 1.0), np.random.default_rng(0)))
     finite(out)
     assert ((np.asarray(out) >= 0) & (np.asarray(out) <= 1)).all()
+
+
+@cfg(160)
+@given(which=st.sampled_from(["labels", "k", "epsilon", "rng"]), data=st.data())
+@counted("mechanisms")
+def test_randomized_response_rejects(which, data):
+    from hybridpriv.mechanisms import randomized_response
+
+    args = {"labels": np.array([0, 1, 2]), "k": 3, "epsilon": 1.0, "rng": np.random.default_rng(0)}
+    args[which] = data.draw({
+        "labels": st.sampled_from([np.array([0.5, 1.0]), np.array([0, 3]), np.array([-1]), np.array(["a"])]),
+        "k": st.one_of(st.integers(max_value=0), not_int),
+        "epsilon": bad_epsilon,
+        "rng": st.sampled_from([None, 0, np.random.RandomState(0), "rng"]),
+    }[which])
+    rejects(lambda: randomized_response(**args), which)
+
+
+@cfg(100)
+@given(
+    labels=hnp.arrays(np.int64, hnp.array_shapes(min_dims=1, max_dims=2, max_side=6), elements=st.integers(0, 3)),
+    epsilon=epsilon_or_public,
+)
+@counted("mechanisms")
+def test_randomized_response_good(labels, epsilon):
+    from hybridpriv.mechanisms import randomized_response, rr_debias_counts
+
+    out = accepts(lambda: randomized_response(labels, 4, epsilon, np.random.default_rng(0)))
+    assert out.shape == labels.shape and ((out >= 0) & (out < 4)).all()
+    counts = np.bincount(out.ravel(), minlength=4).astype(float)
+    finite(accepts(lambda: rr_debias_counts(counts, out.size, epsilon, 4)))

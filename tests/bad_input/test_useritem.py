@@ -1,7 +1,9 @@
-"""Bad input to the user-item family: risk, contribution-bounded counts, the UserItemModel."""
+"""Bad input to the user-item family: risk, contribution-bounded counts, the ItemCounts task, the UserItemModel."""
 
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
+
+from hybridpriv.estimators import USER_ITEM_LOSSES, ItemCounts
 
 
 binary_matrix = hnp.arrays(
@@ -114,23 +116,23 @@ def test_contribution_bounded_counts_rejects_bad_parameters(which, data):
 @cfg(240)
 @given(which=st.sampled_from(["matrix", "k>m", "trials", "rng"]), matrix=binary_matrix, data=st.data())
 @counted("useritem")
-def test_contribution_bounded_counts_estimate_rejects(which, matrix, data):
+def test_contribution_bounded_counts_release_rejects(which, matrix, data):
     m = matrix.shape[1]
     rng = np.random.default_rng(0)
     if which == "matrix":
         bad = data.draw(bad_matrix())
-        rejects(lambda: ContributionBoundedCounts(1, 1.0).estimate(bad, rng), "matrix")
+        rejects(lambda: ContributionBoundedCounts(1, 1.0).release(bad, rng), "matrix")
     elif which == "k>m":
         k = data.draw(st.integers(m + 1, 10**6))
         mech = ContributionBoundedCounts(k, 1.0)
-        rejects(lambda: mech.estimate(matrix, rng), "k")
+        rejects(lambda: mech.release(matrix, rng), "k")
         rejects(lambda: mech.bounded_counts(matrix, rng), "k")
     elif which == "trials":
         t = data.draw(st.one_of(st.integers(max_value=0), not_int))
-        rejects(lambda: ContributionBoundedCounts(1, 1.0).estimate(matrix, rng, t), "trials")
+        rejects(lambda: ContributionBoundedCounts(1, 1.0).release(matrix, rng, t), "trials")
     else:
         bad_rng = data.draw(st.sampled_from([None, 0, np.random.RandomState(0), "rng"]))
-        rejects(lambda: ContributionBoundedCounts(1, 1.0).estimate(matrix, bad_rng), "rng")
+        rejects(lambda: ContributionBoundedCounts(1, 1.0).release(matrix, bad_rng), "rng")
 
 
 @cfg(130)
@@ -147,7 +149,7 @@ def test_contribution_bounded_counts_good(matrix, data, epsilon, trials):
         "list": matrix.tolist(),
     }[fmt]
     mech = ContributionBoundedCounts(k, epsilon)
-    out = accepts(lambda: mech.estimate(mat, np.random.default_rng(0), trials))
+    out = accepts(lambda: mech.release(mat, np.random.default_rng(0), trials))
     assert out.shape == (trials, matrix.shape[1])
     finite(out)
     kept = mech.bounded_counts(mat, np.random.default_rng(0), trials)
@@ -155,28 +157,31 @@ def test_contribution_bounded_counts_good(matrix, data, epsilon, trials):
 
 
 @cfg(100)
-@given(which=st.sampled_from(["loss", "trials", "ks", "epsilon", "shape"]), data=st.data())
+@given(which=st.sampled_from(["loss", "trials", "k", "epsilon", "releases"]), data=st.data())
 @counted("useritem")
-def test_user_item_loss_and_risk_helpers_reject(which, data):
+def test_user_item_loss_and_task_reject(which, data):
     mat = np.array([[1, 1, 0], [0, 1, 1]])
     rng = np.random.default_rng(0)
     if which == "loss":
         loss = data.draw(st.one_of(unknown_word, st.none(), st.just(["squared"])))
         rejects(lambda: monte_carlo_user_item_loss(mat, 1, 1.0, rng, 3, loss=loss), "loss")
-        rejects(lambda: risk_over_matrices([mat], (1, 1), [1], 1.0, loss=loss), "loss")
+        rejects(lambda: ItemCounts(loss), "loss")
     elif which == "trials":
         t = data.draw(st.one_of(st.integers(max_value=1), not_int))
         rejects(lambda: monte_carlo_user_item_loss(mat, 1, 1.0, rng, t), "trials")
-    elif which == "ks":
-        ks = data.draw(st.sampled_from([[], [0], [-1, 2], [1, 1], [1.5], ["a"], [[1]], [True]]))
-        rejects(lambda: risk_over_matrices([mat], (1, 1), ks, 1.0), "ks")
+    elif which == "k":
+        k = data.draw(st.integers(4, 10**6))  # more than the m = 3 items: no exact risk, no release
+        mech = ContributionBoundedCounts(k, 1.0)
+        rejects(lambda: ItemCounts().exact_risk([mech], mat, {}), "k")
+        rejects(lambda: monte_carlo_user_item_loss(mat, k, 1.0, rng, 3), "k")
     elif which == "epsilon":
         eps = data.draw(bad_finite_epsilon)
-        rejects(lambda: risk_over_matrices([mat], (1, 1), [1], eps), "epsilon")
         rejects(lambda: monte_carlo_user_item_loss(mat, 1, eps, rng, 3), "epsilon")
     else:
-        shape = data.draw(st.sampled_from([(2, 1), (1, 2), (0, 1), (1, -1), (1,), "ab", None, (1.0, 1), (True, 1)]))
-        rejects(lambda: risk_over_matrices([mat], shape, [1], 1.0), "shape")
+        shape = data.draw(st.sampled_from([(2,), (2, 2), (2, 4), (1, 3, 1), (0, 2)]))
+        releases = np.zeros(shape)
+        rejects(lambda: ItemCounts(data.draw(st.sampled_from(USER_ITEM_LOSSES))).loss(
+            ContributionBoundedCounts(1, 1.0), releases, mat, {}), "releases")
 
 
 

@@ -39,23 +39,36 @@ class FittedVariance:
     variance_posterior_mean = 0.04
 
 
-def test_guarantees_and_trust_models():
+def test_guarantees_carry_the_trust_model():
     t, l_ = "opt-in", "local"
-    assert TCMOnly(G, (0, 1)).privacy == {t: Guarantee(1.0, 0.0, "add-remove"), l_: Guarantee(0.0)}
-    assert LMOnly(G, (0, 1)).privacy == {t: Guarantee(0.0), l_: Guarantee(0.5, 0.0, "replace", "local")}
+    unread = Guarantee(0.0, 0.0, "add-remove", "local")  # a group whose data are never read: nothing leaks
+    assert TCMOnly(G, (0, 1)).privacy == {t: Guarantee(1.0, 0.0, "add-remove", "central"), l_: unread}
+    assert LMOnly(G, (0, 1)).privacy == {t: unread, l_: Guarantee(0.5, 0.0, "replace", "local")}
     assert FullLM(G, (0, 1)).privacy == {t: Guarantee(1.0, 0.0, "replace", "local"),
                                          l_: Guarantee(0.5, 0.0, "replace", "local")}
     h = Hybrid(G, (0, 1), "pwh", noise="gaussian", delta=1e-6, relation="replace")
-    assert h.privacy == {t: Guarantee(1.0, 1e-6, "replace"), l_: Guarantee(0.5, 1e-6, "replace", "local")}
-    assert h.trust_model == {t: "central", l_: "local"}
-    assert FullLM(G, (0, 1)).trust_model == {t: "local", l_: "local"}
-    assert TCMOnly(G, (0, 1)).trust_model == {t: "central", l_: "unused"}
-    assert Hybrid(G, (0, 1), 0.0).privacy[t] == Guarantee(0.0)
-    assert Hybrid(G, (0, 1), 1.0).privacy[l_] == Guarantee(0.0)
+    assert h.privacy == {t: Guarantee(1.0, 1e-6, "replace", "central"), l_: Guarantee(0.5, 1e-6, "replace", "local")}
+    assert [g.trust for g in h.privacy.values()] == ["central", "local"]
+    assert not hasattr(h, "trust_model")  # the trust is in each Guarantee, nowhere else
+    assert Hybrid(G, (0, 1), 0.0).privacy[t] == unread
+    assert Hybrid(G, (0, 1), 1.0).privacy[l_] == unread
     # each group's own delta is used when delta is not given
     gd = [Group("a", 30, 1.0, 1e-7), Group("b", 270, 0.5, 1e-5)]
     h = Hybrid(gd, (0, 1), 0.5, noise="gaussian")
     assert (h.privacy["a"].delta, h.privacy["b"].delta) == (1e-7, 1e-5)
+
+
+def test_group_trust_requirements_are_met_only_by_the_right_promises():
+    # LM users who require local DP (Group.trust="local", under replace-one): the local promises meet
+    # it, so does the never-read group of TCMOnly; a TCM group requiring local DP is not served
+    # by the curator's central promise
+    groups = [Group("tcm", 30, 1.0), Group("lm", 270, 0.5, trust="local")]
+    need = {g.name: g.requirement("replace") for g in groups}
+    for est in (TCMOnly(groups, (0, 1)), LMOnly(groups, (0, 1)), FullLM(groups, (0, 1)), Hybrid(groups, (0, 1), 0.5)):
+        assert est.privacy["lm"].satisfies(need["lm"]), est.label
+    strict = [Group("tcm", 30, 1.0, trust="local"), Group("lm", 270, 0.5)]
+    assert not Hybrid(strict, (0, 1), 0.5).privacy["tcm"].satisfies(strict[0].requirement("add-remove"))
+    assert FullLM(strict, (0, 1)).privacy["tcm"].satisfies(strict[0].requirement("replace"))
 
 
 def test_noise_calibration_and_sensitivities():
@@ -167,9 +180,14 @@ class NotAPosterior:
             r"group 'l': the laplace noise on the local report .* epsilon=1e-300",
         ),
         (
-            lambda: Hybrid([Group("t", 10, 1.0), Group("l", 90, 1.0)], (0, 1e308), weight="pwh"),
+            lambda: Hybrid([Group("t", 10, 1.0), Group("l", 90, 1e-10)], (0, 1e150), weight="pwh"),
             ValueError,
-            r"variance inf .* epsilon=1.0 with bounds \(0, 1e\+308\)",
+            r"variance inf .* epsilon=1e-10 with bounds \(0, 1e\+150\)",
+        ),
+        (  # finite, but a noise scale of 1e13 times the data range: refused as by every grouped estimator
+            lambda: Hybrid([Group("t", 10, 1.0), Group("l", 90, 1e-13)], (0, 1), weight="pwh"),
+            ValueError,
+            r"group 'l': epsilon=1e-13 \(the noise on the local report\) gives a noise scale of 1e\+13",
         ),
         (
             lambda: Hybrid([Group("t", 10, 1e300), Group("l", 90, 1e300)], (0, 1), weight="pwh"),
@@ -200,3 +218,18 @@ def test_bad_data():
         est.estimate([np.full(30, 2.0), np.zeros(270)], rng_for(0))
     with pytest.raises(ValueError, match="270 records"):
         est.estimate([np.zeros(30), np.zeros(10)], rng_for(0))
+
+
+def test_the_accountant_charges_each_group_its_promise():
+    from hybridpriv.accounting import Accountant, BudgetExceededError
+
+    groups = [Group("tcm", 30, 1.0), Group("lm", 270, 0.5, trust="local")]
+    acc = Accountant.for_groups(groups)
+    acc.spend_guarantee(TCMOnly(groups, (0, 1)).privacy, label="tcm-only")  # the LM group is never read: 0
+    assert acc.spent_epsilon() == {"tcm": 1.0, "lm": 0.0}
+    acc = Accountant.for_groups(groups)
+    acc.spend_guarantee(Hybrid(groups, (0, 1), "pwh").privacy, label="hybrid")
+    assert acc.spent_epsilon() == {"tcm": 1.0, "lm": 0.5}
+    with pytest.raises(BudgetExceededError, match="group 'lm'"):  # w = 0: only the LM users' budget is charged
+        acc.spend_guarantee(Hybrid(groups, (0, 1), 0.0).privacy, label="again")
+    assert acc.spent_epsilon() == {"tcm": 1.0, "lm": 0.5}  # refused before anything was recorded

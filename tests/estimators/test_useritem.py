@@ -3,7 +3,7 @@
 The closed form ``hybridpriv.theory.user_item_risk`` is checked two independent ways: by
 brute-force enumeration of every subset each user may keep on a tiny matrix (exact, all
 subsets equally likely, the Laplace variance added analytically), and by Monte Carlo of
-:class:`ContributionBoundedCounts` on random sparse matrices (within 4 standard errors).
+:class:`ContributionBoundedCounts` (its ``release``) on random sparse matrices (within 4 standard errors).
 The sampling itself is checked directly: each user keeps exactly ``min(k, r_i)`` of their own
 items, uniformly over subsets (chi-square), and nothing else is ever counted.
 Seeds are fixed (SeedSequence-derived).
@@ -129,7 +129,7 @@ def test_risk_matches_monte_carlo_of_the_mechanism(key, shape, mean_items, ks, e
     trials = 4000
     rng = make_rng(key)
     for k, want in zip(ks, exact):
-        out = ContributionBoundedCounts(k, epsilon).estimate(matrix, rng, trials=trials)
+        out = ContributionBoundedCounts(k, epsilon).release(matrix, rng, trials=trials)
         assert out.shape == (trials, shape[1])
         loss = np.sum((out - truth) ** 2, axis=1)
         se = loss.std(ddof=1) / math.sqrt(trials)
@@ -258,19 +258,19 @@ def test_no_item_outside_a_users_items_is_ever_counted():
 def test_same_seed_same_release_and_input_formats_agree():
     matrix = random_matrix(16, 100, 10, 4.0)
     mech = ContributionBoundedCounts(2, 1.0)
-    a = mech.estimate(matrix, make_rng(16), trials=5)
-    np.testing.assert_array_equal(a, mech.estimate(matrix, make_rng(16), trials=5))
-    assert not np.array_equal(a, mech.estimate(matrix, make_rng(17), trials=5))
+    a = mech.release(matrix, make_rng(16), trials=5)
+    np.testing.assert_array_equal(a, mech.release(matrix, make_rng(16), trials=5))
+    assert not np.array_equal(a, mech.release(matrix, make_rng(17), trials=5))
     dense = matrix.toarray()
     for form in (dense, dense.astype(bool), dense.astype(float), sparse.csr_matrix(dense), sparse.coo_array(dense)):
-        np.testing.assert_array_equal(mech.estimate(form, make_rng(16), trials=5), a)
+        np.testing.assert_array_equal(mech.release(form, make_rng(16), trials=5), a)
     # a non-canonical CSR (unsorted indices) is sorted first, and the input is left alone
     coo = sparse.coo_array(dense)
     perm = make_rng(18).permutation(coo.nnz)
     shuffled = sparse.csr_array((coo.data[perm], (coo.row[perm], coo.col[perm])), shape=dense.shape)
     shuffled.has_sorted_indices = False
     before = shuffled.indices.copy()
-    np.testing.assert_array_equal(mech.estimate(shuffled, make_rng(16), trials=5), a)
+    np.testing.assert_array_equal(mech.release(shuffled, make_rng(16), trials=5), a)
     np.testing.assert_array_equal(shuffled.indices, before)
     # explicit zeros are ignored
     with_zero = sparse.csr_array(dense)
@@ -278,12 +278,21 @@ def test_same_seed_same_release_and_input_formats_agree():
     assert check_user_item_matrix(with_zero).nnz == matrix.nnz - 1
 
 
-def test_guarantee_sensitivity_and_label():
+def test_guarantee_sensitivity_label_and_the_mechanism_protocol():
+    from hybridpriv.estimators.base import Mechanism
+
     mech = ContributionBoundedCounts(3, 0.5)
-    assert mech.privacy == Guarantee(0.5, 0.0, "add-remove")
+    assert isinstance(mech, Mechanism) and mech.data_kind == "user-item"
+    assert mech.privacy == {"users": Guarantee(0.5, 0.0, "add-remove")}
+    assert mech.describe_privacy().startswith("users: epsilon=0.5")
     assert mech.sensitivity == 3 and mech.label == "k=3"
     assert mech.scale == pytest.approx(6.0)
+    assert mech.get_params() == {"k": 3, "epsilon": 0.5}
+    twin = mech.clone()
+    assert twin is not mech and twin.get_params() == mech.get_params() and twin.fingerprint() == mech.fingerprint()
+    assert ContributionBoundedCounts(3, 0.6).fingerprint() != mech.fingerprint()
     assert ContributionBoundedCounts(np.int64(2), 1).k == 2
+    assert not hasattr(mech, "estimate")  # one spelling: release
 
 
 @pytest.mark.parametrize(
@@ -325,17 +334,17 @@ def test_bad_parameters_raise_naming_the_parameter(k, epsilon, exc, match):
 )
 def test_bad_matrices_raise(matrix, exc, match):
     with pytest.raises(exc, match=match):
-        ContributionBoundedCounts(1, 1.0).estimate(matrix, make_rng(0))
+        ContributionBoundedCounts(1, 1.0).release(matrix, make_rng(0))
     with pytest.raises(exc, match=match):
         user_item_risk(matrix, 1, 1.0)
 
 
 def test_k_larger_than_the_number_of_items_is_an_error():
     with pytest.raises(ValueError, match=r"k must be <= m \(the number of items\), got k=5 with m=4"):
-        ContributionBoundedCounts(5, 1.0).estimate(TINY, make_rng(0))
+        ContributionBoundedCounts(5, 1.0).release(TINY, make_rng(0))
     with pytest.raises(ValueError, match=r"k must be <= m \(the number of items\)"):
         user_item_risk(TINY, [1, 5], 1.0)
-    ContributionBoundedCounts(4, 1.0).estimate(TINY, make_rng(0))  # k = m is fine
+    ContributionBoundedCounts(4, 1.0).release(TINY, make_rng(0))  # k = m is fine
 
 
 def test_bad_k_sequences_trials_rng_and_loss():
@@ -349,11 +358,11 @@ def test_bad_k_sequences_trials_rng_and_loss():
         user_item_risk(TINY, [], 1.0)
     mech = ContributionBoundedCounts(1, 1.0)
     with pytest.raises(ValueError, match="trials must be >= 1, got 0"):
-        mech.estimate(TINY, make_rng(0), trials=0)
+        mech.release(TINY, make_rng(0), trials=0)
     with pytest.raises(TypeError, match="trials must be an integer"):
-        mech.estimate(TINY, make_rng(0), trials=2.0)
+        mech.release(TINY, make_rng(0), trials=2.0)
     with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
-        mech.estimate(TINY, 0)
+        mech.release(TINY, 0)
     with pytest.raises(ValueError, match="loss must be one of"):
         monte_carlo_user_item_loss(TINY, 1, 1.0, make_rng(0), 10, loss="mean")
     with pytest.raises(ValueError, match="trials must be >= 2"):
@@ -364,4 +373,4 @@ def test_users_with_no_items_contribute_nothing():
     empty = np.zeros((3, 4), dtype=int)
     assert user_item_risk(empty, 2, 1.0) == pytest.approx(4 * 2 * 4.0)
     np.testing.assert_array_equal(bounded_counts(empty, 2, make_rng(0), 2), np.zeros((2, 4)))
-    assert ContributionBoundedCounts(2, 1.0).estimate(empty, make_rng(0), 3).shape == (3, 4)
+    assert ContributionBoundedCounts(2, 1.0).release(empty, make_rng(0), 3).shape == (3, 4)

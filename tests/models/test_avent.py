@@ -1,10 +1,12 @@
-"""Tests of hybridpriv.models.avent: the curator's knowledge and the Bayes weight.
+"""Tests of hybridpriv.models.avent: the curator's knowledge, the Bayes weight and the datasets it generates.
 
 The closed form is checked three ways: against brute-force minimisation (SciPy) of the
 draw-averaged ``hybridpriv.theory.avent.hybrid_mse``, against the heterogeneous and
 homogeneous KVH weights of the theory module at point-mass posteriors, and, for a fitted
-posterior, by concentration on the oracle KVH weight as pilot records accumulate.  Fits use
-300 tuning + 300 draws on 2 chains (cores=1); every seed is fixed.
+posterior, by concentration on the oracle KVH weight as pilot records accumulate.  The posterior
+as a dataset source is checked against the draws PyMC stored (means, variances) and through the
+engine (``evaluate``, ``decide``).  Fits use 300 tuning + 300 draws on 2 chains (cores=1); every
+seed is fixed.
 """
 
 from __future__ import annotations
@@ -16,15 +18,18 @@ import pytest
 import xarray as xr
 from scipy import optimize, stats
 
-from hybridpriv.estimators.avent import Hybrid
+from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
+from hybridpriv.evaluate import evaluate
+from hybridpriv.models._base import RHAT_FAIL, ConvergenceError, ConvergenceWarning
 from hybridpriv.models.avent import (
-    BAYES_RHAT_FAIL,
     HybridTrustModel,
     HybridTrustPosterior,
     bayes_weight_from_moments,
     fit_many,
 )
 from hybridpriv.privacy import Group
+from hybridpriv.select import decide
+from hybridpriv.tasks import Statistic
 from hybridpriv.theory.avent import (
     hybrid_mse,
     kvh_weight,
@@ -82,9 +87,13 @@ def concentrated(joint):
     return joint[0]
 
 
+SIZES = (30, 270)
+
+
 @pytest.fixture(scope="module")
 def small_fit(pilots):
-    return HybridTrustModel(M, homogeneous=True, pilot_T=pilots[0][:30], pilot_L=pilots[1][:30]).fit(**FIT, seed=5)
+    return HybridTrustModel(M, homogeneous=True, pilot_T=pilots[0][:30], pilot_L=pilots[1][:30],
+                            sizes=SIZES).fit(**FIT, seed=5)
 
 
 # -- the closed form ---------------------------------------------------------------------
@@ -193,7 +202,7 @@ def test_homogeneous_fit_covers_the_pooled_variance(small_fit, pilots):
     # 60 records from two Betas with equal means: the homogeneous model sees one distribution
     # whose variance is the pooled one
     post = small_fit
-    assert post.max_rhat < BAYES_RHAT_FAIL
+    assert post.max_rhat < RHAT_FAIL
     assert np.all(post.gap == 0.0) and np.array_equal(post.sigma_T2, post.sigma_L2)
     pooled = 0.5 * (SIGMA_T2 + SIGMA_L2)
     lo, hi = np.quantile(post.sigma_T2, [0.005, 0.995])
@@ -226,7 +235,8 @@ def test_pilot_records_shrink_the_gap_uncertainty(concentrated):
 
 
 def test_fixed_seeds_reproduce(small_fit, pilots):
-    again = HybridTrustModel(M, homogeneous=True, pilot_T=pilots[0][:30], pilot_L=pilots[1][:30]).fit(**FIT, seed=5)
+    again = HybridTrustModel(M, homogeneous=True, pilot_T=pilots[0][:30], pilot_L=pilots[1][:30],
+                             sizes=SIZES).fit(**FIT, seed=5)
     np.testing.assert_array_equal(again.sigma_T2, small_fit.sigma_T2)
     a, b = HybridTrustModel(M).prior(500, seed=7), HybridTrustModel(M).prior(500, seed=7)
     np.testing.assert_array_equal(a.gap, b.gap)
@@ -237,8 +247,15 @@ def test_fit_many_samples_each_model_from_its_own_posterior(joint):
     import arviz_stats
 
     big, bare = joint
-    assert {"k0::v_T", "k0::sigma_T2", "k1::gap_logit", "k1::sigma_L2"} <= set(big.idata["posterior"].data_vars)
-    assert bare.max_rhat < BAYES_RHAT_FAIL
+    # each posterior holds its own block under plain names, and passed the shared check on it
+    for post in joint:
+        names = set(post.idata["posterior"].data_vars)
+        assert {"p0", "gap_logit", "v_T", "v_L", "sigma_T2", "sigma_L2", "gap"} <= names
+        assert not any("::" in name for name in names)
+        assert set(post.convergence) == set(post.convergence_vars) == {"p0", "gap_logit", "v_T", "v_L", "sigma_T2",
+                                                                       "sigma_L2", "gap"}
+    assert bare.max_rhat < RHAT_FAIL
+    assert not np.array_equal(big.sigma_T2, bare.sigma_T2)
 
     def mcse(x):  # Monte Carlo standard error of a posterior mean
         return float(np.std(x) / np.sqrt(arviz_stats.ess(x)))
@@ -266,17 +283,62 @@ def test_hybrid_estimator_uses_the_bayes_weight():
 # -- refusal and bad input ---------------------------------------------------------------
 
 
-def test_unconverged_posterior_is_refused():
+def test_unconverged_posterior_is_refused_by_the_shared_check():
     rng = np.random.default_rng(0)
-    bad = HybridTrustPosterior.from_draws(np.stack([rng.gamma(5, 0.01, 300), rng.gamma(5, 0.01, 300) + 0.2]), 0.05)
-    assert bad.max_rhat > BAYES_RHAT_FAIL
-    with pytest.raises(ValueError, match="did not converge.*sigma_T2"):
-        bad.bayes_weight(1000, 0.05, 1e-3, 2.0)
-    with pytest.raises(ValueError, match="did not converge"):
-        bad.expected_mse(0.5, 1000, 0.05, 1e-3, 2.0)
+    stuck = np.stack([rng.gamma(5, 0.01, 300), rng.gamma(5, 0.01, 300) + 0.2])  # two chains at different values
+    with pytest.raises(ConvergenceError, match="did not converge.*R-hat of sigma_T2"):
+        HybridTrustPosterior.from_draws(stuck, 0.05)
+    with pytest.warns(ConvergenceWarning, match="sigma_T2"):
+        HybridTrustPosterior.from_draws(stuck, 0.05, on_unconverged="warn")
+    bad = HybridTrustPosterior.from_draws(stuck, 0.05, on_unconverged="ignore")  # the user's explicit choice
+    assert bad.max_rhat > RHAT_FAIL and bad.convergence["sigma_T2"]["r_hat"] == bad.max_rhat
     # a well-mixed one is accepted; one chain is split in halves for R-hat
     ok = HybridTrustPosterior.from_draws(rng.gamma(5, 0.01, 600), 0.05)
     assert ok.max_rhat < 1.05 and 0 < ok.bayes_weight(1000, 0.05, 1e-3, 2.0) < 1
+    trend = HybridTrustPosterior.from_draws(np.linspace(0.01, 0.2, 600), 0.05, on_unconverged="ignore")
+    assert trend.max_rhat > RHAT_FAIL  # a drifting single chain is caught by the split
+
+
+# -- the posterior as a dataset source ---------------------------------------------------
+
+
+def test_prior_draws_generate_datasets_with_the_draws_moments():
+    prior = HybridTrustModel(M, sizes=(20_000, 30_000)).prior(draws=200, seed=4)
+    post = prior.idata["posterior"]
+    rng = np.random.default_rng(9)
+    for draw in (0, 57, 199):
+        data = prior.generate(0, draw, rng)
+        assert [v.shape for v in data.values] == [(20_000,), (30_000,)]
+        for x, g in zip(data.values, ("T", "L")):
+            mu, var = float(post[f"mu_{g}"][0, draw]), float(post[f"sigma_{g}2"][0, draw])  # what PyMC drew
+            assert x.min() >= 0.0 and x.max() <= M
+            se_mean = np.sqrt(var / x.size)
+            assert abs(x.mean() - mu) < 4 * se_mean
+            m4 = np.mean((x - x.mean()) ** 4)
+            assert abs(x.var(ddof=1) - var) < 4 * np.sqrt((m4 - var**2) / x.size)
+        mu_T, mu_L = float(post["mu_T"][0, draw]), float(post["mu_L"][0, draw])
+        assert data.population["mean"] == pytest.approx((20_000 * mu_T + 30_000 * mu_L) / 50_000, rel=1e-12)
+        c = 0.4
+        mix = c * float(post["sigma_T2"][0, draw]) + (1 - c) * float(post["sigma_L2"][0, draw]) + c * (1 - c) * (mu_T - mu_L) ** 2
+        assert data.population["variance"] == pytest.approx(mix, rel=1e-10)
+    a = prior.generate(0, 3, np.random.default_rng(1)).values[0]
+    assert np.array_equal(a, prior.generate(0, 3, np.random.default_rng(1)).values[0])  # only rng is random
+
+
+def test_evaluate_and_decide_take_the_fitted_posterior_as_a_source(small_fit):
+    groups = [Group("tcm", SIZES[0], 1.0), Group("lm", SIZES[1], 1.0, trust="local")]
+    cands = [TCMOnly(groups, (0, M)), FullLM(groups, (0, M)), Hybrid(groups, (0, M), "bayes", posterior=small_fit)]
+    ev = evaluate(cands, small_fit, Statistic(), trials=4, draws=25, seed=2)
+    assert ev.attrs["source"] == "HybridTrustPosterior" and ev.risk.shape == (3, 2, 25)
+    post = small_fit.idata["posterior"]
+    pooled = (SIZES[0] * post["mu_T"] + SIZES[1] * post["mu_L"]) / sum(SIZES)  # the population mean of each draw
+    np.testing.assert_allclose(ev.truth.sel(quantity="mean").values, pooled.isel(draw=slice(0, 25)).values, rtol=1e-12)
+    dec = decide(ev)
+    assert str(dec.attrs["recommended"]) in {c.label for c in cands}
+    with pytest.raises(ValueError, match=r"sizes=\(n_T, n_L\)"):
+        HybridTrustPosterior.from_draws(0.05, 0.05).generate(0, 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="draw must be in"):
+        small_fit.generate(0, 10_000, np.random.default_rng(0))
 
 
 @pytest.mark.parametrize(
@@ -338,6 +400,9 @@ def test_bad_draws(kwargs, exc, match):
         (dict(m=1.0, pilot_L=[0.2, np.nan]), ValueError, "pilot_L contains NaN"),
         (dict(m=1.0, pilot_L=[[0.2]]), ValueError, "pilot_L must be a non-empty 1-D"),
         (dict(m=1.0, pilot_L=[]), ValueError, "pilot_L must be a non-empty 1-D"),
+        (dict(m=1.0, sizes=(10,)), TypeError, "sizes must be a pair"),
+        (dict(m=1.0, sizes=(10, 0)), ValueError, r"sizes\[1\] must be an integer >= 1"),
+        (dict(m=1.0, sizes=(2.5, 10)), TypeError, r"sizes\[0\] must be an integer"),
     ],
 )
 def test_bad_model(kwargs, exc, match):
@@ -348,9 +413,10 @@ def test_bad_model(kwargs, exc, match):
 def test_clamp_and_bad_fit_arguments():
     model = HybridTrustModel(1.0, pilot_T=[-0.5, 0.3, 2.0], clamp=True)
     np.testing.assert_array_equal(model.pilot_T, [0.0, 0.3, 1.0])
-    for kwargs, error, match in ((dict(draws=0), ValueError, "draws must be an integer >= 4"),
+    for kwargs, error, match in ((dict(draws=0), ValueError, "draws must be an integer >= 1"),
                                  (dict(seed=-1), ValueError, "seed must be"),
-                                 (dict(chains=1.5), TypeError, "chains must be an integer")):
+                                 (dict(chains=1.5), ValueError, "chains must be an integer"),
+                                 (dict(on_unconverged="never"), ValueError, "on_unconverged\) must be")):
         with pytest.raises(error, match=match):
             model.fit(**kwargs)
     with pytest.raises(TypeError, match="not random_seed"):

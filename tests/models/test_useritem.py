@@ -1,4 +1,5 @@
-"""UserItemModel: the full hierarchy (n, r, matrix) against exact enumeration, and bad knowledge."""
+"""UserItemModel: the full hierarchy (n, r, matrix) against exact enumeration, the fitted
+UserItemPosterior as a dataset source, and bad knowledge."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from hybridpriv.models import UserItemModel
+from hybridpriv.models import UserItemModel, UserItemPosterior
+from hybridpriv.models._base import ConvergenceError
+from hybridpriv.random import rng as stream_rng
 
 
 def _matrices(r, c):
@@ -81,9 +84,18 @@ def _exact_target(c, ns, n_weights=None):
     return probs
 
 
+def _matrices_of(posterior, seed):
+    """Every matrix of the posterior, as the engine makes them (stream ("dataset", chain, draw))."""
+    chains, draws = posterior.shape
+    for c in range(chains):
+        for d in range(draws):
+            yield posterior.generate(c, d, stream_rng(seed, "dataset", c, d))
+
+
 def _observed(model, draws, seed):
     counts = Counter()
-    for mat in model.sample_datasets(draws, seed=seed, chains=2, moves=1000):
+    posterior = model.fit(draws=draws // 2, tune=200, chains=2, seed=seed, moves=1000)
+    for mat in _matrices_of(posterior, seed):
         rows = [tuple(np.flatnonzero(mat[i].toarray()[0])) for i in range(mat.shape[0])]
         counts[(mat.shape[0], _canonical(rows))] += 1
     return counts
@@ -144,27 +156,107 @@ def test_known_n_and_a_prior_on_n():
     assert _chisquare(probs, counts, 3000)[0] > 1e-3
 
 
-def test_datasets_are_csr_with_the_public_margins_and_reproducible():
-    c = np.array([30, 5, 12, 0, 7, 19])
-    model = UserItemModel(c, 40)
-    a = list(model.sample_datasets(6, seed=11))
-    b = list(model.sample_datasets(6, seed=11))
+@pytest.fixture(scope="module")
+def fitted():
+    model = UserItemModel(np.array([30, 5, 12, 0, 7, 19]), 40)
+    return model, model.fit(draws=6, tune=20, chains=2, seed=11, on_unconverged="ignore")
+
+
+def test_datasets_are_csr_with_the_public_margins_and_reproducible(fitted):
+    model, posterior = fitted
+    assert isinstance(posterior, UserItemPosterior) and posterior.shape == (2, 6)
+    assert posterior.data_kind == "user-item" and posterior.model is model
+    c = model.column_sums
+    a = list(_matrices_of(posterior, 11))
+    b = list(_matrices_of(posterior, 11))
     for x, y in zip(a, b):
         assert x.format == "csr" and x.shape == (40, 6)
         np.testing.assert_array_equal(np.asarray(x.sum(axis=0)).ravel(), c)
         assert (np.asarray(x.sum(axis=1)).ravel() >= 1).all()
         assert (x != y).nnz == 0
     assert any((a[0] != z).nnz for z in a[1:])
+    # the row sums of the matrix are the posterior draw's histogram
+    h = posterior.histogram(1, 2)
+    np.testing.assert_array_equal(np.bincount(np.diff(a[8].indptr), minlength=7)[1:], h)
+    np.testing.assert_array_equal(h, posterior.idata["posterior"]["h"].values[1, 2])
+
+
+def test_the_posterior_is_the_same_source_from_a_saved_posterior_group_and_after_pickling(fitted):
+    import pickle
+
+    model, posterior = fitted
+    read_back = UserItemPosterior(model, {"posterior": posterior.idata["posterior"].to_dataset()}, seed=11)
+    copy = pickle.loads(pickle.dumps(posterior))
+    assert copy.idata is None and copy.shape == posterior.shape
+    assert copy.describe_params() == posterior.describe_params() == read_back.describe_params()
+    for other in (read_back, copy):
+        for c, d in ((0, 0), (1, 5)):
+            x = posterior.generate(c, d, np.random.default_rng(3))
+            assert (other.generate(c, d, np.random.default_rng(3)) != x).nnz == 0
+    # the pickle carries the histograms in small integers, not the DataTree
+    assert len(pickle.dumps(posterior)) < len(pickle.dumps(posterior.idata))
+    assert copy._h.dtype == np.uint8
+    # the fingerprint sees the draws
+    changed = posterior.idata["posterior"].to_dataset()
+    changed["share_one_item"] = changed["share_one_item"] + 1.0
+    assert UserItemPosterior(model, {"posterior": changed}, 11).describe_params() != posterior.describe_params()
+
+
+def test_convergence_vars_mixing_check_and_bad_arguments(fitted):
+    model, posterior = fitted
+    assert posterior.convergence_vars == ("share_one_item", "max_items")
+    assert set(posterior.convergence) == {"share_one_item", "max_items"}
+    mix = posterior.mixing_check(rng=4, chains=4, samples=20)
+    assert mix["draws"].shape == (4, 20) and mix["trades_between"] == 5 * 40
+    assert mix["starts"][:2] == ["greedy", "greedy rows reversed"]
+    again = posterior.mixing_check(rng=4, chains=4, samples=20)
+    np.testing.assert_array_equal(mix["draws"], again["draws"])
+    with pytest.raises(ValueError, match=r"draw must be in \[0, 6\), got 6"):
+        posterior.mixing_check(draw=6)
+    with pytest.raises(ValueError, match="chains must be >= 2, got 1"):
+        posterior.mixing_check(chains=1)
+    with pytest.raises(TypeError, match="rng must be a numpy.random.Generator"):
+        posterior.generate(0, 0, 3)
+    with pytest.raises(ValueError, match="chain must be in"):
+        posterior.generate(2, 0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="must hold the row-sum histograms 'h'"):
+        UserItemPosterior(model, {"posterior": posterior.idata["posterior"].to_dataset()[["share_one_item"]]})
+    with pytest.raises(TypeError, match="model must be a UserItemModel, got str"):
+        UserItemPosterior("model", posterior.idata)
+    with pytest.raises(ValueError, match="moves must be an integer >= 1, got 0"):
+        model.fit(draws=2, tune=0, moves=0)
+    with pytest.raises(ValueError, match="cores must be an integer >= 1, got 0"):
+        model.fit(draws=2, tune=0, cores=0)
+    with pytest.raises(TypeError, match="pass seed=..., not random_seed"):
+        model.fit(draws=2, tune=0, random_seed=1)
+
+
+def test_an_unconverged_row_sum_chain_is_refused_naming_the_variable():
+    # two draws per chain, few moves: the chains cannot agree
+    model = UserItemModel([60, 30, 20, 15, 12, 10, 9, 8, 7, 6], 90)
+    with pytest.raises(ConvergenceError, match=r"UserItemModel of public knowledge did not converge \((R-hat|bulk ESS) of"):
+        model.fit(draws=4, tune=0, chains=2, seed=0, moves=1)
 
 
 def test_parametric_items_prior_runs_with_hyperpriors():
     model = UserItemModel([40, 20, 10, 5, 5], (45, 60), items_prior="negative-binomial")
-    idata = model.sample(draws=60, tune=60, chains=2, seed=2)
-    post = idata["posterior"]
+    posterior = model.fit(draws=60, tune=60, chains=2, seed=2, on_unconverged="ignore")
+    post = posterior.idata["posterior"]
     assert {"n", "h", "log_mu_items", "alpha_items", "mean_items"} <= set(post.data_vars)
-    for mat in model.matrices_from(idata, seed=0, draws=4):
+    assert posterior.convergence_vars == ("share_one_item", "max_items", "n", "mean_items", "log_mu_items",
+                                          "alpha_items")
+    for d in range(2):
+        mat = posterior.generate(0, d, np.random.default_rng(d))
         np.testing.assert_array_equal(np.asarray(mat.sum(axis=0)).ravel(), [40, 20, 10, 5, 5])
-        assert 45 <= mat.shape[0] <= 60
+        assert 45 <= mat.shape[0] <= 60 and mat.shape[0] == int(post["n"].values[0, d])
+    # the model is described by its parameters (a prior object by its numbers, not its address)
+    from hybridpriv.models import negative_binomial_items
+    from hybridpriv.params import describe
+
+    assert "negative-binomial" in str(describe(model))
+    a = describe(UserItemModel([40, 20, 10, 5, 5], (45, 60), items_prior=negative_binomial_items(5, alpha=2.0)))
+    b = describe(UserItemModel([40, 20, 10, 5, 5], (45, 60), items_prior=negative_binomial_items(5, alpha=3.0)))
+    assert a != b and " at 0x" not in str(a)
 
 
 @pytest.mark.parametrize(

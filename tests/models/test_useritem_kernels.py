@@ -1,4 +1,5 @@
-"""Tests of hybridpriv.models._useritem_kernels: the compiled core for user-item matrices.
+"""Tests of the compiled core for user-item matrices (``hybridpriv.models._useritem_*``: feasibility,
+realize, chains, mixing).
 
 Everything is checked against brute force: existence of matrices (Gale-Ryser), counts of sorted
 row sums (dynamic programme), matrices with given margins (Curveball uniformity), and every
@@ -18,7 +19,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.models import _useritem_kernels as K
+from hybridpriv.models._useritem_chains import _curveball_kernel, _h_chain, _randint, curveball, h_chain
+from hybridpriv.models._useritem_checks import csr_margins
+from hybridpriv.models._useritem_feasibility import (
+    gale_ryser_violation,
+    histogram_feasible,
+    log_count_cost,
+    log_count_row_sums,
+)
+from hybridpriv.models._useritem_mixing import mixing_check
+from hybridpriv.models._useritem_realize import realize_greedy, realize_networkx
 
 
 # ----------------------------------------------------------------------------------------------
@@ -46,7 +56,7 @@ def sorted_row_sums(c, n):
     m, total = len(c), sum(c)
     out = []
     for r in itertools.combinations_with_replacement(range(m, 0, -1), n):
-        if sum(r) == total and K.gale_ryser_violation(r, c) == -1:
+        if sum(r) == total and gale_ryser_violation(r, c) == -1:
             out.append(r)
     return out
 
@@ -94,7 +104,7 @@ def test_gale_ryser_matches_exhaustive_search(n, m):
         feasible.add((tuple(a.sum(1)), tuple(a.sum(0))))
     for r in itertools.product(range(m + 2), repeat=n):
         for c in itertools.product(range(n + 2), repeat=m):
-            v = K.gale_ryser_violation(r, c)
+            v = gale_ryser_violation(r, c)
             if sum(r) != sum(c):
                 assert v == 0
                 continue
@@ -104,24 +114,24 @@ def test_gale_ryser_matches_exhaustive_search(n, m):
                 bad = [p for p in range(1, m + 1) if sum(min(x, p) for x in r) < sum(cs[:p])]
                 assert v == bad[0]
             if min(r) >= 1 and max(r) <= m:
-                assert K.histogram_feasible(hist_of(r, m), c) == (v == -1)
+                assert histogram_feasible(hist_of(r, m), c) == (v == -1)
 
 
 def test_gale_ryser_validation_messages():
     with pytest.raises(ValueError, match=r"r must have entries >= 0, got \[1, -1\]"):
-        K.gale_ryser_violation([1, -1], [0])
+        gale_ryser_violation([1, -1], [0])
     with pytest.raises(ValueError, match="c must be a 1-D array of integers, got"):
-        K.gale_ryser_violation([1], [0.5])
+        gale_ryser_violation([1], [0.5])
     with pytest.raises(ValueError, match="h must have length len"):
-        K.histogram_feasible([1, 0], [1, 0, 0])
-    assert K.histogram_feasible([0, 0, 1], [1, 1, 1])
-    assert K.histogram_feasible([3, 0, 0], [3, 0, 0])  # 3 users with item 0 only
-    assert K.histogram_feasible([1, 1], [2, 1])  # r = (1, 2): item 0 in both rows
-    assert K.histogram_feasible([0, 2, 0], [2, 1, 1])  # r = (2, 2): rows {0, 1}, {0, 2}
-    assert not K.histogram_feasible([0, 0, 1], [2, 1, 0])  # one user cannot hold item 0 twice
-    assert K.gale_ryser_violation([3], [1, 1]) == 0  # sums differ
-    assert K.gale_ryser_violation([2, 0], [1, 1]) == -1
-    assert K.gale_ryser_violation([0, 2], [2, 0]) == 1  # one non-empty row cannot fill c_1 = 2
+        histogram_feasible([1, 0], [1, 0, 0])
+    assert histogram_feasible([0, 0, 1], [1, 1, 1])
+    assert histogram_feasible([3, 0, 0], [3, 0, 0])  # 3 users with item 0 only
+    assert histogram_feasible([1, 1], [2, 1])  # r = (1, 2): item 0 in both rows
+    assert histogram_feasible([0, 2, 0], [2, 1, 1])  # r = (2, 2): rows {0, 1}, {0, 2}
+    assert not histogram_feasible([0, 0, 1], [2, 1, 0])  # one user cannot hold item 0 twice
+    assert gale_ryser_violation([3], [1, 1]) == 0  # sums differ
+    assert gale_ryser_violation([2, 0], [1, 1]) == -1
+    assert gale_ryser_violation([0, 2], [2, 0]) == 1  # one non-empty row cannot fill c_1 = 2
 
 
 # ----------------------------------------------------------------------------------------------
@@ -133,7 +143,7 @@ def test_gale_ryser_validation_messages():
 def test_log_count_matches_enumeration(c):
     total = sum(c)
     ns = np.arange(0, total + 2)
-    got = K.log_count_row_sums(c, ns)
+    got = log_count_row_sums(c, ns)
     for n, lg in zip(ns, got, strict=True):
         count = len(sorted_row_sums(c, int(n))) if n > 0 else 0
         if count == 0:
@@ -141,7 +151,7 @@ def test_log_count_matches_enumeration(c):
         else:
             assert math.isclose(math.exp(lg), count, rel_tol=1e-9), (c, n, math.exp(lg), count)
     # n_values in any order, repeated
-    assert np.array_equal(K.log_count_row_sums(c, ns[::-1]), got[::-1])
+    assert np.array_equal(log_count_row_sums(c, ns[::-1]), got[::-1])
 
 
 def test_log_count_cost_and_timing():
@@ -150,16 +160,16 @@ def test_log_count_cost_and_timing():
     c = c * 1000 // c.sum()
     c = np.maximum(c, 1)
     ns = np.arange(int(c.max()), 301)
-    cost = K.log_count_cost(c, 300)
-    K.log_count_row_sums(c, ns[:2])  # compile
+    cost = log_count_cost(c, 300)
+    log_count_row_sums(c, ns[:2])  # compile
     t0 = time.perf_counter()
-    lg = K.log_count_row_sums(c, ns)
+    lg = log_count_row_sums(c, ns)
     dt = time.perf_counter() - t0
     print(f"\nlog_count_row_sums: m={c.size}, sum(c)={c.sum()}, n in [{ns[0]}, {ns[-1]}]: "
           f"{dt * 1e3:.1f} ms, {cost:.3g} cells, log count(300) = {lg[-1]:.1f}")
     assert np.all(np.isfinite(lg)) and np.all(lg > 0)
     assert dt < 5.0
-    assert K.log_count_cost([4, 2, 2, 1], 9) > 0
+    assert log_count_cost([4, 2, 2, 1], 9) > 0
 
 
 # ----------------------------------------------------------------------------------------------
@@ -176,36 +186,34 @@ def test_realizations_exact_margins_and_feasibility():
         else:  # random margins with equal sums: often infeasible
             r = rng.integers(0, m + 2, size=n)
             c = rng.multinomial(int(r.sum()), np.ones(m) / m)
-        ok = K.gale_ryser_violation(r, c) == -1
+        ok = gale_ryser_violation(r, c) == -1
         if not ok:
-            for fn in (K.realize_greedy, K.realize_networkx):
+            for fn in (realize_greedy, realize_networkx):
                 with pytest.raises(ValueError, match="r must satisfy the Gale-Ryser condition"):
                     fn(r, c)
             continue
         n_feasible += 1
-        for fn in (K.realize_greedy, K.realize_networkx):
+        for fn in (realize_greedy, realize_networkx):
             indptr, indices = fn(r, c)
             assert indptr.dtype == np.int64 and indices.dtype == np.int64
-            rr, cc = K.csr_margins(indptr, indices, m)
+            rr, cc = csr_margins(indptr, indices, m)
             assert np.array_equal(rr, r) and np.array_equal(cc, c)
             assert all(np.all(np.diff(x) > 0) for x in np.split(indices, indptr[1:-1]))
     assert n_feasible > 160
     with pytest.raises(ValueError, match=r"sum\(r\) must equal sum\(c\) = 3, got 2"):
-        K.realize_greedy([1, 1], [2, 1])
+        realize_greedy([1, 1], [2, 1])
 
 
 def test_realize_greedy_rule():
     # row 0 takes the two largest capacities (2 at item 1, then 1 at items 0 and 2: tie -> 0)
-    indptr, indices = K.realize_greedy([2, 1, 1], [1, 2, 1])
+    indptr, indices = realize_greedy([2, 1, 1], [1, 2, 1])
     assert rows_of(indptr, indices) == ((0, 1), (1,), (2,))
-    # larger case with rows in a given order: O(n m) and exact
+    # larger case with rows in a given order: exact
     rng = np.random.default_rng(1)
     ip, ix = random_matrix(rng, 3000, 100, 3.0)
-    r, c = K.csr_margins(ip, ix, 100)
-    t0 = time.perf_counter()
-    ip2, ix2 = K.realize_greedy(r[::-1], c)
-    assert time.perf_counter() - t0 < 1.0
-    assert np.array_equal(K.csr_margins(ip2, ix2, 100)[1], c)
+    r, c = csr_margins(ip, ix, 100)
+    ip2, ix2 = realize_greedy(r[::-1], c)
+    assert np.array_equal(csr_margins(ip2, ix2, 100)[1], c)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -213,13 +221,13 @@ def test_realize_greedy_rule():
 # ----------------------------------------------------------------------------------------------
 def curveball_frequencies(r, c, samples, thin, seed, shuffle=True):
     rng = np.random.default_rng(seed)
-    indptr, indices = K.realize_greedy(r, c)
+    indptr, indices = realize_greedy(r, c)
     counts: Counter = Counter()
     for _ in range(samples):
         if shuffle:
-            K.curveball(indptr, indices, thin, rng)
+            curveball(indptr, indices, thin, rng)
         else:
-            K._curveball_kernel(indptr, indices, thin, rng, False)
+            _curveball_kernel(indptr, indices, thin, rng, False)
         counts[rows_of(indptr, indices)] += 1
     return counts
 
@@ -241,30 +249,30 @@ def test_curveball_uniform_over_all_matrices(r, c, seed):
 def test_curveball_keeps_margins_and_sorted_rows():
     rng = np.random.default_rng(3)
     indptr, indices = random_matrix(rng, 400, 25, 4.0)
-    r0, c0 = K.csr_margins(indptr, indices, 25)
+    r0, c0 = csr_margins(indptr, indices, 25)
     before = indices.copy()
-    K.curveball(indptr, indices, 20000, rng)
+    curveball(indptr, indices, 20000, rng)
     assert not np.array_equal(before, indices)
-    r1, c1 = K.csr_margins(indptr, indices, 25)
+    r1, c1 = csr_margins(indptr, indices, 25)
     assert np.array_equal(r0, r1) and np.array_equal(c0, c1)
     assert all(np.all(np.diff(x) > 0) for x in np.split(indices, indptr[1:-1]))
     with pytest.raises(ValueError, match="indices must be strictly increasing within each row"):
-        K.curveball(np.array([0, 2], dtype=np.int64), np.array([3, 1], dtype=np.int64), 1, rng)
+        curveball(np.array([0, 2], dtype=np.int64), np.array([3, 1], dtype=np.int64), 1, rng)
     with pytest.raises(ValueError, match="indices must be a 1-D numpy int64 array"):
-        K.curveball(indptr, indices.astype(np.int32), 1, rng)
+        curveball(indptr, indices.astype(np.int32), 1, rng)
     with pytest.raises(ValueError, match="n_trades must be >= 0, got -1"):
-        K.curveball(indptr, indices, -1, rng)
+        curveball(indptr, indices, -1, rng)
     with pytest.raises(ValueError, match="rng must be a numpy.random.Generator"):
-        K.curveball(indptr, indices, 1, 7)
+        curveball(indptr, indices, 1, 7)
 
 
 def test_curveball_speed_n2000_m100():
     rng = np.random.default_rng(5)
     indptr, indices = random_matrix(rng, 2000, 100, 3.0)
-    K.curveball(indptr, indices, 1000, rng)  # warm
+    curveball(indptr, indices, 1000, rng)  # warm
     trades = 2_000_000
     t0 = time.perf_counter()
-    K.curveball(indptr, indices, trades, rng)
+    curveball(indptr, indices, trades, rng)
     dt = time.perf_counter() - t0
     print(f"\ncurveball: n=2000, m=100, {indices.size} ones: {trades / dt / 1e6:.2f} M trades/s")
     assert trades / dt > 2e5
@@ -293,7 +301,7 @@ def chain_frequencies(c, h0, n0, n_lo, n_hi, log_target_n, log_f, samples, thin,
     counts: Counter = Counter()
     acc = 0
     for _ in range(samples):
-        h, n, a = K._h_chain(h, n, c, log_target_n, log_f, thin, rng, n_lo, n_hi, hastings)
+        h, n, a = _h_chain(h, n, c, log_target_n, log_f, thin, rng, n_lo, n_hi, hastings)
         acc += a
         counts[(n, tuple(h.tolist()))] += 1
     return counts, acc / (samples * thin)
@@ -304,7 +312,7 @@ C4 = [4, 2, 2, 1]
 
 def test_h_chain_uniform_n_unknown_matches_enumeration():
     n_lo, n_hi = max(C4), sum(C4)
-    lc = K.log_count_row_sums(C4, np.arange(n_lo, n_hi + 1))
+    lc = log_count_row_sums(C4, np.arange(n_lo, n_hi + 1))
     assert np.all(np.isfinite(lc))
     lt = -lc  # uniform prior on n, uniform sorted r given n
     target = exact_target(C4, n_lo, n_hi, lt)
@@ -317,8 +325,8 @@ def test_h_chain_uniform_n_unknown_matches_enumeration():
     p = chisq_p(counts, target)
     assert p > 1e-3, (p, rate)
     # the public wrapper gives the same results as the private one
-    h, n, _ = K.h_chain(np.array([9, 0, 0, 0]), 9, C4, lt, None, 500, np.random.default_rng(21), n_lo, n_hi)
-    h2, n2, _ = K._h_chain(np.array([9, 0, 0, 0]), 9, C4, lt, None, 500, np.random.default_rng(21), n_lo, n_hi, True)
+    h, n, _ = h_chain(np.array([9, 0, 0, 0]), 9, C4, lt, None, 500, np.random.default_rng(21), n_lo, n_hi)
+    h2, n2, _ = _h_chain(np.array([9, 0, 0, 0]), 9, C4, lt, None, 500, np.random.default_rng(21), n_lo, n_hi, True)
     assert n == n2 and np.array_equal(h, h2)
     # without the Hastings correction the chain samples labelled row sums instead: wrong
     broken, _ = chain_frequencies(C4, [9, 0, 0, 0], 9, n_lo, n_hi, lt, None, 10000, 300, 21, hastings=False)
@@ -360,18 +368,18 @@ def test_h_chain_validation():
     lt = np.zeros(6)
     h = np.array([9, 0, 0, 0])
     with pytest.raises(ValueError, match=r"n must lie in \[n_lo, n_hi\] = \[4, 9\], got 3"):
-        K.h_chain(h, 3, C4, lt, None, 1, rng, 4, 9)
+        h_chain(h, 3, C4, lt, None, 1, rng, 4, 9)
     with pytest.raises(ValueError, match="h must sum to n = 8, got sum 9"):
-        K.h_chain(h, 8, C4, lt, None, 1, rng, 4, 9)
+        h_chain(h, 8, C4, lt, None, 1, rng, 4, 9)
     with pytest.raises(ValueError, match=r"h must be feasible with c \(the Gale-Ryser condition fails at p = 1\)"):
-        K.h_chain(np.array([0, 0, 1]), 1, [2, 1, 0], np.zeros(1), None, 1, rng, 1, 1)
+        h_chain(np.array([0, 0, 1]), 1, [2, 1, 0], np.zeros(1), None, 1, rng, 1, 1)
     with pytest.raises(ValueError, match="log_target_n must be a 1-D float array of length n_hi - n_lo"):
-        K.h_chain(h, 9, C4, np.zeros(5), None, 1, rng, 4, 9)
+        h_chain(h, 9, C4, np.zeros(5), None, 1, rng, 4, 9)
     with pytest.raises(ValueError, match="log_f must be None or a 1-D float array of length m = 4"):
-        K.h_chain(h, 9, C4, lt, np.zeros(3), 1, rng, 4, 9)
+        h_chain(h, 9, C4, lt, np.zeros(3), 1, rng, 4, 9)
     with pytest.raises(ValueError, match="log_target_n must be finite at the current n = 9"):
-        K.h_chain(h, 9, C4, np.r_[np.zeros(5), -np.inf], None, 1, rng, 4, 9)
-    h2, n2, acc = K.h_chain(h, 9, C4, lt, np.empty(0), 0, rng, 4, 9)  # empty log_f = uniform
+        h_chain(h, 9, C4, np.r_[np.zeros(5), -np.inf], None, 1, rng, 4, 9)
+    h2, n2, acc = h_chain(h, 9, C4, lt, np.empty(0), 0, rng, 4, 9)  # empty log_f = uniform
     assert n2 == 9 and np.array_equal(h2, h) and acc == 0 and h2 is not h
 
 
@@ -382,26 +390,26 @@ def test_mixing_check_5n_trades_mix_and_0_do_not():
     rng = np.random.default_rng(7)
     indptr, indices = random_matrix(rng, 300, 30, 4.0)
     n = indptr.size - 1
-    good = K.mixing_check(indptr, indices, 5 * n, np.random.default_rng(8), chains=4, samples=200)
+    good = mixing_check(indptr, indices, 5 * n, np.random.default_rng(8), chains=4, samples=200)
     print(f"\nmixing_check n=300, m=30, 5n trades: R-hat {good['rhat']:.4f}, ESS {good['ess']:.0f}; "
           f"starts {good['starts']}")
     assert good["draws"].shape == (4, 200)
     assert good["rhat"] < 1.05 and good["ess"] > 200
     assert np.unique(good["draws"][:, 0]).size > 1  # the starting matrices differ
-    stuck = K.mixing_check(indptr, indices, 0, np.random.default_rng(8))
+    stuck = mixing_check(indptr, indices, 0, np.random.default_rng(8))
     assert stuck["rhat"] == math.inf
-    slow = K.mixing_check(indptr, indices, 2, np.random.default_rng(8))
+    slow = mixing_check(indptr, indices, 2, np.random.default_rng(8))
     assert slow["rhat"] > 1.2, slow["rhat"]
-    six = K.mixing_check(indptr, indices, 5 * n, np.random.default_rng(9), chains=6, samples=50)
+    six = mixing_check(indptr, indices, 5 * n, np.random.default_rng(9), chains=6, samples=50)
     assert six["draws"].shape == (6, 50) and len(six["starts"]) == 6
     with pytest.raises(ValueError, match="chains must be >= 2, got 1"):
-        K.mixing_check(indptr, indices, 10, rng, chains=1)
+        mixing_check(indptr, indices, 10, rng, chains=1)
 
 
 def test_randint_exactly_uniform():
     rng = np.random.default_rng(0)
     for k in (1, 2, 3, 7):
-        draws = np.array([K._randint(rng, k) for _ in range(20000)])
+        draws = np.array([_randint(rng, k) for _ in range(20000)])
         assert draws.min() >= 0 and draws.max() <= k - 1
         if k > 1:
             assert stats.chisquare(np.bincount(draws, minlength=k)).pvalue > 1e-3

@@ -1,8 +1,9 @@
-"""Tests of hybridpriv.models.wang: the PyMC model of public knowledge about a private population,
-its simulated private datasets, and the budget-free choice of the public subset size.
+"""Tests of hybridpriv.models.wang: the PyMC model of public knowledge about a private population
+(a KnowledgeModel: one fit, one convergence check), its posterior as a source of public-private
+datasets, and the budget-free choice of the public subset size (evaluate + decide).
 
-Fits are tiny (1 chain, 150 tuning + 150 draws); Monte Carlo checks use 4 standard errors and
-fixed seeds, so the tests are deterministic.
+Fits are small (2 chains, 150 tuning + 150 draws, one process); Monte Carlo checks use 4 standard
+errors and fixed seeds, so the tests are deterministic.
 """
 
 from __future__ import annotations
@@ -13,12 +14,17 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
+from hybridpriv.data import DatasetSource, ThinnedSource
 from hybridpriv.estimators.wang import (
+    TIE_ATOL,
+    TIE_RTOL,
+    Algorithm1,
+    HybridDesign,
     LogisticContrast,
     m_estimate,
-    representation_counts,
-    representation_weights,
+    rescale,
 )
+from hybridpriv.models._base import ConvergenceError, KnowledgeModel
 from hybridpriv.models.wang import (
     PUBLIC_FIT_PRIOR_SD,
     PublishedSummaries,
@@ -26,12 +32,20 @@ from hybridpriv.models.wang import (
     WangPosterior,
     WangPrivateModel,
     logistic_fit,
-    noisy_weights,
     select_subset_size,
     smoothing_bandwidth,
+    weight_order,
 )
+from hybridpriv.random import rng as stream_rng
 
-FIT = dict(draws=150, tune=150, chains=1, cores=1)
+FIT = dict(draws=150, tune=150, chains=2, cores=1)
+
+
+def brute_counts(P, E):
+    """How many rows of P have each row of E nearest (full distance matrix; ties to the lowest index)."""
+    d = np.sqrt(((P[:, None, :] - E[None, :, :]) ** 2).sum(axis=2))
+    dmin = d.min(axis=1, keepdims=True)
+    return np.bincount(np.argmax(d <= dmin + TIE_RTOL * dmin + TIE_ATOL, axis=1), minlength=len(E)).astype(float)
 
 
 def _sim(rng, n, mean, sd, beta, intercept=0.0):
@@ -128,36 +142,94 @@ def test_public_fit_is_the_penalised_mle(public):
     np.testing.assert_allclose(cov, np.linalg.inv(0.5 * (H + H.T)), rtol=1e-3)
 
 
-def test_sample_datasets_shapes_and_seed(shifted):
+def test_one_fit_and_one_convergence_check(public):
+    assert isinstance(WangPrivateModel(*public, PublishedSummaries(100)), KnowledgeModel)
+    post = WangPrivateModel(*public, PublishedSummaries(300), rate_draws=100, seed=1).fit(seed=2, **FIT)
+    assert set(post.convergence) == {"shift", "log_scale", "theta"}
+    assert post.max_rhat < 1.1 and all(v["ess_bulk"] > 20 for v in post.convergence.values())
+    assert post.shape == (2, 150) and post.seed == 2
+    # far too few draws (10 tuning steps, 20 draws in all, so a bulk ESS <= 20): refused, naming the worst variable
+    with pytest.raises(ConvergenceError, match=r"did not converge \((R-hat|bulk ESS) of (shift|log_scale|theta)"):
+        WangPrivateModel(*public, PublishedSummaries(300), rate_draws=100, seed=1).fit(draws=10, tune=10, chains=2,
+                                                                                        seed=2, cores=1)
+    with pytest.raises(TypeError, match="random_seed"):
+        WangPrivateModel(*public, PublishedSummaries(300)).fit(random_seed=1, **FIT)
+
+
+def test_the_posterior_is_a_source_of_public_private_datasets(shifted, public):
+    post = shifted[3]
+    assert isinstance(post, DatasetSource) and post.data_kind == "public-private"
+    data = post.generate(1, 7, np.random.default_rng(3))
+    assert isinstance(data, HybridDesign) and data.private.shape == (1500, 3) and data.columns == ("x0", "x1", "y")
+    np.testing.assert_array_equal(data.public, np.column_stack(public))  # the fixed public records
+    again = post.generate(1, 7, np.random.default_rng(3))
+    np.testing.assert_array_equal(data.private, again.private)
+    assert not np.array_equal(data.private, post.generate(1, 8, np.random.default_rng(3)).private)
+    assert set(np.unique(data.private[:, 2])) <= {0.0, 1.0}
+    with pytest.raises(ValueError, match=r"chain must be in \[0, 2\)"):
+        post.generate(2, 0, np.random.default_rng(0))
+
+
+def test_sample_datasets_are_the_engines_datasets_of_spread_draws(shifted):
     post = shifted[3]
     a = list(post.sample_datasets(3, seed=9))
-    b = list(post.sample_datasets(3, seed=9))
-    c = list(post.sample_datasets(3, seed=10))
     assert all(X.shape == (1500, 2) and y.shape == (1500,) for X, y in a)
-    assert all(np.array_equal(x1, x2) and np.array_equal(y1, y2) for (x1, y1), (x2, y2) in zip(a, b))
-    assert not np.array_equal(a[0][0], c[0][0])
-    assert set(np.unique(a[0][1])) <= {0.0, 1.0}
+    for k, (X, y) in enumerate(a):
+        c, d = divmod(k * 300 // 3, 150)
+        data = post.generate(c, d, stream_rng(9, "dataset", c, d))
+        np.testing.assert_array_equal(np.column_stack([X, y]), data.private)
+    assert not np.array_equal(a[0][0], next(post.sample_datasets(1, seed=10))[0])
     assert next(post.sample_datasets(1, seed=0, size=7))[0].shape == (7, 2)
+    with pytest.raises(ValueError, match="count must be at most the number of posterior draws"):
+        next(post.sample_datasets(301))
 
 
 # ---------------------------------------------------------------------- subset selection
 
 
-def test_noisy_weights_match_representation_weights():
-    rng = np.random.default_rng(0)
-    D, E = rng.random((300, 3)), rng.random((50, 3))
-    for eps, trunc in ((0.7, True), (2.0, False), (math.inf, True)):
-        a = representation_weights(D, E, eps, np.random.default_rng(5), truncate=trunc)
-        b = noisy_weights(representation_counts(D, E), 300, eps, np.random.default_rng(5), truncate=trunc)
-        np.testing.assert_array_equal(a, b)
+def test_weight_order_is_the_mean_share_of_nearest_simulated_points(shifted, public):
+    post = shifted[3]
+    order, weight = weight_order(post, datasets=3, seed=4)
+    E = np.column_stack(public)
+    expected = np.zeros(len(E))
+    for k in range(3):
+        c, d = divmod(k * 300 // 3, 150)
+        D = post.generate(c, d, stream_rng(4, "order", c, d)).private
+        p01, e01, _ = rescale(D, E)
+        expected += brute_counts(p01, e01) / len(D)
+    np.testing.assert_allclose(weight, expected / 3, rtol=1e-12)
+    np.testing.assert_array_equal(order, np.argsort(-weight, kind="stable"))
+
+
+def test_selection_is_evaluate_and_decide_on_the_documented_streams(same, public):
+    sizes, eps = (20, 100, 400), 0.5
+    ch = select_subset_size(same, "logistic", sizes, eps, datasets=4, noise_draws=2, seed=3)
+    assert isinstance(ch, SubsetChoice) and ch.privacy_cost == 0.0 and ch.subset_sizes == sizes
+    assert ch.evaluation["risk"].dims == ("subset_size", "chain", "draw") and ch.evaluation.sizes["trial"] == 2
+    # one cell by hand: the thinned draw, the streams of evaluate, Algorithm 1, the prediction error
+    source = ThinnedSource(same, 2)
+    c, d, n = 1, 1, 100
+    data = same.generate(c, int(source.index[d]), stream_rng(3, "dataset", c, d))
+    thetas = Algorithm1("logistic", eps, n, order=ch.order).release(
+        data, stream_rng(3, "mechanism", f"epsilon={eps:g}, n={n}", c, d), 2)
+    X, y = data.private[:, :2], data.private[:, 2]
+    ref = m_estimate(data.private, np.ones(len(y)), "logistic")
+    want = np.sqrt(((special.expit(thetas @ X.T) - special.expit(X @ ref)) ** 2).sum(axis=1)).mean()
+    assert float(ch.evaluation["risk"].sel(subset_size=n, chain=c, draw=d)) == pytest.approx(want, rel=1e-9)
+    # the choice is decide's, and the expected errors are the means over the simulated datasets
+    np.testing.assert_allclose(ch.expected_error, ch.evaluation["risk"].mean(("chain", "draw")))
+    assert ch.size == sizes[int(np.argmin(ch.expected_error))] == ch.decision.attrs["recommended"]
+    # several budgets in one evaluation give each budget's own numbers
+    both = select_subset_size(same, "logistic", sizes, [0.5, 2.0], datasets=4, noise_draws=2, seed=3)
+    np.testing.assert_array_equal(both[0].expected_error, ch.expected_error)
+    assert both[1].epsilon == 2.0 and not np.array_equal(both[1].expected_error, ch.expected_error)
 
 
 def test_same_distribution_and_little_noise_picks_the_largest_subset(same, public):
     # public and private populations agree and epsilon is large: more public points can only
     # bring the weighted public set closer to D (d(D, E') decreases), so the largest size wins
     sizes = (10, 50, 150, 400)
-    ch = select_subset_size(same, public, "logistic", sizes, 500.0, datasets=5, noise_draws=2, seed=0)
-    assert isinstance(ch, SubsetChoice)
+    ch = select_subset_size(same, "logistic", sizes, 500.0, datasets=6, noise_draws=2, seed=0)
     assert ch.size == 400 and ch.privacy_cost == 0.0
     assert np.all(np.diff(ch.expected_error) < 0), ch.expected_error
     assert ch.order.shape == (400,) and sorted(ch.order.tolist()) == list(range(400))
@@ -166,7 +238,7 @@ def test_same_distribution_and_little_noise_picks_the_largest_subset(same, publi
 def test_heavy_shift_picks_a_small_subset(shifted, public):
     X, y, summ, post = shifted
     sizes = (10, 40, 150, 400)
-    ch = select_subset_size(post, public, "logistic", sizes, 1.0, datasets=5, noise_draws=2, seed=0)
+    ch = select_subset_size(post, "logistic", sizes, 1.0, datasets=6, noise_draws=2, seed=0)
     # the private records sit where few public points are: count the public points inside the
     # private covariates' central box (+-3 sd); more points than that only add noise
     inside = np.all(np.abs(public[0] - X.mean(0)) <= 3 * X.std(0), axis=1).sum()
@@ -176,36 +248,26 @@ def test_heavy_shift_picks_a_small_subset(shifted, public):
     # the ordering puts the public points nearest the private region first
     top = public[0][ch.order[:10]]
     assert np.all(np.linalg.norm(top - X.mean(0), axis=1) < np.median(np.linalg.norm(public[0] - X.mean(0), axis=1)))
-    # less budget never asks for more points here
-    low = select_subset_size(post, public, "logistic", sizes, 0.05, datasets=5, noise_draws=2, seed=0,
-                             counts=ch.counts)
-    assert low.size <= ch.size
+    # less budget never asks for more points here, and costs accuracy at the largest size
+    low = select_subset_size(post, "logistic", sizes, 0.05, datasets=6, noise_draws=2, seed=0, order=ch.order)
+    assert low.size <= ch.size and low.expected_weight is None
     assert low.expected_error[-1] > ch.expected_error[-1]
 
 
 def test_same_seed_same_result_and_mcse_is_honest(same, public):
     sizes = (20, 100, 400)
     kw = dict(datasets=6, noise_draws=2)
-    a = select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, **kw)
-    b = select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, **kw)
-    c = select_subset_size(same, public, "logistic", sizes, 0.5, seed=4, **kw)
-    assert a.size == b.size and np.array_equal(a.errors, b.errors) and np.array_equal(a.order, b.order)
-    assert a.errors.shape == (6, 2, 3) and np.all(a.mcse > 0)
+    a = select_subset_size(same, "logistic", sizes, 0.5, seed=3, **kw)
+    b = select_subset_size(same, "logistic", sizes, 0.5, seed=3, **kw)
+    c = select_subset_size(same, "logistic", sizes, 0.5, seed=4, **kw)
+    assert a.size == b.size and np.array_equal(a.order, b.order)
+    np.testing.assert_array_equal(a.evaluation["loss"], b.evaluation["loss"])
+    assert np.all(a.mcse > 0)
     # another seed's estimate lies within 4 combined Monte Carlo standard errors
     assert np.all(np.abs(a.expected_error - c.expected_error) < 4 * np.hypot(a.mcse, c.mcse))
-    # precomputed counts give the same numbers without the KD-tree queries
-    d = select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, counts=a.counts, **kw)
-    np.testing.assert_array_equal(a.errors, d.errors)
-    # ... and the ordering's expected weights skip the ordering queries as well
-    f = select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, counts=a.counts,
-                           expected_weight=a.expected_weight, **kw)
-    np.testing.assert_array_equal(a.errors, f.errors)
-    assert np.array_equal(a.order, f.order) and np.array_equal(a.expected_weight, f.expected_weight)
-    with pytest.raises(ValueError, match="expected_weight"):
-        select_subset_size(same, public, "logistic", sizes, 0.5, seed=3, expected_weight=a.expected_weight[:-1], **kw)
-    # the public set may also be given as points with the label last
-    e = select_subset_size(same, np.column_stack(public), "logistic", sizes, 0.5, seed=3, **kw)
-    np.testing.assert_array_equal(a.errors, e.errors)
+    # a given order skips the ordering step and gives the same numbers
+    f = select_subset_size(same, "logistic", sizes, 0.5, seed=3, order=a.order, **kw)
+    np.testing.assert_array_equal(a.expected_error, f.expected_error)
 
 
 # -------------------------------------------------------------------------------- bad input
@@ -249,17 +311,19 @@ def test_bad_model_input(public):
 
 def test_bad_selection_input(same, public):
     with pytest.raises(ValueError, match="strictly increasing"):
-        select_subset_size(same, public, "logistic", (50, 10), 1.0)
-    with pytest.raises(ValueError, match="strictly increasing"):
-        select_subset_size(same, public, "logistic", (10, 401), 1.0)
+        select_subset_size(same, "logistic", (50, 10), 1.0)
+    with pytest.raises(ValueError, match=r"subset_sizes must lie in \[1, n_E=400\]"):
+        select_subset_size(same, "logistic", (10, 401), 1.0)
     with pytest.raises(ValueError, match="epsilon must be > 0"):
-        select_subset_size(same, public, "logistic", (10, 50), -1.0)
-    with pytest.raises(ValueError, match="public must be the model's public records"):
-        select_subset_size(same, (public[0][:100], public[1][:100]), "logistic", (10, 50), 1.0)
+        select_subset_size(same, "logistic", (10, 50), -1.0)
+    with pytest.raises(ValueError, match="epsilon must not repeat"):
+        select_subset_size(same, "logistic", (10, 50), [1.0, 1.0])
     with pytest.raises(TypeError, match="WangPosterior"):
-        select_subset_size(object(), public, "logistic", (10, 50), 1.0)
-    with pytest.raises(ValueError, match="pass criterion"):
-        select_subset_size(same, public[0], "mean", (10, 50), 1.0)
+        select_subset_size(object(), "logistic", (10, 50), 1.0)
+    with pytest.raises(ValueError, match="for the logistic contrast"):
+        select_subset_size(same, "mean", (10, 50), 1.0)
     with pytest.raises(ValueError, match="datasets must be"):
-        select_subset_size(same, public, "logistic", (10, 50), 1.0, datasets=1)
+        select_subset_size(same, "logistic", (10, 50), 1.0, datasets=1)
+    with pytest.raises(ValueError, match=r"order must hold indices in \[0, 400\)"):
+        select_subset_size(same, "logistic", (10, 50), 1.0, order=[400])
     assert isinstance(same, WangPosterior)

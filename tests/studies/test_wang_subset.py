@@ -1,13 +1,17 @@
 """The quick version of the wang-subset study: structure, budget accounting, independent recomputation
-of some cells, and the paper's qualitative claim (a U-shaped DP error curve)."""
+of some cells, the public-only selector's blindness to D, and the paper's qualitative claim."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
+from scipy.special import expit
 
 from hybridpriv.estimators.wang import (
+    Algorithm2,
     LogisticContrast,
+    Section51Source,
     distance,
     hybrid_oracle,
     prediction_error,
@@ -15,6 +19,7 @@ from hybridpriv.estimators.wang import (
     public_only,
     rescale,
 )
+from hybridpriv.random import rng as stream_rng
 from hybridpriv.studies import wang_subset
 
 
@@ -23,10 +28,10 @@ def quick():
     return wang_subset.run(quick=True, seed=0)
 
 
-def _data(ds, p_index, repeat):
-    """Regenerate a repeat's data from the study's documented seed scheme."""
-    ss_data = np.random.SeedSequence(0, spawn_key=(p_index, repeat)).spawn(5)[0]
-    return wang_subset.simulate(2, ds.attrs["n_private"], ds.attrs["n_public"], np.random.default_rng(ss_data))
+def _data(ds, repeat):
+    """A repeat's dataset: the engine's stream ("dataset", 0, repeat) of seed 0 (docs/reproduction-wang.md)."""
+    src = Section51Source(2, ds.attrs["n_private"], ds.attrs["n_public"], ds.attrs["repeats"])
+    return src.generate(0, repeat, stream_rng(0, "dataset", 0, repeat))
 
 
 def test_structure(quick):
@@ -36,13 +41,16 @@ def test_structure(quick):
     assert list(quick.epsilon.values) == [0.5, 1.0, 3.0] and list(quick.p.values) == [2]
     assert list(quick.subset_size.values) == [10, 60, 150, 300, 600] and quick.sizes["repeat"] == 2
     assert np.isfinite(pe).all()  # p = 2: every method, Lei included, at every size
-    assert quick["distance"].dims == ("p", "epsilon", "repeat", "subset_size")
+    assert quick["distance"].dims == ("p", "epsilon", "repeat", "subset_size") and np.isfinite(quick["distance"]).all()
     assert set(np.unique(quick.chosen_size)) <= set(quick.subset_size.values.tolist())
+    assert np.isfinite(quick.expected_error.sel(selector=["budget_free_public", "budget_free_summaries"])).all()
+    assert np.isnan(quick.expected_error.sel(selector="algorithm2")).all()
+    assert (quick.model_max_rhat > 0.9).all() and (quick.model_min_ess > 0).all()
 
 
 def test_equal_release_epsilon_and_summaries_flag(quick):
-    # Algorithm 2's accountant: eps1 + eps2 + eps3 = (0.8 + 0.2 + 1) eps; both budget-free releases
-    # charge the same 2 eps to this release (all on the weights, nothing on the choice) ...
+    # Algorithm 2's declaration (the accountant's eps1 + eps2 + eps3 = (0.8 + 0.2 + 1) eps) and both
+    # budget-free releases' (2 eps on the weights, nothing on the choice) are the same per epsilon ...
     eps = quick.epsilon
     rel = quick.release_epsilon
     assert list(quick.selector.values) == ["algorithm2", "budget_free_public", "budget_free_summaries"]
@@ -58,25 +66,27 @@ def test_equal_release_epsilon_and_summaries_flag(quick):
     assert not flags.sel(selector="algorithm2").item() and not flags.sel(selector="budget_free_public").item()
     assert "published independently" in quick.attrs["budget_free_summaries_model_knowledge"]
     # the public-only model's knowledge of D is its size alone
-    k = wang_subset.public_knowledge(600)
+    k = wang_subset.knowledge("budget_free_public", _data(quick, 0))
     assert (k.n, k.covariate_mean, k.covariate_variance, k.outcome_rate) == (600, None, None, None)
 
 
 def test_public_only_selector_never_sees_D(quick, monkeypatch):
     """Replace D (covariates and outcomes) and keep E: the public-only model's predictions, order and
     choice must not move; the summaries model's must (so this check can detect a leak of D)."""
-    real = wang_subset.simulate
+    real = Section51Source.generate
 
-    def other_D(p, n_private, n_public, rng):
-        sim = real(p, n_private, n_public, rng)
+    def other_D(self, chain, draw, rng):
+        data = real(self, chain, draw, rng)
         alt = np.random.default_rng(12345)
-        sim["Xd"] = 1.5 * alt.standard_normal(sim["Xd"].shape) + 0.7
-        sim["yd"] = (alt.random(n_private) < 0.8).astype(float)
-        return sim
+        X = 1.5 * alt.standard_normal((data.n_private, 2)) + 0.7
+        y = (alt.random(data.n_private) < 0.8).astype(float)
+        return type(data)(np.column_stack([X, y]), data.public, columns=data.columns, label=data.label)
 
     base = quick.isel(repeat=[0])  # repeat 0 has the same seeds in a one-repeat run
-    monkeypatch.setattr(wang_subset, "simulate", other_D)
-    changed = wang_subset.run(quick=True, seed=0, repeats=1)
+    monkeypatch.setattr(Section51Source, "generate", other_D)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        changed = wang_subset.run(quick=True, seed=0, repeats=1)
     pub = {"selector": "budget_free_public"}
     np.testing.assert_array_equal(changed.expected_error.sel(pub), base.expected_error.sel(pub))
     np.testing.assert_array_equal(changed.chosen_size.sel(pub), base.chosen_size.sel(pub))
@@ -89,16 +99,15 @@ def test_public_only_selector_never_sees_D(quick, monkeypatch):
 def test_cells_recomputed_independently(quick):
     c = LogisticContrast()
     for r in range(2):
-        sim = _data(quick, 0, r)
-        D = np.column_stack([sim["Xd"], sim["yd"]])
-        E = np.column_stack([sim["Xe"], sim["ye"]])
+        data = _data(quick, r)
+        D, E, Xd = data.private, data.public, data.private[:, :2]
         ref = private_fit(D, c)
         pe = quick.prediction_error.sel(p=2, repeat=r)
         # public-only: constant, the unweighted public fit
-        want = prediction_error(public_only(E, c), sim["Xd"], reference=ref)
+        want = prediction_error(public_only(E, c), Xd, reference=ref)
         np.testing.assert_allclose(pe.sel({"method": "public_only"}), want, rtol=1e-9)
         # the non-private hybrid on every public point does not depend on the order (or epsilon)
-        want = prediction_error(hybrid_oracle(D, E, c), sim["Xd"], reference=ref)
+        want = prediction_error(hybrid_oracle(D, E, c), Xd, reference=ref)
         np.testing.assert_allclose(pe.sel({"method": "nonprivate_hybrid", "subset_size": 600}), want, rtol=1e-6)
         # d(D, E) with every public point, on the rescaled sets
         d01, e01, _ = rescale(D, E)
@@ -109,24 +118,23 @@ def test_cells_recomputed_independently(quick):
                 n = int(quick.chosen_size.sel(selector=sel, p=2, epsilon=eps, repeat=r))
                 assert float(quick.chosen_error.sel(selector=sel, p=2, epsilon=eps, repeat=r)) == float(
                     pe.sel({"method": f"{sel}_curve", "epsilon": eps, "subset_size": n}))
+        # Algorithm 2's release and its chosen size belong to one run: its stream ("mechanism", label, 0, r)
+        for eps in quick.epsilon.values:
+            e1, e2, e3 = (f * eps for f in wang_subset.EPS_SPLIT)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                mech = Algorithm2(c, (e1, e2, e3), list(quick.subset_size.values))
+            res = mech.run(data, stream_rng(0, "mechanism", f"algorithm2|{eps:g}", 0, r))
+            sel = {"selector": "algorithm2", "p": 2, "epsilon": eps, "repeat": r}
+            assert int(quick.chosen_size.sel(sel)) == res.chosen_size
+            want = np.sqrt(((expit(Xd @ res.theta) - expit(Xd @ ref)) ** 2).sum())
+            assert float(quick.chosen_error.sel(sel)) == pytest.approx(want, rel=1e-9)
 
 
 def test_distance_decreases_with_the_subset(quick):
-    # nested subsets: adding public points can only shorten every private point's nearest distance
+    # nested subsets of one order: adding public points can only shorten every private point's nearest distance
     d = quick.distance.sel(p=2)
     assert (d.diff("subset_size") <= 1e-12).all()
-
-
-def test_simulation_setting():
-    rng = np.random.default_rng(0)
-    sim = wang_subset.simulate(2, 20_000, 20_000, rng)
-    v = sim["Xe"].var(axis=0)
-    # public variances (0.5, 1), private (1, 1), to 4 standard errors (sd of a variance: v sqrt(2/n))
-    assert np.all(np.abs(v - [0.5, 1.0]) < 4 * np.array([0.5, 1.0]) * math.sqrt(2 / 20_000))
-    assert np.all(np.abs(sim["Xd"].var(axis=0) - 1.0) < 4 * math.sqrt(2 / 20_000))
-    assert np.all((sim["beta_d"] >= -1) & (sim["beta_d"] <= 1)) and np.all((sim["beta_e"] >= 0) & (sim["beta_e"] <= 0.5))
-    big = wang_subset.simulate(100, 50, 50, rng)
-    assert big["Xd"].shape == (50, 100) and big["beta_e"].shape == (100,)
 
 
 def test_paper_claims_at_quick_scale(quick):
@@ -148,3 +156,11 @@ def test_plot(quick, tmp_path):
     wang_subset.plot(quick, path)
     assert path.stat().st_size > 10_000
     assert (tmp_path / "wang-distance.png").stat().st_size > 5_000
+
+
+def test_config_grids():
+    cfg = wang_subset.config(quick=False)
+    assert cfg["ps"] == (2, 100) and cfg["n"] == 10_000 and cfg["repeats"] == 10
+    assert cfg["sizes"][2] == tuple(range(10, 3000, 50)) and len(cfg["sizes"][100]) == 9
+    assert wang_subset.config(quick=True, ps=(5,), repeats=3)["sizes"][5] == tuple(range(30, 601, 30))
+    assert math.isclose(sum(wang_subset.EPS_SPLIT), 2.0)

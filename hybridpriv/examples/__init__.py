@@ -1,0 +1,1 @@
+"""Built-in examples of `hybridpriv select` (SPEC files and small data fixtures with their sources)."""

@@ -1,0 +1,124 @@
+"""SPEC files: what is public, which candidates to compare, how to evaluate them (TOML).
+
+One schema per SPEC kind (:mod:`hybridpriv.spec.schema`), declared once: parsing refuses unknown
+keys naming them, every error names the key and the value, and ``hybridpriv spec KIND`` prints a
+commented template generated from the same declaration.  Each kind builds a
+:class:`hybridpriv.workflow.Problem` (model, candidates, task, candidate dimension, requirements)
+and every kind runs through the same select path (:func:`hybridpriv.workflow.run_selection`).
+
+=============  ======================================================================
+kind           what it chooses
+=============  ======================================================================
+``grouped``    a mean or median estimator for groups of different epsilons (Ferrando et al.)
+``user-item``  k, the items kept per user, for DP item counts (Zeber & Lopatka)
+=============  ======================================================================
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import grouped, useritem
+from .schema import Context, SpecError, Table, template as _template
+
+__all__ = ["EXAMPLES", "KINDS", "Kind", "Spec", "SpecError", "builtin_example_path", "load_spec", "parse_spec",
+           "template"]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A SPEC kind: its schema (top table and sections), cross-key checks and problem builder."""
+
+    name: str
+    summary: str
+    top: Table
+    sections: Sequence[tuple[str, Table, bool]]
+    check: Callable[[dict[str, Any], Context], dict[str, Any]]
+    build: Callable[[dict[str, Any]], Any]
+
+
+KINDS: dict[str, Kind] = {
+    "grouped": Kind("grouped", "a mean or median estimator for groups of different epsilons (Ferrando et al.)",
+                    grouped.TOP, grouped.SECTIONS, grouped.check, grouped.build),
+    "user-item": Kind("user-item", "k, the items kept per user, for DP item counts (Zeber & Lopatka)",
+                      useritem.TOP, useritem.SECTIONS, useritem.check, useritem.build),
+}
+
+#: Built-in examples: name -> (file in hybridpriv/examples, kind).
+EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
+
+
+@dataclass
+class Spec:
+    """A validated SPEC: its kind, its values (defaults filled, converted) and where it came from."""
+
+    kind: str
+    values: dict[str, Any]
+    source: str = "<inline>"
+
+    def problem(self):
+        """The :class:`hybridpriv.workflow.Problem` this SPEC describes (the model is built and validated)."""
+        return KINDS[self.kind].build(self.values)
+
+    def config(self) -> dict[str, Any]:
+        """The values as JSON data (arrays by checksum), for provenance."""
+        from ..params import describe
+
+        return {"kind": self.kind, "source": self.source, **describe(self.values)}
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(f"{type(self).__name__} of kind {self.__dict__.get('kind')!r} has no {name!r}")
+
+
+def parse_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None, source: str = "<inline>") -> Spec:
+    """Validate a SPEC given as a dict (e.g. from ``tomllib``)."""
+    if not isinstance(raw, Mapping):
+        raise SpecError("the top level must be a table")
+    kind = raw.get("kind", "grouped")
+    if kind not in KINDS:
+        raise SpecError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    ctx = Context(Path(base_dir) if base_dir is not None else Path.cwd())
+    k = KINDS[kind]
+    values = k.check(k.top.parse(dict(raw), "", ctx), ctx)
+    return Spec(kind, values, source)
+
+
+def load_spec(path: str | Path) -> Spec:
+    """Read and validate a SPEC file (TOML)."""
+    path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"{path} is a folder, not a SPEC file")
+    if not path.is_file():
+        raise FileNotFoundError(f"spec file not found: {path}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{path} is not a text (TOML) file: it is not valid UTF-8") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path} is not valid TOML: {exc}") from None
+    return parse_spec(raw, base_dir=path.parent, source=str(path))
+
+
+def template(kind: str) -> str:
+    """A commented TOML template of SPEC kind ``kind``: every key with its meaning and default."""
+    if kind not in KINDS:
+        raise SpecError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    k = KINDS[kind]
+    return _template(k.top, k.sections)
+
+
+def builtin_example_path(name: str = "grouped") -> Path:
+    """The SPEC of a built-in example (see :data:`EXAMPLES`)."""
+    if name not in EXAMPLES:
+        raise ValueError(f"example must be one of {list(EXAMPLES)}, got {name!r}")
+    return Path(str(resources.files("hybridpriv") / "examples" / EXAMPLES[name]))

@@ -1,0 +1,200 @@
+"""SPEC kind ``grouped``: a mean or median release over privacy groups (Ferrando et al.; Jorgensen et al.).
+
+What is public: the groups (sizes, epsilons), the bounds, optionally some groups' records, a known
+variance, earlier noisy releases of means, and prior beliefs about the records' distribution.
+Candidates: the built-in estimators of the statistic (or those named); task: their squared or
+absolute error against the population (or sample) statistic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, check_groups
+from .schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair,
+                     string, table, tables, values)
+
+__all__ = ["GROUP", "MODEL", "RELEASE", "EVALUATION", "TOP", "build", "check"]
+
+#: Most records in one simulated dataset (all groups): 8 bytes each, a few copies in flight.
+MAX_RECORDS = 50_000_000
+#: Most record-operations of a whole evaluation (datasets x trials x candidates x records); about
+#: 1e9 per second per core, so this is roughly half an hour on 2 cores.
+MAX_WORK = 3e12
+
+GROUP = Table((
+    Key("name", string(), doc="the group's name (unique)", example='"panel"'),
+    Key("size", integer(1), doc="number of records (public: group sizes are known)", example="150"),
+    Key("epsilon", epsilon(), doc="the group's epsilon; inf for public records", example="inf"),
+    Key("delta", number(0.0, maximum=0.999999), 0.0, doc="delta for approximate DP (0: pure DP)"),
+    Key("trust", choice("central", "local"), "central", doc="central (trusts the curator) or local"),
+    Key("data", values(), None, doc="public records: a list or a CSV path (public groups only)", example='"panel.csv"'),
+), doc="one [[groups]] table per privacy group",
+    examples=({"name": '"panel"', "size": "150", "epsilon": "inf"},
+              {"name": '"opt-in"', "size": "2000", "epsilon": "1.0"},
+              {"name": '"strict"', "size": "1000", "epsilon": "0.1"}))
+
+RELEASE = Table((
+    Key("group", string(), None, doc="the group whose mean was released (default: all records)"),
+    Key("value", number(finite=False), doc="the released (noisy) mean", example="23.1"),
+    Key("noise_scale", number(0.0, strict=True), doc="the Laplace scale of its noise", example="0.5"),
+), doc="an earlier noisy release of a mean")
+
+MODEL = Table((
+    Key("family", choice("normal", "beta"), "normal", doc="distribution family of the records: normal or beta"),
+    Key("family_options", table(Table((
+        Key("mu", pair(number()), None, doc="normal: prior (mean, sd) of mu"),
+        Key("sigma_scale", number(0.0, strict=True), None, doc="normal: scale of the half-normal prior on sigma"),
+        Key("mean", pair(number()), None, doc="beta: prior (mean, sd) of the mean on [0, 1]"),
+        Key("concentration", pair(number()), None, doc="beta: prior (mean, sd) of the concentration"),
+    ))), {}, doc="priors of the family's parameters", example="{ mu = [20.0, 20.0], sigma_scale = 30.0 }"),
+    Key("known_variance", number(0.0, strict=True), None, doc="the records' variance if it is public"),
+    Key("released_means", tables(RELEASE), [], doc="earlier noisy releases of means",
+        example='[{ group = "default", value = 23.1, noise_scale = 0.5 }]'),
+    Key("chains", integer(1, 64), 2, doc="MCMC chains"),
+    Key("tune", integer(0, 100_000), 500, doc="MCMC tuning steps per chain"),
+), doc="the PyMC model of public knowledge")
+
+EVALUATION = Table((
+    Key("estimators", list_of(string()), None, doc="candidates by name (default: every built-in one)",
+        example='["weighted", "pdp-opt-expected"]'),
+    Key("draws", integer(2, 1_000_000), 200, doc="simulated datasets"),
+    Key("trials", integer(1, 1_000_000), 20, doc="mechanism runs per dataset"),
+    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    Key("target", choice("population", "sample"), "population", doc="score against the population or sample statistic"),
+    Key("loss", choice("squared", "absolute"), "squared", doc="squared or absolute error"),
+), doc="how the candidates are evaluated")
+
+TOP = Table((
+    Key("kind", choice("grouped"), "grouped", doc='"grouped" (the default kind)'),
+    Key("description", string(), "", doc="a line shown at the top of the output"),
+    Key("statistic", choice("mean", "median"), "mean", doc="mean or median"),
+    Key("bounds", pair(number()), doc="[lower, upper] of every record", example="[0, 80]"),
+    Key("clamp", boolean(), False, doc="clip public records into the bounds instead of refusing them"),
+    Key("relation", choice(*NEIGHBOUR_RELATIONS), "add-remove", doc="neighbouring relation the groups require"),
+    Key("groups", tables(GROUP, 1), doc="the privacy groups"),
+    Key("model", table(MODEL), None, doc="the model of public knowledge"),
+    Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
+), doc="hybridpriv SPEC, kind grouped: choose a mean or median estimator for groups of different epsilons")
+
+#: Sections of the template.
+SECTIONS = (("groups", GROUP, True), ("model", MODEL, False), ("evaluation", EVALUATION, False))
+
+
+def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Cross-key checks and conversions (run at load time, before any sampling)."""
+    v["model"] = v["model"] if v["model"] is not None else MODEL.parse({}, "model", ctx)
+    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
+    try:
+        v["bounds"] = Bounds.from_pair(v["bounds"])
+    except (TypeError, ValueError) as exc:
+        raise SpecError(str(exc)) from None
+    groups, public = [], {}
+    for k, g in enumerate(v["groups"]):
+        try:
+            group = Group(g["name"], g["size"], g["epsilon"], g["delta"], g["trust"])
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"groups[{k}]: {exc}") from None
+        if g["data"] is not None:
+            if not group.is_public:
+                raise SpecError(f"groups[{k}].data given for group {group.name!r} with epsilon={group.epsilon:g}: "
+                                "only public groups' records may be used")
+            if g["data"].size != group.size:
+                raise SpecError(f"groups[{k}].data holds {g['data'].size} values but size = {group.size}")
+            if not v["clamp"]:
+                try:
+                    v["bounds"].check(g["data"], f"groups[{k}].data")
+                except ValueError as exc:
+                    raise SpecError(str(exc)) from None
+            public[group.name] = g["data"]
+        groups.append(group)
+    try:
+        v["groups"] = check_groups(groups)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    v["public_data"] = public
+    records = sum(g.size for g in groups)
+    if records > MAX_RECORDS:
+        raise SpecError(f"groups: {records:,} records in all (the sum of groups[*].size) exceed {MAX_RECORDS:,}: one "
+                        "simulated dataset would not fit in memory; simulate a scaled-down setting")
+    ev = v["evaluation"]
+    n_cand = len(ev["estimators"]) if ev["estimators"] is not None else 8
+    work = float(ev["draws"]) * ev["trials"] * n_cand * records
+    if work > MAX_WORK:
+        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_cand} candidates x "
+                        f"{records:,} records is {work:.2g} record-operations (hours of CPU); lower evaluation.draws "
+                        "or evaluation.trials")
+    names = {g.name for g in groups}
+    for k, r in enumerate(v["model"]["released_means"]):
+        if r["group"] is not None and r["group"] not in names:
+            raise SpecError(f"model.released_means[{k}].group names unknown group {r['group']!r}")
+    est = v["evaluation"]["estimators"]
+    if est is not None:
+        from ..estimators import ESTIMATOR_NAMES, ESTIMATOR_STATISTIC
+
+        for name in est:
+            if name not in ESTIMATOR_NAMES:
+                raise SpecError(f"unknown estimator {name!r}; known: {list(ESTIMATOR_NAMES)}")
+            if ESTIMATOR_STATISTIC[name] != v["statistic"]:
+                raise SpecError(f"estimator {name!r} estimates the {ESTIMATOR_STATISTIC[name]}, "
+                                f"but statistic = {v['statistic']!r}")
+    return v
+
+
+def _family(v: dict[str, Any]):
+    from ..models import BetaFamily, NormalFamily
+
+    cls = {"normal": NormalFamily, "beta": BetaFamily}[v["model"]["family"]]
+    options = {k: x for k, x in v["model"]["family_options"].items() if x is not None}
+    try:
+        return cls(**options)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"model.family_options for {v['model']['family']!r}: {exc}") from None
+
+
+def build(v: dict[str, Any]):
+    """The selection problem: the model (built and validated now), candidates, task, requirements."""
+    from ..estimators import default_estimators, make_estimator
+    from ..models import GroupedDataModel, ReleasedMean
+    from ..tasks import Statistic
+    from ..workflow import Problem
+
+    releases = []
+    for k, r in enumerate(v["model"]["released_means"]):
+        try:
+            releases.append(ReleasedMean(r["value"], r["noise_scale"], r["group"]))
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"model.released_means[{k}]: {exc}") from None
+    try:
+        model = GroupedDataModel(v["groups"], v["bounds"], family=_family(v), public_data=v["public_data"] or None,
+                                 known_variance=v["model"]["known_variance"], released_means=releases,
+                                 clamp=v["clamp"])
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
+    ev = v["evaluation"]
+
+    def candidates(posterior) -> dict:
+        kw = {"sigma2": posterior, "relation": v["relation"]}
+        if ev["estimators"] is None:
+            ests = default_estimators(v["groups"], v["bounds"], v["statistic"], **kw)
+        else:
+            ests = [make_estimator(n, v["groups"], v["bounds"], **kw) for n in ev["estimators"]]
+        return {e.label: e for e in ests}
+
+    # every named candidate can be built: fail before sampling
+    for name in ev["estimators"] or []:
+        make_estimator(name, v["groups"], v["bounds"], sigma2=1.0, relation=v["relation"], mean_square=0.0)
+    header = []
+    for g in v["groups"]:
+        kind = "public" if g.is_public else f"epsilon={g.epsilon:g}" + (f", delta={g.delta:g}" if g.delta else "")
+        known = " (records known)" if g.name in v["public_data"] else ""
+        header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
+    return Problem(
+        kind="grouped", description=v["description"], model=model, candidates=candidates,
+        task=Statistic(ev["target"], ev["loss"]), dim="estimator", requirements=v["relation"],
+        chains=v["model"]["chains"], tune=v["model"]["tune"], datasets=ev["draws"], trials=ev["trials"],
+        seed=ev["seed"], header=header, title=f"{v['statistic']} release: expected {ev['loss']} error",
+    )
+
+

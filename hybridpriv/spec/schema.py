@@ -1,0 +1,320 @@
+"""A small declarative schema for SPEC files: keys, types, defaults and docs declared once.
+
+Each SPEC kind declares its tables as :class:`Table` objects of :class:`Key` entries.  Parsing
+refuses unknown keys (naming them and listing the allowed ones), names the key path and the bad
+value in every error (``spec: groups[1].epsilon must be > 0, got -1``), fills defaults, and
+converts values; :func:`template` writes a commented TOML template from the same declaration,
+so the docs of a key live in one place.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["REQUIRED", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer",
+           "integer_range", "list_of", "number", "pair", "string", "table", "tables", "template", "values"]
+
+
+class SpecError(ValueError):
+    """A SPEC that cannot be used; the message starts with ``spec:`` and names the key."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message if message.startswith("spec:") else f"spec: {message}")
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: Default of a key that must be given.
+REQUIRED: Any = _Required()
+
+
+@dataclass
+class Context:
+    """What parsers may need besides the value: the SPEC file's folder (for relative paths)."""
+
+    base_dir: Path = field(default_factory=Path.cwd)
+
+
+Parser = Callable[[Any, str, Context], Any]
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a table: its parser, default (:data:`REQUIRED` if it must be given), docs."""
+
+    name: str
+    parse: Parser
+    default: Any = REQUIRED
+    doc: str = ""
+    example: str | None = None  # TOML text for the template (default: the default value)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A TOML table: its keys (in template order) and a one-line description."""
+
+    keys: tuple[Key, ...]
+    doc: str = ""
+    #: For arrays of tables in templates: one block per entry, ``{key: TOML text}`` set in that block.
+    examples: tuple[dict[str, str], ...] = ()
+
+    def parse(self, raw: Any, path: str, ctx: Context) -> dict[str, Any]:
+        where = path or "the top level"
+        if not isinstance(raw, dict):
+            raise SpecError(f"{where} must be a table, got {_show(raw)}")
+        allowed = [k.name for k in self.keys]
+        extra = sorted(set(raw) - set(allowed))
+        if extra:
+            raise SpecError(f"unknown key(s) {extra} in {where}; allowed: {sorted(allowed)}")
+        out = {}
+        for key in self.keys:
+            full = f"{path}.{key.name}" if path else key.name
+            if key.name in raw:
+                out[key.name] = key.parse(raw[key.name], full, ctx)
+            elif key.default is REQUIRED:
+                raise SpecError(f"{full} is required ({key.doc})" if key.doc else f"{full} is required")
+            else:
+                out[key.name] = key.default
+        return out
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def integer(minimum: int | None = None, maximum: int | None = None) -> Parser:
+    """An integer in ``[minimum, maximum]``."""
+
+    def parse(value: Any, path: str, ctx: Context) -> int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise SpecError(f"{path} must be an integer, got {_show(value)}")
+        if minimum is not None and value < minimum:
+            raise SpecError(f"{path} must be an integer >= {minimum}, got {value!r}")
+        if maximum is not None and value > maximum:
+            raise SpecError(f"{path} must be an integer <= {maximum}, got {value!r}")
+        return int(value)
+
+    return parse
+
+
+def number(minimum: float | None = None, strict: bool = False, finite: bool = True,
+           maximum: float | None = None) -> Parser:
+    """A real number (not NaN), finite unless ``finite=False``, ``> minimum`` if ``strict`` else ``>=``."""
+
+    def parse(value: Any, path: str, ctx: Context) -> float:
+        if not _is_number(value):
+            raise SpecError(f"{path} must be a number, got {_show(value)}")
+        v = float(value)
+        if math.isnan(v):
+            raise SpecError(f"{path} must be a number, got nan")
+        if finite and math.isinf(v):
+            raise SpecError(f"{path} must be finite, got {value!r}")
+        if minimum is not None and (v < minimum or (strict and v == minimum)):
+            raise SpecError(f"{path} must be {'>' if strict else '>='} {minimum:g}, got {value!r}")
+        if maximum is not None and v > maximum:
+            raise SpecError(f"{path} must be <= {maximum:g}, got {value!r}")
+        return v
+
+    return parse
+
+
+def epsilon(allow_public: bool = True) -> Parser:
+    """An epsilon > 0; ``inf`` (or the strings ``"inf"``/``"public"``) marks public records."""
+
+    def parse(value: Any, path: str, ctx: Context) -> float:
+        if allow_public and isinstance(value, str) and value.strip().lower() in ("inf", "public"):
+            return math.inf
+        if not _is_number(value):
+            raise SpecError(f"{path} must be a number > 0{' or inf' if allow_public else ''}, got {_show(value)}")
+        v = float(value)
+        if math.isnan(v) or v <= 0:
+            raise SpecError(f"{path} must be > 0, got {value!r}")
+        if math.isinf(v) and not allow_public:
+            raise SpecError(f"{path} must be finite, got {value!r}")
+        return v
+
+    return parse
+
+
+def boolean() -> Parser:
+    def parse(value: Any, path: str, ctx: Context) -> bool:
+        if not isinstance(value, bool):
+            raise SpecError(f"{path} must be true or false, got {_show(value)}")
+        return value
+
+    return parse
+
+
+def string() -> Parser:
+    def parse(value: Any, path: str, ctx: Context) -> str:
+        if not isinstance(value, str):
+            raise SpecError(f"{path} must be a string, got {_show(value)}")
+        return value
+
+    return parse
+
+
+def choice(*options: str) -> Parser:
+    def parse(value: Any, path: str, ctx: Context) -> str:
+        if not isinstance(value, str) or value not in options:
+            listed = " or ".join(repr(o) for o in options) if len(options) <= 3 else str(list(options))
+            raise SpecError(f"{path} must be {listed}, got {_show(value)}")
+        return value
+
+    return parse
+
+
+def pair(item: Parser) -> Parser:
+    """A list of exactly two items."""
+
+    def parse(value: Any, path: str, ctx: Context) -> tuple[Any, Any]:
+        if not isinstance(value, list) or len(value) != 2:
+            raise SpecError(f"{path} must be a pair [a, b], got {_show(value)}")
+        return item(value[0], f"{path}[0]", ctx), item(value[1], f"{path}[1]", ctx)
+
+    return parse
+
+
+def list_of(item: Parser, min_length: int = 1) -> Parser:
+    def parse(value: Any, path: str, ctx: Context) -> list[Any]:
+        if not isinstance(value, list) or len(value) < min_length:
+            raise SpecError(f"{path} must be a list of at least {min_length} item(s), got {_show(value)}")
+        return [item(v, f"{path}[{i}]", ctx) for i, v in enumerate(value)]
+
+    return parse
+
+
+def integer_range(minimum: int = 1) -> Parser:
+    """An integer ``k`` (one value) or an inclusive range ``[low, high]``: a list of integers."""
+
+    def parse(value: Any, path: str, ctx: Context) -> list[int]:
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value < minimum:
+                raise SpecError(f"{path} must be an integer >= {minimum}, got {value!r}")
+            return [int(value)]
+        if (isinstance(value, list) and len(value) == 2
+                and all(isinstance(x, int) and not isinstance(x, bool) for x in value)):
+            if not minimum <= value[0] <= value[1]:
+                raise SpecError(f"{path} must be a range [low, high] with {minimum} <= low <= high, got {value!r}")
+            return list(range(value[0], value[1] + 1))
+        raise SpecError(f"{path} must be an integer or a range [low, high], got {_show(value)}")
+
+    return parse
+
+
+def table(spec: Table) -> Parser:
+    def parse(value: Any, path: str, ctx: Context) -> dict[str, Any]:
+        return spec.parse(value, path, ctx)
+
+    return parse
+
+
+def tables(spec: Table, min_length: int = 0) -> Parser:
+    """An array of tables (``[[name]]``)."""
+
+    def parse(value: Any, path: str, ctx: Context) -> list[dict[str, Any]]:
+        if not isinstance(value, list) or len(value) < min_length:
+            raise SpecError(f"{path}: at least {min_length} [[{path}]] table(s) required, got {_show(value)}")
+        return [spec.parse(v, f"{path}[{i}]", ctx) for i, v in enumerate(value)]
+
+    return parse
+
+
+def _read_column(path: Path, key: str) -> np.ndarray:
+    if not path.is_file():
+        raise FileNotFoundError(f"spec: {key} file not found: {path}")
+    try:
+        with path.open(newline="") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    except UnicodeDecodeError:
+        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    if not rows:
+        raise SpecError(f"{key} file {path} holds no values")
+    try:
+        float(rows[0][0])
+    except ValueError:
+        rows = rows[1:]  # a header line
+    try:
+        return np.array([float(r[0]) for r in rows])
+    except ValueError as exc:
+        raise SpecError(f"{key} file {path} has a non-numeric value: {exc}") from None
+
+
+def values() -> Parser:
+    """A list of numbers, or the path of a CSV file (relative to the SPEC) whose first column holds them."""
+
+    def parse(value: Any, path: str, ctx: Context) -> np.ndarray:
+        if isinstance(value, str):
+            arr = _read_column(ctx.base_dir / value, path)
+        elif isinstance(value, list):
+            arr = np.array([number(finite=False)(v, path, ctx) for v in value], dtype=float)
+        else:
+            raise SpecError(f"{path} must be a CSV path or a list of numbers, got {_show(value)}")
+        if arr.size == 0:
+            raise SpecError(f"{path} holds no values")
+        if np.isnan(arr).any():
+            raise SpecError(f"{path} contains NaN")
+        return arr
+
+    return parse
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def template(top: Table, sub: Sequence[tuple[str, Table, bool]] = ()) -> str:
+    """A commented TOML template: every key with its docs; required keys set to their example,
+    optional ones commented out at their default.  ``sub``: ``(name, table, is_array)`` sections."""
+
+    def lines_of(tab: Table, values: dict[str, str] | None = None, docs: bool = True) -> list[str]:
+        out = []
+        for key in tab.keys:
+            if any(key.name == s[0] for s in sub) and tab is top:
+                continue
+            if key.doc and docs:
+                out.append(f"# {key.doc}")
+            if values is not None and key.name in values:
+                out.append(f"{key.name} = {values[key.name]}")
+                continue
+            example = key.example if key.example is not None else (None if key.default is REQUIRED else _toml(key.default))
+            if key.default is REQUIRED:
+                out.append(f"{key.name} = {example}")
+            elif key.default is None and key.example is None:
+                out.append(f"# {key.name} = ...")
+            else:
+                out.append(f"# {key.name} = {example}")
+        return out
+
+    text = [f"# {top.doc}", "", *lines_of(top)]
+    for name, tab, is_array in sub:
+        if is_array and tab.examples:
+            for i, values in enumerate(tab.examples):
+                text += ["", *([f"# {tab.doc}"] if tab.doc and i == 0 else []), f"[[{name}]]",
+                         *lines_of(tab, values, docs=i == 0)]
+        else:
+            text += ["", *([f"# {tab.doc}"] if tab.doc else []), f"[[{name}]]" if is_array else f"[{name}]", *lines_of(tab)]
+    return "\n".join(text) + "\n"

@@ -1,0 +1,115 @@
+"""SPEC kind ``user-item``: choose k for contribution-bounded DP item counts (Zeber & Lopatka).
+
+What is public: every item's count (column sums), the number of users (known, a range, or unknown),
+epsilon.  Candidates: ``ContributionBoundedCounts(k, epsilon)`` for every k of the range searched
+(candidate dimension ``k``); task: the error of the released counts (exact risk for the squared loss).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .schema import Context, Key, SpecError, Table, choice, epsilon, integer, integer_range, string, table, values
+
+__all__ = ["EVALUATION", "SECTIONS", "TOP", "build", "check"]
+
+#: Most Curveball trades per row between kept matrices (beyond it the run would take hours).
+MAX_TRADES_PER_ROW = 10_000
+#: Most Curveball trades in a whole run (about 10 M per second on one core).
+MAX_TOTAL_TRADES = 2e11
+
+
+def _n(value: Any, path: str, ctx: Context) -> int | tuple[int, int]:
+    if isinstance(value, list):
+        if len(value) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+            raise SpecError(f"{path} must be an integer or a [low, high] pair of integers, got {value!r}")
+        return (value[0], value[1])
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise SpecError(f"{path} must be an integer or a [low, high] pair of integers, got {value!r}")
+    return value
+
+
+EVALUATION = Table((
+    Key("draws", integer(2, 1_000_000), 400, doc="posterior draws = sampled matrices (over all chains)"),
+    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    Key("chains", integer(1, 64), 2, doc="chains of the row-sum sampler"),
+    Key("trials", integer(1, 1_000_000), 200, doc="Monte Carlo runs per matrix for the max and top10 losses"),
+), doc="how the candidates are evaluated")
+
+TOP = Table((
+    Key("kind", choice("user-item"), doc='"user-item"', example='"user-item"'),
+    Key("description", string(), "", doc="a line shown at the top of the output"),
+    Key("column_sums", values(), doc="every item's count: a list of integers or a CSV path", example="[1200, 600, 400, 300]"),
+    Key("n", _n, None, doc="number of users: an integer, a [low, high] range, or omitted (unknown)", example="1500"),
+    Key("epsilon", epsilon(allow_public=False), doc="user-level epsilon of the release", example="1.0"),
+    Key("k", integer_range(1), None, doc="items kept per user to consider: k or a range [low, high] (default 1..min(10, m))",
+        example="[1, 4]"),
+    Key("loss", choice("squared", "max", "top10"), "squared",
+        doc="squared (total, exact), max (largest item error) or top10 (squared, 10 largest items)"),
+    Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), 5, doc="Curveball trades per user between sampled matrices"),
+    Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
+), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts")
+
+SECTIONS = (("evaluation", EVALUATION, False),)
+
+
+def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Cross-key checks (before any sampling)."""
+    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
+    c = v["column_sums"]
+    bad = np.flatnonzero(~np.isfinite(c) | (c < 0) | (c != np.round(c)))
+    if bad.size:
+        raise SpecError(f"column_sums[{bad[0]}] must be a whole number >= 0, got {float(c[bad[0]]):g}")
+    v["column_sums"] = c.astype(np.int64)
+    m = int(c.size)
+    if v["k"] is None:
+        v["k"] = list(range(1, min(10, m) + 1))
+    if v["k"][-1] > m:
+        raise SpecError(f"k must be <= m = {m} (the number of items), got {v['k'][-1]}")
+    return v
+
+
+def build(v: dict[str, Any]):
+    """The selection problem: the model of the matrix (validated now), the candidates over k, the task."""
+    from ..estimators import ContributionBoundedCounts
+    from ..estimators.useritem import ItemCounts
+    from ..models import UserItemModel
+    from ..privacy import Guarantee
+    from ..workflow import Problem
+
+    try:
+        model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"])
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
+    ev = v["evaluation"]
+    lo, hi = model.n_range
+    trades = ev["draws"] * v["trades_per_row"] * hi
+    if trades > MAX_TOTAL_TRADES:
+        raise SpecError(f"evaluation.draws = {ev['draws']} x trades_per_row = {v['trades_per_row']} x n <= {hi} "
+                        f"is {trades:.2g} Curveball trades (about {trades / 1e7 / 3600:.0f} CPU hours); lower them")
+    eps = v["epsilon"]
+
+    def candidates(posterior) -> dict:
+        return {k: ContributionBoundedCounts(k, eps) for k in v["k"]}
+
+    def diagnostics(posterior, seed: int) -> tuple[list[str], dict[str, Any]]:
+        mix = posterior.mixing_check(rng=seed)
+        starts = mix.get("starts", ())
+        line = (f"matrix chain: {v['trades_per_row']} x n trades between kept matrices; R-hat over "
+                f"{len(starts) or 4} chains from different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f})")
+        return [line], {"matrix_chain_rhat": float(mix["rhat"])}
+
+    n_text = f"{lo}" if lo == hi else f"{lo}..{hi}"
+    header = [f"m = {model.m} items, {int(v['column_sums'].sum())} reports, n = {n_text} users, "
+              f"epsilon = {eps:g}, k = {v['k'][0]}..{v['k'][-1]}, loss = {v['loss']}"]
+    return Problem(
+        kind="user-item", description=v["description"], model=model, candidates=candidates,
+        task=ItemCounts(v["loss"]), dim="k", requirements={"users": Guarantee(eps, 0.0, "add-remove")},
+        chains=ev["chains"], tune=200, min_posterior_draws=1, datasets=ev["draws"],
+        trials=1 if v["loss"] == "squared" else ev["trials"],  # the squared loss is exact: no releases
+        seed=ev["seed"], header=header,
+        title=f"Choosing k: {v['loss']} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,
+    )

@@ -1,0 +1,480 @@
+"""The two compiled Markov chains of the user-item model, sharing one uniform-integer draw.
+
+* :func:`curveball`: Curveball trades (Strona et al. 2014) over binary matrices with fixed
+  margins, whose stationary distribution is uniform over those matrices (level 3 of the model);
+* :func:`h_chain`: a Metropolis-Hastings kernel over ``(n, h)``, the number of users and their
+  row-sum histogram (levels 1-2, run by :class:`hybridpriv.models.RowSumStep`).
+
+Both draw integers with ``_randint`` (inlined into both kernels).  They live in one file on
+purpose: numba's ``cache=True`` invalidates a cached kernel only when *its own* file changes, so
+a kernel that inlines a function from another file could keep running stale code after an edit.
+
+Randomness comes only from the :class:`numpy.random.Generator` passed in (numba draws from it
+directly, advancing its state).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ._useritem_checks import ArrayLike, _check_csr, _check_rng, _fmt, _int_scalar, _int_vector
+from ._useritem_feasibility import _c_prefix, _hist_violation
+
+__all__ = ["curveball", "h_chain"]
+
+
+# ----------------------------------------------------------------------------------------------
+# Curveball
+# ----------------------------------------------------------------------------------------------
+_TWO53 = 9007199254740992.0  # 2**53
+
+
+@njit(cache=True, inline="always")
+def _randint(rng, k):  # pragma: no cover - compiled
+    """Exactly uniform integer in [0, k) from ``rng.random()`` (``j / 2**53``, ``j`` uniform on
+    53 bits) by rejection; ~10x faster than ``rng.integers`` inside numba."""
+    limit = 9007199254740992 - 9007199254740992 % k
+    while True:
+        x = np.int64(rng.random() * _TWO53)
+        if x < limit:
+            return x % k
+
+
+@njit(cache=True)
+def _curveball_kernel(indptr, indices, n_trades, rng, shuffle):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    if n < 2:
+        return
+    maxr = 0
+    for i in range(n):
+        maxr = max(maxr, indptr[i + 1] - indptr[i])
+    common = np.empty(maxr, np.int64)
+    pool = np.empty(2 * maxr, np.int64)
+    slot = np.empty(2 * maxr, np.int64)
+    to_a = np.zeros(2 * maxr, np.bool_)
+    for _ in range(n_trades):
+        i = _randint(rng, n)
+        j = _randint(rng, n - 1)
+        if j >= i:
+            j += 1
+        a0 = indptr[i]
+        a1 = indptr[i + 1]
+        b0 = indptr[j]
+        b1 = indptr[j + 1]
+        p = a0
+        q = b0
+        nc = 0
+        ns = 0
+        na = 0
+        while p < a1 and q < b1:
+            x = indices[p]
+            y = indices[q]
+            if x == y:
+                common[nc] = x
+                nc += 1
+                p += 1
+                q += 1
+            elif x < y:
+                pool[ns] = x
+                ns += 1
+                na += 1
+                p += 1
+            else:
+                pool[ns] = y
+                ns += 1
+                q += 1
+        while p < a1:
+            pool[ns] = indices[p]
+            ns += 1
+            na += 1
+            p += 1
+        while q < b1:
+            pool[ns] = indices[q]
+            ns += 1
+            q += 1
+        if na == 0 or na == ns:
+            continue
+        # A keeps a uniformly random na-subset of the (sorted) pool: partial Fisher-Yates.
+        if shuffle:
+            for s in range(ns):
+                slot[s] = s
+            for s in range(na):
+                u = s + _randint(rng, ns - s)
+                t = slot[s]
+                slot[s] = slot[u]
+                slot[u] = t
+                to_a[slot[s]] = True
+        else:  # deliberately broken variant (tests only): A takes the na smallest items
+            for s in range(na):
+                to_a[s] = True
+        # rewrite both rows as sorted merges of the common items and their share of the pool
+        for side in range(2):
+            w = a0 if side == 0 else b0
+            want = side == 0
+            cpos = 0
+            s = 0
+            while True:
+                while s < ns and to_a[s] != want:
+                    s += 1
+                if cpos < nc and (s >= ns or common[cpos] < pool[s]):
+                    indices[w] = common[cpos]
+                    cpos += 1
+                elif s < ns:
+                    indices[w] = pool[s]
+                    s += 1
+                else:
+                    break
+                w += 1
+        for s in range(ns):
+            to_a[s] = False
+
+
+def curveball(indptr: np.ndarray, indices: np.ndarray, n_trades: int, rng: np.random.Generator) -> None:
+    """Run ``n_trades`` Curveball trades on a binary matrix, in place.
+
+    Each trade (Strona et al. 2014) picks two distinct users uniformly; the items held by
+    exactly one of them are pooled and redistributed uniformly at random, each user keeping
+    its number of items.  Row and column sums are preserved, rows stay sorted, and the
+    chain's stationary distribution is uniform over all binary matrices with these margins
+    (the trade kernel is symmetric and the chain is irreducible).
+
+    Parameters
+    ----------
+    indptr, indices
+        The matrix (CSR, ``int64``, C-contiguous, writeable, rows strictly increasing);
+        ``indices`` is modified in place.
+    n_trades
+        Number of trades (>= 0).
+    rng
+        The source of randomness (its state advances).
+    """
+    _check_csr(indptr, indices, writeable=True)
+    n_trades = _int_scalar(n_trades, "n_trades", 0)
+    _check_rng(rng)
+    _curveball_kernel(indptr, indices, n_trades, rng, True)
+
+
+# ----------------------------------------------------------------------------------------------
+# Metropolis-Hastings over (n, h)
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _level_of(h, u):  # pragma: no cover - compiled
+    """Level (1-based) of the u-th user when users are listed by level."""
+    acc = 0
+    for k in range(h.shape[0]):
+        acc += h[k]
+        if u < acc:
+            return k + 1
+    return -1
+
+
+@njit(cache=True)
+def _kth_occupied(h, idx):  # pragma: no cover - compiled
+    """The level (1-based) of the idx-th (0-based) occupied level of h."""
+    seen = 0
+    for k in range(h.shape[0]):
+        if h[k] > 0:
+            if seen == idx:
+                return k + 1
+            seen += 1
+    return -1
+
+
+@njit(cache=True)
+def _hist_ok(h, n, Cpref):  # pragma: no cover - compiled
+    # sum_k k h_k = N is preserved by every move; check sum_{q <= p} #{r_i >= q} >= C_p.
+    rstar = n
+    lhs = 0
+    for p in range(1, h.shape[0] + 1):
+        lhs += rstar
+        if lhs < Cpref[p]:
+            return False
+        rstar -= h[p - 1]
+    return True
+
+
+@njit(cache=True)
+def _log_g(h, n, log_f, use_f):  # pragma: no cover - compiled
+    if not use_f:
+        return 0.0
+    v = math.lgamma(n + 1.0)
+    for k in range(h.shape[0]):
+        if h[k] > 0:
+            v += h[k] * log_f[k] - math.lgamma(h[k] + 1.0)
+    return v
+
+
+@njit(cache=True)
+def _h_chain_kernel(  # pragma: no cover - compiled
+    h, n, Cpref, log_target_n, log_f, use_f, steps, rng, n_lo, n_hi, hastings
+):
+    m = h.shape[0]
+    g = _log_g(h, n, log_f, use_f)
+    vary = n_lo < n_hi
+    accepted = 0
+    for _ in range(steps):
+        u = rng.random() if vary else 0.5 * rng.random()
+        if u < 0.25:
+            # (c) within n, by levels: donor and receiver levels uniform among the occupied
+            # levels (moves the rare large rows far more often than picking users does)
+            if n < 2:
+                continue
+            occ = 0
+            for k in range(m):
+                if h[k] > 0:
+                    occ += 1
+            a = _kth_occupied(h, _randint(rng, occ))
+            b = _kth_occupied(h, _randint(rng, occ))
+            if a < 2 or b >= m or b == a - 1 or (a == b and h[a - 1] < 2):
+                continue
+            h[a - 1] -= 1
+            h[a - 2] += 1
+            h[b - 1] -= 1
+            h[b] += 1
+            occ_new = 0
+            for k in range(m):
+                if h[k] > 0:
+                    occ_new += 1
+            if _hist_ok(h, n, Cpref):
+                g_new = _log_g(h, n, log_f, use_f)
+                log_alpha = g_new - g
+                if hastings:
+                    log_alpha += 2.0 * (math.log(occ) - math.log(occ_new))
+                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
+                    g = g_new
+                    accepted += 1
+                    continue
+            h[b] -= 1
+            h[b - 1] += 1
+            h[a - 2] -= 1
+            h[a - 1] += 1
+        elif u < 0.5:
+            # (a) within n: donor level a -> a - 1, receiver level b -> b + 1
+            if n < 2:
+                continue
+            a = _level_of(h, _randint(rng, n))
+            h[a - 1] -= 1
+            b = _level_of(h, _randint(rng, n - 1))
+            h[a - 1] += 1
+            if a < 2 or b >= m or b == a - 1:  # out of range, or the identity in h-space
+                continue
+            q_fwd = h[a - 1] * (h[b - 1] - 1) if a == b else h[a - 1] * h[b - 1]
+            h[a - 1] -= 1
+            h[a - 2] += 1
+            h[b - 1] -= 1
+            h[b] += 1
+            q_rev = h[a - 2] * (h[a - 2] - 1) if b + 1 == a - 1 else h[b] * h[a - 2]
+            ok = _hist_ok(h, n, Cpref)
+            if ok:
+                g_new = _log_g(h, n, log_f, use_f)
+                log_alpha = g_new - g
+                if hastings:
+                    log_alpha += math.log(q_rev) - math.log(q_fwd)
+                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
+                    g = g_new
+                    accepted += 1
+                    continue
+            h[b] -= 1
+            h[b - 1] += 1
+            h[a - 2] -= 1
+            h[a - 1] += 1
+        elif u < 0.75:
+            # (b) birth: a user at level a >= 2 gives one item to a new user (level 1)
+            if n >= n_hi:
+                continue
+            a = _level_of(h, _randint(rng, n))
+            if a < 2:
+                continue
+            q_fwd = 0.25 * h[a - 1] / n
+            h[a - 1] -= 1
+            h[a - 2] += 1
+            h[0] += 1
+            # reverse death from n + 1: the dying user is one of h'_1 at level 1, the receiver
+            # one of the other n users at level a - 1
+            q_rev = 0.25 * h[0] / (n + 1) * (h[a - 2] - (1 if a == 2 else 0)) / n
+            if _hist_ok(h, n + 1, Cpref):
+                g_new = _log_g(h, n + 1, log_f, use_f)
+                log_alpha = log_target_n[n + 1 - n_lo] - log_target_n[n - n_lo] + g_new - g
+                if hastings:
+                    log_alpha += math.log(q_rev) - math.log(q_fwd)
+                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
+                    g = g_new
+                    n += 1
+                    accepted += 1
+                    continue
+            h[0] -= 1
+            h[a - 2] -= 1
+            h[a - 1] += 1
+        else:
+            # (b) death: a user at level 1 leaves, its item goes to another user (b -> b + 1)
+            if n <= n_lo or n < 2:
+                continue
+            a = _level_of(h, _randint(rng, n))
+            if a != 1:
+                continue
+            h[0] -= 1
+            b = _level_of(h, _randint(rng, n - 1))
+            h[0] += 1
+            if b >= m:
+                continue
+            q_fwd = 0.25 * h[0] / n * (h[b - 1] - (1 if b == 1 else 0)) / (n - 1)
+            h[0] -= 1
+            h[b - 1] -= 1
+            h[b] += 1
+            # reverse birth from n - 1: the donor is one of h''_{b+1} users at level b + 1
+            q_rev = 0.25 * h[b] / (n - 1)
+            if _hist_ok(h, n - 1, Cpref):
+                g_new = _log_g(h, n - 1, log_f, use_f)
+                log_alpha = log_target_n[n - 1 - n_lo] - log_target_n[n - n_lo] + g_new - g
+                if hastings:
+                    log_alpha += math.log(q_rev) - math.log(q_fwd)
+                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
+                    g = g_new
+                    n -= 1
+                    accepted += 1
+                    continue
+            h[b] -= 1
+            h[b - 1] += 1
+            h[0] += 1
+    return n, accepted
+
+
+def h_chain(
+    h: ArrayLike,
+    n: int,
+    c: ArrayLike,
+    log_target_n: ArrayLike,
+    log_f: ArrayLike | None,
+    steps: int,
+    rng: np.random.Generator,
+    n_lo: int,
+    n_hi: int,
+) -> tuple[np.ndarray, int, int]:
+    r"""Metropolis-Hastings steps over the number of users and their row-sum histogram.
+
+    The target is
+
+    .. math::
+
+        \log \pi(n, h) = \mathrm{log\_target\_n}[n - n_{lo}] + g(h)
+
+    on histograms ``h`` with ``sum_k h_k = n``, ``sum_k k h_k = sum(c)`` that satisfy the
+    Gale-Ryser conditions with ``c``, and ``n_lo <= n <= n_hi``.  Without ``log_f``,
+    ``g = 0``: uniform over sorted row sums given ``n`` (pass ``-log count(n)`` from
+    :func:`log_count_row_sums` in ``log_target_n`` for a given prior on ``n``).  With ``log_f``,
+    ``g(h) = log(n! / prod_k h_k!) + sum_k h_k log_f[k - 1]``: row sums iid with (unnormalised)
+    pmf ``f``, conditioned on feasibility.
+
+    Moves (a user is one of the ``n`` units of the histogram; "pick a user" means uniformly):
+
+    (c) within ``n`` by levels (probability 1/2, or 1/4 when ``n_lo < n_hi``): donor level
+        ``a`` and receiver level ``b`` uniform among the ``L(h)`` occupied levels (``a = b``
+        needs ``h_a >= 2``); the same ``h'`` as in (a); ``q(h -> h') = 1/L(h)^2``,
+        ``q(h' -> h) = 1/L(h')^2``.  Rare large rows move as often as common small ones.
+
+    (a) within ``n`` (probability 1/2, or 1/4 when ``n_lo < n_hi``): pick a donor at level ``a``
+        and a distinct receiver at level ``b``; propose ``a -> a - 1`` (needs ``a >= 2``) and
+        ``b -> b + 1`` (needs ``b < m``), i.e. ``h' = h - e_a + e_{a-1} - e_b + e_{b+1}``.
+        ``b = a - 1`` gives ``h' = h`` (stay).  Each other ``h'`` comes from one ``(a, b)``,
+        and the reverse move is donor ``b + 1``, receiver ``a - 1``.  In histogram space
+        (``n (n - 1)`` cancels)::
+
+            q(h -> h')  ∝ h_a h_b               (a != b)     h_a (h_a - 1)         (a == b)
+            q(h' -> h)  ∝ h'_{b+1} h'_{a-1}     (b+1 != a-1)  h'_{a-1} (h'_{a-1} - 1) (b == a-2)
+
+    (b) birth (probability 1/4 when ``n_lo < n_hi``): pick a user at level ``a >= 2``; it goes
+        to ``a - 1`` and a new user at level 1 appears: ``h' = h - e_a + e_{a-1} + e_1``,
+        ``n' = n + 1`` (rejected if ``n = n_hi``)::
+
+            q(h -> h')  = 1/4 * h_a / n
+            q(h' -> h)  = 1/4 * h'_1 / (n + 1) * (h'_{a-1} - [a = 2]) / n     (a death)
+
+    (c) death (probability 1/4): pick a user; if at level 1 (else stay) it leaves, and a
+        distinct receiver at level ``b < m`` gains its item:
+        ``h' = h - e_1 - e_b + e_{b+1}``, ``n' = n - 1`` (rejected if ``n = n_lo``)::
+
+            q(h -> h')  = 1/4 * h_1 / n * (h_b - [b = 1]) / (n - 1)
+            q(h' -> h)  = 1/4 * h'_{b+1} / (n - 1)                              (a birth)
+
+    Every proposal is accepted with probability
+    ``min(1, pi(n', h') q(h' -> h) / (pi(n, h) q(h -> h')))``; infeasible proposals (Gale-Ryser
+    fails) are rejected, so ``log_target_n`` is never read at an ``n`` without a feasible
+    histogram (entries there may be ``±inf``).
+
+    Parameters
+    ----------
+    h
+        Current histogram, length ``m = len(c)``, feasible; not modified.
+    n
+        Current number of users, ``sum(h)``.
+    c
+        Column sums (any order).
+    log_target_n
+        Log target of ``n`` (unnormalised), length ``n_hi - n_lo + 1``; finite at ``n``.
+    log_f
+        ``None`` (or empty) for uniform sorted row sums given ``n``, else ``log f(k)`` for
+        ``k = 1..m`` (``-inf`` allowed).
+    steps
+        Number of proposals.
+    rng
+        The source of randomness.
+    n_lo, n_hi
+        Bounds on ``n`` (``n_lo == n_hi``: ``n`` fixed, only move (a)).
+
+    Returns
+    -------
+    h : numpy.ndarray
+        The new histogram (a new ``int64`` array).
+    n : int
+        The new number of users.
+    accepted : int
+        Number of accepted proposals.
+    """
+    return _h_chain(h, n, c, log_target_n, log_f, steps, rng, n_lo, n_hi, True)
+
+
+def _h_chain(h, n, c, log_target_n, log_f, steps, rng, n_lo, n_hi, hastings):  # type: ignore[no-untyped-def]
+    cc = _int_vector(c, "c")
+    m = cc.size
+    hh = _int_vector(h, "h").copy()
+    if hh.size != m:
+        raise ValueError(f"h must have length len(c) = {m}, got length {hh.size}")
+    n = _int_scalar(n, "n", 1)
+    n_lo = _int_scalar(n_lo, "n_lo", 1)
+    n_hi = _int_scalar(n_hi, "n_hi", n_lo)
+    steps = _int_scalar(steps, "steps", 0)
+    _check_rng(rng)
+    if not n_lo <= n <= n_hi:
+        raise ValueError(f"n must lie in [n_lo, n_hi] = [{n_lo}, {n_hi}], got {n}")
+    if int(hh.sum()) != n:
+        raise ValueError(f"h must sum to n = {n}, got sum {int(hh.sum())}")
+    v = int(_hist_violation(hh, np.sort(cc)[::-1].copy()))
+    if v != -1:
+        what = "sum_k k h_k must equal sum(c)" if v == 0 else f"the Gale-Ryser condition fails at p = {v}"
+        raise ValueError(f"h must be feasible with c ({what}), got {_fmt(hh)}")
+    lt = np.ascontiguousarray(np.asarray(log_target_n, dtype=np.float64))
+    if lt.ndim != 1 or lt.size != n_hi - n_lo + 1 or np.isnan(lt).any():
+        raise ValueError(
+            f"log_target_n must be a 1-D float array of length n_hi - n_lo + 1 = {n_hi - n_lo + 1} "
+            f"without nan, got {_fmt(log_target_n)}"
+        )
+    if not np.isfinite(lt[n - n_lo]):
+        raise ValueError(f"log_target_n must be finite at the current n = {n}, got {lt[n - n_lo]}")
+    use_f = log_f is not None and np.asarray(log_f).size > 0
+    if use_f:
+        lf = np.ascontiguousarray(np.asarray(log_f, dtype=np.float64))
+        if lf.ndim != 1 or lf.size != m or np.isnan(lf).any() or np.isposinf(lf).any():
+            raise ValueError(
+                f"log_f must be None or a 1-D float array of length m = {m} without nan or +inf, "
+                f"got {_fmt(log_f)}"
+            )
+        if not np.isfinite(_log_g(hh, n, lf, True)):
+            raise ValueError(f"log_f must be finite at every level that h occupies, got {_fmt(log_f)}")
+    else:
+        lf = np.zeros(0)
+    Cpref = _c_prefix(cc)
+    n_new, accepted = _h_chain_kernel(hh, n, Cpref, lt, lf, use_f, steps, rng, n_lo, n_hi, bool(hastings))
+    return hh, int(n_new), int(accepted)

@@ -1,0 +1,65 @@
+"""Packaging: every package of the source tree is installed (a plain ``pip install .`` must work)."""
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_package_directory_is_listed_in_pyproject():
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(conf["packages"])
+    dirs = {"hybridpriv": ROOT / "hybridpriv", **{k: ROOT / v for k, v in conf["package-dir"].items()}}
+    found = set()
+    for name, folder in dirs.items():
+        for init in folder.rglob("__init__.py"):
+            rel = init.parent.relative_to(folder)
+            if "__pycache__" in rel.parts:
+                continue
+            found.add(".".join([name, *rel.parts]))
+    assert found <= listed, f"packages missing from pyproject.toml: {sorted(found - listed)}"
+    assert listed <= found, f"pyproject.toml lists packages that do not exist: {sorted(listed - found)}"
+
+
+def _library_sources():
+    for folder in ("hybridpriv", "models", "studies"):
+        yield from (p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_library_code_never_chooses_the_matplotlib_backend():
+    # the backend is the application's choice: figures are built on matplotlib.figure.Figure
+    offenders = [str(p.relative_to(ROOT)) for p in _library_sources() if "matplotlib.use(" in p.read_text()]
+    assert not offenders, offenders
+
+
+def test_every_imported_third_party_module_is_declared():
+    import ast
+    import sys
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = {d.split(">")[0].split("[")[0].split("=")[0].strip().lower().replace("-", "_")
+                for d in [*conf["dependencies"], *conf["optional-dependencies"]["distributed"]]}
+    aliases = {"dask": "dask", "distributed": "dask"}  # dask[distributed] provides both
+    local = {"hybridpriv", "models", "studies"}
+    missing = set()
+    for path in _library_sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in local:
+                    continue
+                if aliases.get(top, top).lower() not in declared:
+                    missing.add(f"{top} ({path.relative_to(ROOT)})")
+    assert not missing, f"imported but not declared in pyproject.toml: {sorted(missing)}"
+
+
+def test_models_and_studies_cannot_be_imported_a_second_time_under_their_folder_names():
+    import subprocess
+    import sys
+
+    for name in ("models", "studies"):
+        r = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode != 0 and f"import this package as hybridpriv.{name}" in r.stderr, r.stderr
