@@ -249,14 +249,15 @@ class FixedSource(Parametrized):
 
     The engine's Monte Carlo then varies only the mechanisms' noise: the evaluation is the
     risk *given this dataset*.  ``data`` is any dataset a mechanism reads (its kind is
-    :func:`data_kind_of` ``(data)``).
+    :func:`data_kind_of` ``(data)``).  ``groups``: the privacy groups of grouped records (so that
+    the engine knows the units' requirements); default: ``data.groups`` if it has them.
     """
 
-    def __init__(self, data: Any, draws: int = 1) -> None:
+    def __init__(self, data: Any, draws: int = 1, groups: Any = None) -> None:
         self.data = data
         self.data_kind = data_kind_of(data)
         self.draws = _check_draws(draws)
-        self.groups = getattr(data, "groups", None)
+        self.groups = list(groups) if groups is not None else getattr(data, "groups", None)
 
     @property
     def shape(self) -> tuple[int, int]:

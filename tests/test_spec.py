@@ -33,8 +33,25 @@ def test_builtin_example_parses():
     spec = load_spec(builtin_example_path())
     assert [g.name for g in spec.groups] == ["panel", "opt-in", "default", "strict"]
     assert spec.groups[0].is_public and spec.public_data["panel"].size == 150
-    assert spec.model["released_means"] == [{"value": 23.1, "noise_scale": 0.5, "group": "default"}]
+    assert spec.model["released_means"] == [{"value": 36.5, "noise_scale": 0.5, "group": "default"}]
     assert spec.kind == "grouped" and spec.evaluation["draws"] == 200
+
+
+def test_builtin_grouped_example_is_the_documented_preprocessing_of_its_real_data():
+    # grouped.toml's header: the 959 acs12 respondents with hrs_work in row order; panel = first 150,
+    # then 300 / 400 / 109; the old release = the default group's real mean + Laplace(0.5) noise
+    import csv
+
+    spec = load_spec(builtin_example_path())
+    rows = list(csv.DictReader(open(builtin_example_path().parent / "acs12-hours.csv")))
+    assert len(rows) == 959 and [int(r["acs12_row"]) for r in rows] == sorted(int(r["acs12_row"]) for r in rows)
+    hours = {g.name: np.array([float(r["hours"]) for r in rows if r["group"] == g.name]) for g in spec.groups}
+    assert [hours[g.name].size for g in spec.groups] == [g.size for g in spec.groups]
+    np.testing.assert_array_equal(spec.public_data["panel"], hours["panel"])
+    assert [r["group"] for r in rows] == ["panel"] * 150 + ["opt-in"] * 300 + ["default"] * 400 + ["strict"] * 109
+    assert ((hours["default"] >= 1) & (hours["default"] <= 99)).all()
+    noisy = hours["default"].mean() + np.random.default_rng(20261123).laplace(0, 0.5)
+    assert round(noisy, 1) == spec.model["released_means"][0]["value"]
 
 
 def test_inline_data_and_csv_data(tmp_path):
