@@ -1,7 +1,8 @@
 """Measure the privacy audit's false-alarm rate on correct mechanisms and its power on broken ones.
 
-Runs every case of ``tests/test_audits.py`` (``CORRECT`` and ``BROKEN``, imported from that
-file, so the settings are exactly those of the test suite) many times with fresh seeds:
+Runs every case of the registry :mod:`hybridpriv.testing.cases` (``CORRECT`` and ``BROKEN``, the
+cases ``tests/test_audits.py`` runs, so the settings are exactly those of the test suite) many
+times with fresh seeds:
 
 * false-alarm rate of each correct built-in: the share of audits that report a violation in
   any group (the audit's design bound is 1 - confidence = 1%);
@@ -19,7 +20,7 @@ a lower bound for detection).  The table replaces the part of ``docs/audit.md`` 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import math
 import multiprocessing as mp
 import os
@@ -34,7 +35,6 @@ import scipy
 from scipy import stats
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = ROOT / "tests" / "test_audits.py"
 DOC = ROOT / "docs" / "audit.md"
 BEGIN, END = "<!-- audit-rates:begin -->", "<!-- audit-rates:end -->"
 #: Seeds of the benchmark runs start here (the test suite uses seeds 0-3).
@@ -46,10 +46,7 @@ _cases = None
 
 
 def _load_cases():
-    spec = importlib.util.spec_from_file_location("_test_audits_cases", TESTS)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return importlib.import_module("hybridpriv.testing.cases")
 
 
 def _init() -> None:
@@ -169,7 +166,7 @@ def main() -> None:
     )
     table, summary = build_table(results, runs_label)
     settings = (
-        f"Settings (those of `tests/test_audits.py`): {cases.SAMPLES:,} outputs per dataset "
+        f"Settings (those of the registry `hybridpriv.testing.cases`, run by `tests/test_audits.py`): {cases.SAMPLES:,} outputs per dataset "
         f"(half select the event, half bound it), confidence {cases.CONFIDENCE}, "
         f"{args.runs_broken} runs per broken variant, {args.runs_correct} per correct case "
         f"({args.runs_slow} for the slower {', '.join(SLOW)} cases).\n"

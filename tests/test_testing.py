@@ -310,7 +310,7 @@ def test_audit_estimator_validation():
     with pytest.raises(ValueError, match="outside bounds"):
         audit_estimator(est, [np.full(2, 5.0), np.zeros(2)], samples=1_000)
     with pytest.raises(TypeError, match="audit\\(\\)"):
-        audit_estimator(ContributionBoundedCounts(1, 1.0), np.eye(2), samples=1_000)
+        audit_estimator(lambda d, rng, size: d, np.eye(2), samples=1_000)  # not a Mechanism: use audit()
     with pytest.raises(ValueError, match="nothing to audit"):
         audit_estimator(WeightedMean([Group("pub", 2, math.inf)], (0.0, 1.0), 0.1), [np.zeros(2)], samples=1_000)
     with pytest.raises(ValueError, match="samples"):
@@ -326,3 +326,68 @@ def test_estimator_mechanism_runs_the_estimator_vectorised():
     # the mean of many draws is the data mean (Laplace noise has mean 0)
     many = mech([np.array([0.0, 0.5, 1.0])], np.random.default_rng(1), 100_000)
     assert abs(many.mean() - 0.5) < 5 * (math.sqrt(2) / 3) / math.sqrt(100_000)
+
+
+# ---------------------------------------------------------------------------------------
+# neighbouring pairs for every data kind (hybridpriv.testing.pairs)
+# ---------------------------------------------------------------------------------------
+def test_add_remove_pairs_use_the_estimators_absent_value():
+    """A sum of offsets from the midpoint (PDP Sample, expected denominator): absent = the midpoint, not 0."""
+    from hybridpriv.estimators import PDPSample
+    from hybridpriv.testing import absent_value, neighbouring_pairs
+
+    groups = [Group("a", 3, 1.0), Group("pub", 2, math.inf)]
+    base = [np.full(3, 2.0), np.full(2, 2.0)]
+    centred = PDPSample(groups, (-1.0, 5.0), "max", denominator="expected")
+    assert absent_value(centred) == 2.0
+    pairs = neighbouring_pairs(centred, base, "a")
+    assert [(p.first[0][0], p.second[0][0]) for p in pairs] == [(2.0, 5.0), (2.0, -1.0)]
+    raw = WeightedMean(groups, (-1.0, 5.0), 1.0)
+    assert absent_value(raw) == 0.0
+    assert [(p.first[0][0], p.second[0][0]) for p in neighbouring_pairs(raw, base, "a")] == [(0.0, 5.0), (0.0, -1.0)]
+    assert absent_value(WeightedMean(groups, (10.0, 20.0), 1.0)) is None
+
+
+def test_pairs_and_audit_for_user_item_points_and_designs():
+    from hybridpriv.estimators import Algorithm1, HybridDesign, HybridKMeans, PointCloud
+    from hybridpriv.testing import neighbouring_pairs
+
+    m = np.zeros((3, 4))
+    m[0, :2] = 1
+    cbc = ContributionBoundedCounts(2, 1.0)
+    (pair,) = neighbouring_pairs(cbc, m, "users")
+    assert pair.first.shape == (3, 4) and pair.second.shape == (4, 4) and pair.second[-1].tolist() == [1, 1, 1, 1]
+    rep = audit_estimator(cbc, m, samples=4_000)["users"]
+    assert rep.epsilon == 1.0 and rep.passed and 0.0 <= rep.epsilon_lower_bound <= 1.0
+
+    cloud = PointCloud(np.array([[10.0], [10.0]]), np.array([True, False]), (10.0, 20.0), [[12.5], [17.5]])
+    km = HybridKMeans(2, 1.0, 1, (10.0, 20.0), d=1)
+    add = neighbouring_pairs(km, cloud, "tcm")  # central, add/remove: a new TCM user at each corner
+    assert [p.second.points[-1, 0] for p in add] == [10.0, 20.0] and all(p.second.trusted[-1] for p in add)
+    (rep_lm,) = neighbouring_pairs(km, cloud, "lm")  # local, replace: the LM user moves corner to corner
+    assert rep_lm.first.points[1, 0] == 10.0 and rep_lm.second.points[1, 0] == 20.0
+    assert rep_lm.first.points[0, 0] == rep_lm.second.points[0, 0] == 10.0
+    reports = audit_estimator(km, cloud, samples=4_000)
+    assert set(reports) == {"tcm", "lm"} and all(r.passed for r in reports.values())
+
+    design = HybridDesign(np.full((3, 1), -20.0), np.array([[-20.0], [-10.0]]))
+    (dpair,) = neighbouring_pairs(Algorithm1("mean", 1.0), design, "private")
+    assert dpair.first.private[0, 0] == -20.0 and dpair.second.private[0, 0] == -10.0
+    assert dpair.first.private[1:].tolist() == dpair.second.private[1:].tolist()
+
+
+def test_a_vector_release_is_reduced_to_the_coordinate_the_change_moves():
+    """The pilot run picks the item the new user holds; a violation on that item is found."""
+    from hybridpriv.testing import Coordinate
+    from hybridpriv.testing.pairs import _pilot_coordinate, mechanism_sampler
+
+    class LeakyCounts(ContributionBoundedCounts):  # noise for sensitivity 1/4 of k: a violation
+        def release(self, data, rng, trials=1):
+            return self.bounded_counts(data, rng, trials) + rng.laplace(0.0, 0.25 * self.k / self.epsilon, (trials, 5))
+
+    m = np.zeros((2, 5))
+    mech = LeakyCounts(1, 1.0)
+    pair = NeighbouringPair(m, np.vstack([m, [0, 0, 1, 0, 0]]))
+    coord = _pilot_coordinate(mechanism_sampler(mech), pair, np.random.SeedSequence(0))
+    assert coord == Coordinate(2)
+    assert audit(mechanism_sampler(mech), dataclasses.replace(pair, statistic=coord), 1.0, samples=10_000).verdict == "violation"

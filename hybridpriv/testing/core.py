@@ -1,4 +1,4 @@
-"""Statistical privacy audits: test a mechanism's claimed (epsilon, delta) on neighbouring datasets.
+"""The audit: test a mechanism's claimed (epsilon, delta) on neighbouring datasets.
 
 The audit follows the black-box testers of Ding et al. (StatDP, 2018), Bichsel et al.
 (DP-Sniper, 2021) and Google's stochastic tester: run the mechanism many times on two
@@ -39,31 +39,35 @@ claim is false for those datasets; a pass only says that *these* neighbouring da
 *this* event family found nothing with *this* sample budget.  Its power depends on choosing
 datasets on which the mechanism leaks most (see ``docs/audit.md``).
 
-Personalised guarantees (:func:`audit_estimator`): an estimator promises
-``Guarantee(epsilon_i, delta_i, relation)`` to group ``i``; each group with a finite epsilon
-is audited on the pair that changes one of its records as much as its relation allows
-(:func:`neighbouring_pair`).  Public groups (``epsilon = inf``) promise nothing and are
-skipped.
+Neighbouring pairs for the built-in data kinds are built by :mod:`hybridpriv.testing.pairs`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
+import dataclasses
 from dataclasses import asdict, dataclass
 from numbers import Integral, Real
 
 import numpy as np
-from scipy import special
+
+from .intervals import (
+    _cumulative_counts,
+    _describe_event,
+    _draw,
+    _event_counts,
+    _log_ratio_bound,
+    _quantile_grid,
+)
 
 __all__ = [
     "AuditReport",
+    "DIRECTIONS",
+    "MIN_SAMPLES",
     "NeighbouringPair",
     "assert_passes",
     "audit",
-    "audit_estimator",
-    "estimator_mechanism",
-    "neighbouring_pair",
 ]
 
 #: Smallest sample budget per dataset (the held-out half must hold at least 100 outputs).
@@ -262,17 +266,21 @@ class NeighbouringPair:
     conservative
         True when the pair changes less than the declared relation allows (a pass is then
         weaker evidence), e.g. add/remove with bounds that exclude 0.
+    statistic
+        Reduction of this pair's outputs to one number (overrides :func:`audit`'s ``statistic``),
+        e.g. the coordinate of a vector release that this change moves.
     """
 
     first: object
     second: object
     label: str = ""
     conservative: bool = False
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 def _as_pair(item: object, label: str) -> NeighbouringPair:
     if isinstance(item, NeighbouringPair):
-        return item if item.label else NeighbouringPair(item.first, item.second, label, item.conservative)
+        return item if item.label else dataclasses.replace(item, label=label)
     if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 2:
         raise TypeError(f"pairs must hold (D, D') pairs of two datasets; {label} is {type(item).__name__!s}"
                         + (f" of length {len(item)}" if isinstance(item, Sequence) else ""))
@@ -298,133 +306,6 @@ def _collect_pairs(pairs: object) -> list[NeighbouringPair]:
         raise TypeError(f"pairs must be a pair (D, D'), a list or generator of pairs, or a mapping, got {type(pairs).__name__}")
     if not out:
         raise ValueError("pairs must hold at least one (D, D') pair, got none")
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# the statistics
-# --------------------------------------------------------------------------------------
-def _cp_lower(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson lower bound of a binomial probability (level ``1 - alpha``)."""
-    k = np.asarray(k)
-    with np.errstate(all="ignore"):
-        lo = special.betaincinv(np.maximum(k, 1), n - k + 1, alpha)
-    return np.where(k > 0, lo, 0.0)
-
-
-def _cp_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
-    """One-sided Clopper-Pearson upper bound of a binomial probability (level ``1 - alpha``)."""
-    k = np.asarray(k)
-    with np.errstate(all="ignore"):
-        hi = special.betaincinv(k + 1, np.maximum(n - k, 1), 1.0 - alpha)
-    return np.where(k < n, hi, 1.0)
-
-
-def _wilson(k: np.ndarray, n: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """One-sided Wilson score bounds (closed form): a fast stand-in for Clopper-Pearson when selecting events."""
-    z = special.ndtri(1.0 - alpha)
-    p = np.asarray(k, dtype=float) / n
-    centre = p + z * z / (2 * n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    denom = 1 + z * z / n
-    return np.maximum((centre - half) / denom, 0.0), np.minimum((centre + half) / denom, 1.0)
-
-
-def _log_ratio_bound(k_num: np.ndarray, k_den: np.ndarray, n: int, delta: float, alpha: float, exact: bool = True):
-    """``log((p_lo(k_num) - delta) / p_hi(k_den))`` (``-inf`` when ``p_lo <= delta``), and the two bounds.
-
-    ``exact``: Clopper-Pearson bounds (the reported, valid bound); otherwise Wilson score
-    bounds, used only to rank candidate events on the selection half.
-    """
-    if exact:
-        p_lo = _cp_lower(k_num, n, alpha)
-        p_hi = _cp_upper(k_den, n, alpha)
-    else:
-        p_lo = _wilson(k_num, n, alpha)[0]
-        p_hi = _wilson(k_den, n, alpha)[1]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lb = np.where(p_lo > delta, np.log(np.maximum(p_lo - delta, 1e-300)) - np.log(p_hi), -np.inf)
-    return lb, p_lo, p_hi
-
-
-_TAIL_LEVELS = np.array([1e-3, 2e-3, 5e-3, 1e-2, 2e-2])
-
-
-def _quantile_grid(sorted_first: np.ndarray, sorted_second: np.ndarray, grid: int) -> np.ndarray:
-    """Candidate thresholds: observed values (no interpolation) at quantiles of the pooled outputs.
-
-    ``grid`` equally spaced levels of the pooled outputs, refined in the tails, plus the
-    smallest and largest output of each dataset, so that an output range reached on one
-    dataset only (a difference in support) is an event.
-    """
-    pooled = np.concatenate([sorted_first, sorted_second])
-    levels = np.linspace(0.0, 1.0, grid + 1)[1:-1]
-    tails = _TAIL_LEVELS[_TAIL_LEVELS * pooled.size >= 5]
-    levels = np.unique(np.concatenate([levels, tails, 1.0 - tails]))
-    qs = np.quantile(pooled, levels, method="inverted_cdf")
-    ends = [sorted_first[0], sorted_first[-1], sorted_second[0], sorted_second[-1]]
-    return np.unique(np.concatenate([qs, ends]))
-
-
-def _cumulative_counts(sorted_x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """``c[j] = #{x <= g_j}`` for the extended grid ``g_0 = -inf < grid < g_{K+1} = +inf`` (``c[0] = 0``, ``c[-1] = n``)."""
-    inner = np.searchsorted(sorted_x, grid, side="right")
-    return np.concatenate([[0], inner, [sorted_x.size]])
-
-
-def _event_counts(c: np.ndarray, j: np.ndarray, k: np.ndarray, n: int) -> np.ndarray:
-    """Counts of every event: bins ``(g_j, g_k]`` then their complements."""
-    b = c[k] - c[j]
-    return np.concatenate([b, n - b])
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.6g}"
-
-
-def _describe_event(grid: np.ndarray, j: int, k: int, complement: bool) -> str:
-    ext = np.concatenate([[-np.inf], grid, [np.inf]])
-    lo, hi = ext[j], ext[k]
-    last = ext.size - 1
-    if not complement:
-        if j == 0 and k == last:
-            return "any output"
-        if j == 0:
-            return f"x <= {_fmt(hi)}"
-        if k == last:
-            return f"x > {_fmt(lo)}"
-        return f"{_fmt(lo)} < x <= {_fmt(hi)}"
-    if j == 0 and k == last:
-        return "no output"
-    if j == 0:
-        return f"x > {_fmt(hi)}"
-    if k == last:
-        return f"x <= {_fmt(lo)}"
-    return f"x <= {_fmt(lo)} or x > {_fmt(hi)}"
-
-
-def _draw(mechanism: Callable, data: object, rng: np.random.Generator, samples: int, statistic, batch: int, which: str) -> np.ndarray:
-    out = np.empty(samples)
-    start = 0
-    while start < samples:
-        size = min(batch, samples - start)
-        x = mechanism(data, rng, size)
-        x = np.asarray(x)
-        if statistic is not None:
-            x = np.asarray(statistic(x))
-            what = "statistic(mechanism output)"
-        else:
-            what = "mechanism"
-        if x.shape != (size,):
-            hint = "" if statistic is not None or x.ndim < 2 else "; reduce vector outputs to one number each with statistic="
-            raise ValueError(f"{what} must return shape ({size},) when asked for size={size} outputs on {which}, got {x.shape}{hint}")
-        if not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
-            raise TypeError(f"{what} must return numbers, got dtype {x.dtype} on {which}")
-        x = x.astype(float)
-        if np.isnan(x).any():
-            raise ValueError(f"{what} returned NaN on {which} ({int(np.isnan(x).sum())} of {size} outputs)")
-        out[start : start + size] = x
-        start += size
     return out
 
 
@@ -511,9 +392,10 @@ def audit(
     all_bounds = []
     for i, (pair, ss) in enumerate(zip(plist, root.spawn(len(plist)))):
         s_first, s_second = ss.spawn(2)
+        stat = statistic if pair.statistic is None else pair.statistic
         x = [
-            _draw(mechanism, pair.first, np.random.default_rng(s_first), samples, statistic, batch, f"D of {pair.label}"),
-            _draw(mechanism, pair.second, np.random.default_rng(s_second), samples, statistic, batch, f"D' of {pair.label}"),
+            _draw(mechanism, pair.first, np.random.default_rng(s_first), samples, stat, batch, f"D of {pair.label}"),
+            _draw(mechanism, pair.second, np.random.default_rng(s_second), samples, stat, batch, f"D' of {pair.label}"),
         ]
         sel = [np.sort(v[:n_sel]) for v in x]
         hold = [np.sort(v[n_sel:]) for v in x]
@@ -563,169 +445,3 @@ def audit(
         pair_labels=tuple(p.label for p in plist),
         bounds=tuple(all_bounds),
     )
-
-
-# --------------------------------------------------------------------------------------
-# personalised guarantees of estimators
-# --------------------------------------------------------------------------------------
-def _check_estimator(estimator: object) -> dict:
-    guarantee = getattr(estimator, "privacy", None)
-    if not isinstance(guarantee, Mapping) or not hasattr(estimator, "groups") or not hasattr(estimator, "bounds"):
-        raise TypeError(
-            "estimator must be a hybridpriv Estimator (groups, bounds and a privacy dict by group name), "
-            f"got {type(estimator).__name__}; audit other mechanisms with audit()"
-        )
-    return dict(guarantee)
-
-
-def _base_data(estimator, data: object) -> list[np.ndarray]:
-    from .privacy import check_group_data
-
-    arrays, batched = check_group_data(data, estimator.groups, estimator.bounds, clamp=False)
-    if batched:
-        raise ValueError("data must be one base dataset (one 1-D array per group), got arrays with a trial axis")
-    return [np.array(a[0], dtype=float) for a in arrays]
-
-
-def neighbouring_pair(estimator, data: object, group: str, record: int = 0) -> NeighbouringPair:
-    """The neighbouring datasets that change one record of ``group`` as much as its relation allows.
-
-    Parameters
-    ----------
-    estimator
-        A :class:`hybridpriv.estimators.Estimator` (its ``bounds`` and ``guarantee[group]``
-        are used).
-    data
-        The base dataset: one 1-D array per group (sequence in group order or mapping by
-        name), inside the bounds.
-    group
-        Name of the group whose record changes.
-    record
-        Index of the record of ``group`` that changes (its base value is overwritten).
-
-    Returns
-    -------
-    NeighbouringPair
-        ``first`` and ``second`` are lists of 1-D arrays (the base data with the record set
-        to two values), by relation of ``estimator.privacy[group]``:
-
-        * ``"replace"``: the lower bound vs the upper bound.
-        * ``"add-remove"`` (group sizes fixed): 0 vs the bound of largest magnitude when
-          ``0`` lies in the bounds -- a record at 0 adds nothing to a sum, so this is the
-          add/remove change of every sum-based release.  When 0 lies outside the bounds
-          the lower vs the upper bound, marked ``conservative`` (a smaller change than
-          add/remove allows).
-    """
-    guarantee = _check_estimator(estimator)
-    if group not in guarantee:
-        raise ValueError(f"group must be one of {list(guarantee)}, got {group!r}")
-    names = [g.name for g in estimator.groups]
-    base = _base_data(estimator, data)
-    idx = names.index(group)
-    if not _int(record) or not (0 <= record < base[idx].size):
-        raise ValueError(f"record must be an index in [0, {base[idx].size}) of group {group!r}, got {record!r}")
-    a, b = estimator.bounds.lower, estimator.bounds.upper
-    relation = guarantee[group].relation
-    conservative = False
-    if relation == "replace":
-        v0, v1 = a, b
-        how = "replace: lower vs upper bound"
-    elif relation == "add-remove":
-        if a <= 0.0 <= b:
-            v0, v1 = 0.0, (b if abs(b) >= abs(a) else a)
-            how = "add-remove with sizes fixed: 0 (adds nothing to a sum) vs the bound of largest magnitude"
-        else:
-            v0, v1 = a, b
-            conservative = True
-            how = "add-remove, but 0 is outside the bounds: lower vs upper bound (conservative)"
-    else:
-        raise ValueError(f"guarantee of group {group!r} has unknown relation {relation!r}")
-    first = [x.copy() for x in base]
-    second = [x.copy() for x in base]
-    first[idx][record] = v0
-    second[idx][record] = v1
-    label = f"record {record} of group {group!r}: {v0:g} vs {v1:g} ({how})"
-    return NeighbouringPair(first, second, label, conservative)
-
-
-def estimator_mechanism(estimator) -> Callable[[object, np.random.Generator, int], np.ndarray]:
-    """``mechanism(data, rng, size)`` for :func:`audit`: ``size`` estimates on one base dataset.
-
-    The dataset (one 1-D array per group) is broadcast over a trial axis of length ``size``
-    without copying, and ``estimator.estimate`` runs once, vectorised.
-    """
-    _check_estimator(estimator)
-
-    def mechanism(data, rng, size):
-        arrays = [np.broadcast_to(np.asarray(x, dtype=float), (size, np.size(x))) for x in data]
-        return np.asarray(estimator.estimate(arrays, rng))
-
-    return mechanism
-
-
-def audit_estimator(
-    estimator,
-    data: object,
-    samples: int = 50_000,
-    confidence: float = 0.99,
-    seed: int | np.random.SeedSequence = 0,
-    groups: Sequence[str] | None = None,
-    grid: int = 100,
-    batch: int = 25_000,
-) -> dict[str, AuditReport]:
-    """Audit an estimator's personalised guarantee, group by group.
-
-    For every group with a finite promised epsilon (public groups, ``epsilon = inf``, promise
-    nothing and are skipped) the pair of :func:`neighbouring_pair` -- one record of that
-    group changed as much as the group's declared relation allows -- is audited against
-    that group's ``(epsilon, delta)``; the group with the smallest epsilon is always among them.
-
-    Parameters
-    ----------
-    estimator
-        A :class:`hybridpriv.estimators.Estimator`.
-    data
-        Base dataset: one 1-D array per group (sequence in group order or mapping by name),
-        inside the bounds.  Power depends on it: datasets that make the estimator leak most
-        (e.g. other records at 0, so that nothing else adds randomness) find violations first.
-    samples, confidence, grid, batch
-        As for :func:`audit`.  ``confidence`` is for the whole estimator: each of the ``G``
-        audited groups is audited at ``1 - (1 - confidence)/G``.
-    seed
-        Integer or :class:`numpy.random.SeedSequence`; each group gets a spawned stream.
-    groups
-        Names of the groups to audit (default: every group with a finite epsilon).
-
-    Returns
-    -------
-    dict
-        Group name -> :class:`AuditReport`, in group order.
-    """
-    guarantee = _check_estimator(estimator)
-    root = _check_common(samples, confidence, seed, grid, batch)
-    if groups is None:
-        names = [n for n, g in guarantee.items() if math.isfinite(g.epsilon)]
-    else:
-        if isinstance(groups, str) or not isinstance(groups, Iterable):
-            raise TypeError(f"groups must be a sequence of group names or None, got {groups!r}")
-        names = list(groups)
-        for n in names:
-            if n not in guarantee:
-                raise ValueError(f"groups must name groups of the estimator {list(guarantee)}, got {n!r}")
-            if not math.isfinite(guarantee[n].epsilon):
-                raise ValueError(f"groups: group {n!r} is public (epsilon = inf) and promises nothing to audit")
-        if len(set(names)) != len(names):
-            raise ValueError(f"groups must not repeat a name, got {names}")
-    if not names:
-        raise ValueError("estimator promises no group a finite epsilon: nothing to audit")
-    base = _base_data(estimator, data)
-    level = 1.0 - (1.0 - float(confidence)) / len(names)
-    mech = estimator_mechanism(estimator)
-    reports = {}
-    for name, ss in zip(names, root.spawn(len(names))):
-        pair = neighbouring_pair(estimator, base, name)
-        g = guarantee[name]
-        reports[name] = audit(
-            mech, pair, g.epsilon, g.delta, samples=samples, confidence=level, seed=ss, grid=grid, batch=batch
-        )
-    return reports

@@ -1,0 +1,80 @@
+"""Audit cases of the K-means mechanisms (Avent et al., Appendix E) and randomized response (line 7)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ... import mechanisms as M
+from ...estimators.base import Mechanism
+from ...estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from ..core import audit
+from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
+
+__all__: list[str] = []
+
+
+# One dimension in [0, 1], K = 2 centres starting at 0.25 and 0.75, tau = 1 (one round of
+# randomized response).  Honest neighbours per declared relation: add/remove-one adds a user of
+# the unit at 1 (alone in cluster 1) beside one at 0; replace-one moves the unit's only user from
+# 0 to 1 (from cluster 0 to cluster 1).  Each unit is audited at the promise the mechanism
+# declares for it (read from ``privacy``, not restated here).
+_KM_BOUNDS = (0.0, 1.0)
+
+
+def _km_cloud(points: list[float], unit: str) -> PointCloud:
+    return PointCloud(np.array(points)[:, None], np.full(len(points), unit == "tcm"), _KM_BOUNDS, [[0.25], [0.75]])
+
+
+def _km_added(out):  # add/remove: where the added user's cluster centre went
+    return out[:, 1, 0]
+
+
+def _km_moved(out):  # replace: which centre the user's report moved (the RR label) and where (the noisy report)
+    return np.where(out[:, 1, 0] != 0.75, 1.0 + out[:, 1, 0], out[:, 0, 0])
+
+
+def _kmeans_run(make: Callable[[float], Mechanism], epsilon: float, released_at: float | None = None) -> Run:
+    """Audit every unit of ``make(epsilon)``'s declaration; ``released_at``: release with ``make(released_at)`` (broken)."""
+    declared = make(epsilon)
+    released = make(epsilon if released_at is None else released_at)
+
+    def run(seed):
+        out = {}
+        for i, (unit, g) in enumerate(declared.privacy.items()):
+            add = g.relation == "add-remove"
+            pair = (_km_cloud([0.0], unit), _km_cloud([0.0, 1.0] if add else [1.0], unit))
+            out[unit] = audit(lambda d, rng, size: released.release(d, rng, size), pair, g.epsilon, g.delta,
+                              samples=SAMPLES, confidence=CONFIDENCE, seed=np.random.SeedSequence([seed, i]),
+                              statistic=_km_added if add else _km_moved)
+        return out
+
+    return run
+
+
+def _rr_run(epsilon: float, used: float) -> Run:
+    def mech(label, rng, size):  # K = 4 labels, one report each; 2 and 0 differ in every cell
+        return M.randomized_response(np.full(size, label), 4, used, rng)
+
+    return lambda seed: one(audit(mech, (0, 2), epsilon, samples=SAMPLES, confidence=CONFIDENCE, seed=seed))
+
+
+_KMEANS_CASES: dict[str, Callable[[float], Mechanism]] = {
+    "TCMKMeans": lambda eps: TCMKMeans(2, eps, 1, _KM_BOUNDS, d=1),
+    "LMKMeans": lambda eps: LMKMeans(2, eps, 1, _KM_BOUNDS, d=1),
+    "LMKMeans debiased": lambda eps: LMKMeans(2, eps, 1, _KM_BOUNDS, d=1, debias=True),
+    "HybridKMeans": lambda eps: HybridKMeans(2, eps, 1, _KM_BOUNDS, d=1),
+    "HybridKMeans printed, debiased": lambda eps: HybridKMeans(2, eps, 1, _KM_BOUNDS, d=1, pwh_noise="printed", debias=True),
+}
+for _eps in (1.0, 4.0):
+    for _name, _make in _KMEANS_CASES.items():
+        CORRECT[f"{_name} eps={_eps:g}"] = _kmeans_run(_make, _eps)
+        COVERS[f"{_name} eps={_eps:g}"] = _name.split()[0]
+    CORRECT[f"randomized_response k=4 eps={_eps:g}"] = _rr_run(_eps, _eps)
+    COVERS[f"randomized_response k=4 eps={_eps:g}"] = "randomized_response"
+    BROKEN[f"randomized_response at twice the claimed epsilon, eps={_eps:g}"] = (_rr_run(_eps, 2 * _eps), "mechanism")
+for _unit in ("tcm", "lm"):
+    BROKEN[f"HybridKMeans released at twice the declared epsilon, {_unit} users, eps=1"] = (
+        _kmeans_run(_KMEANS_CASES["HybridKMeans"], 1.0, released_at=2.0), _unit)
+
