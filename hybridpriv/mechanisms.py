@@ -30,6 +30,7 @@ from scipy import optimize, special
 from .privacy import Bounds, check_epsilon, check_integer, check_positive, check_real_array
 
 __all__ = [
+    "MAX_NOISE_SCALE",
     "check_rng",
     "exponential_mechanism",
     "gaussian",
@@ -54,27 +55,52 @@ def check_rng(rng: object) -> np.random.Generator:
     return rng
 
 
+#: Largest noise scale (Laplace ``scale``, Gaussian ``sigma``) :func:`laplace` and :func:`gaussian` accept:
+#: the largest double over 64.  A standard Laplace draw from NumPy is below 37 in absolute value
+#: (``-log`` of a 53-bit uniform) and a standard normal draw is, in practice, far below 64, so
+#: ``scale * draw`` cannot overflow below this limit; above it (``1e308``, say) the noise itself
+#: would be ``inf``.  The output is checked to be finite as well (``values`` near the largest double).
+MAX_NOISE_SCALE = float(np.finfo(float).max) / 64.0
+
+
 def _add_noise(values, scale, name: str, rng: np.random.Generator, draw) -> np.ndarray:
-    """``values + scale * draw(shape)`` after checking ``scale`` (finite, >= 0; 0 adds nothing)."""
+    """``values + scale * draw(shape)`` after checking ``scale`` (finite, >= 0, at most
+    :data:`MAX_NOISE_SCALE`; 0 adds nothing), ``values`` (finite) and the result (finite)."""
     check_rng(rng)
     v = check_real_array(values, "values")
     if np.isnan(v).any():
         raise ValueError("values contain NaN")
+    if np.isinf(v).any():
+        raise ValueError(f"values must be finite, got {float(v[np.isinf(v)].flat[0])!r}")
     s = check_real_array(scale, name)
     if np.isnan(s).any() or (s < 0).any() or np.isinf(s).any():
         raise ValueError(f"{name} must be finite and >= 0, got {scale!r}")
+    if (s > MAX_NOISE_SCALE).any():
+        raise ValueError(
+            f"{name} must be at most {MAX_NOISE_SCALE:.4g} (MAX_NOISE_SCALE, above which the noise overflows "
+            f"to inf), got {float(s.max())!r}"
+        )
     try:
         shape = np.broadcast_shapes(v.shape, s.shape)
     except ValueError:
         raise ValueError(f"{name} must broadcast against values, got shapes {s.shape} and {v.shape}") from None
-    return v + s * draw(shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = v + s * draw(shape)
+    if not np.isfinite(out).all():
+        raise ValueError(
+            f"the noisy values overflow floating point: values up to {float(np.abs(v).max()):.4g} with "
+            f"{name} up to {float(s.max())!r}; rescale the values or lower {name}"
+        )
+    return out
 
 
 def laplace(values: np.ndarray | float, scale: np.ndarray | float, rng: np.random.Generator) -> np.ndarray:
     """Add Laplace(0, ``scale``) noise to every entry of ``values``.
 
     ``scale`` broadcasts against ``values``; a scale of 0 adds nothing (public data).
-    ``epsilon``-DP when ``scale = sensitivity / epsilon``.
+    ``epsilon``-DP when ``scale = sensitivity / epsilon``.  The largest workable scale is
+    :data:`MAX_NOISE_SCALE` (about ``2.8e306``); a larger one, or noisy values that overflow,
+    raise ``ValueError`` naming ``scale`` (never an ``inf`` release).
     """
     return _add_noise(values, scale, "scale", rng, lambda shape: rng.laplace(0.0, 1.0, size=shape))
 
@@ -101,7 +127,13 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float, method: str
     if method == "classic":
         if eps >= 1:
             raise ValueError(f"the classic Gaussian calibration needs epsilon < 1, got {epsilon!r}; use method='analytic'")
-        return sens * math.sqrt(2 * math.log(1.25 / delta)) / eps
+        sigma = sens * math.sqrt(2 * (math.log(1.25) - math.log(delta))) / eps
+        if not sigma <= MAX_NOISE_SCALE:
+            raise ValueError(
+                f"sensitivity={sensitivity!r} over epsilon={epsilon!r} is too extreme: the classic Gaussian sigma "
+                f"({sigma:.4g}) exceeds MAX_NOISE_SCALE = {MAX_NOISE_SCALE:.4g}"
+            )
+        return sigma
     if method != "analytic":
         raise ValueError(f"method must be 'analytic' or 'classic', got {method!r}")
 
@@ -120,13 +152,20 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float, method: str
             "can solve (sigma / sensitivity must lie in [e^-20, e^20])"
         )
     sigma = sens * math.exp(optimize.brentq(excess, -20.0, 20.0, xtol=1e-12))
-    if not math.isfinite(sigma):
-        raise ValueError(f"sensitivity={sensitivity!r} is too large: the Gaussian sigma overflows")
+    if not sigma <= MAX_NOISE_SCALE:
+        raise ValueError(
+            f"sensitivity={sensitivity!r} is too large: the Gaussian sigma ({sigma:.4g}) exceeds "
+            f"MAX_NOISE_SCALE = {MAX_NOISE_SCALE:.4g}"
+        )
     return sigma
 
 
 def gaussian(values: np.ndarray | float, sigma: np.ndarray | float, rng: np.random.Generator) -> np.ndarray:
-    """Add Normal(0, ``sigma``^2) noise to every entry of ``values`` (see :func:`gaussian_sigma`)."""
+    """Add Normal(0, ``sigma``^2) noise to every entry of ``values`` (see :func:`gaussian_sigma`).
+
+    The largest workable ``sigma`` is :data:`MAX_NOISE_SCALE` (about ``2.8e306``); a larger one, or
+    noisy values that overflow, raise ``ValueError`` naming ``sigma`` (never an ``inf`` release).
+    """
     return _add_noise(values, sigma, "sigma", rng, lambda shape: rng.standard_normal(size=shape))
 
 
@@ -178,7 +217,13 @@ def exponential_mechanism(
     else:
         if (s == np.inf).any():
             raise ValueError("scores must not contain +inf with a finite epsilon")
-        lw = eps * s / (2.0 * sens)
+        # shifted by each row's best score (the distribution is unchanged): the best outcome has
+        # log-weight 0 and the others <= 0, so a huge epsilon * score / sensitivity can only
+        # underflow to -inf (probability 0, right to double precision), never overflow to +inf
+        top = s.max(axis=-1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)  # a row of -inf scores: refused below
+        with np.errstate(over="ignore"):
+            lw = eps * ((s - top) / (2.0 * sens))
     if log_base_measure is not None:
         base = check_real_array(log_base_measure, "log_base_measure")
         if np.isnan(base).any() or (base == np.inf).any():
@@ -341,16 +386,38 @@ def randomized_response(labels: np.ndarray, k: int, epsilon: float, rng: np.rand
     return np.where(u < keep_p, lab, other)
 
 
+def _rr_gap(epsilon: float, k: int) -> tuple[float, float]:
+    """``(r, q - r)`` of :func:`rr_probabilities`, with ``q - r = (e^eps - 1) r`` computed without cancellation."""
+    q, r = rr_probabilities(epsilon, k)
+    eps = check_epsilon(epsilon)
+    if r == 0.0:
+        return r, q
+    gap = (math.expm1(eps) if eps < 700 else math.inf) * r
+    gap = q - r if not math.isfinite(gap) else gap
+    if q == r or not gap > 0:  # reports carry no information distinguishable in double precision
+        raise ValueError(f"epsilon={epsilon!r} is too small to invert randomized response over k={k} labels (q == r)")
+    return r, gap
+
+
+def _rr_checked(out: np.ndarray, epsilon: float, k: int) -> np.ndarray:
+    if not np.isfinite(out).all():
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small to invert randomized response over k={k} labels: the debiased "
+            "estimates overflow floating point"
+        )
+    return out
+
+
 def rr_debias_counts(reported: np.ndarray, n: float, epsilon: float, k: int) -> np.ndarray:
     """Unbiased label counts from the counts of randomized-response reports (last axis: labels).
 
     ``E[N_k] = q n_k + r (n - n_k)`` for ``n`` reports, so ``(N_k - r n)/(q - r)`` is unbiased
     for the true count ``n_k``.  Post-processing: no privacy cost.
     """
-    q, r = rr_probabilities(epsilon, k)
-    if q == r:
-        raise ValueError(f"epsilon={epsilon!r} is too small to invert randomized response over k={k} labels (q == r)")
-    return (check_real_array(reported, "reported") - r * float(n)) / (q - r)
+    r, gap = _rr_gap(epsilon, k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (check_real_array(reported, "reported") - r * float(n)) / gap
+    return _rr_checked(out, epsilon, k)
 
 
 def rr_debias_sums(reported: np.ndarray, total: np.ndarray, epsilon: float, k: int) -> np.ndarray:
@@ -359,8 +426,8 @@ def rr_debias_sums(reported: np.ndarray, total: np.ndarray, epsilon: float, k: i
     Given the values, ``E[S_k^reported] = q S_k + r (S - S_k)`` with ``S`` (``total``, shape
     ``(..., d)``) the sum over all users, so ``(S_k^reported - r S)/(q - r)`` is unbiased for ``S_k``.
     """
-    q, r = rr_probabilities(epsilon, k)
-    if q == r:
-        raise ValueError(f"epsilon={epsilon!r} is too small to invert randomized response over k={k} labels (q == r)")
+    r, gap = _rr_gap(epsilon, k)
     tot = check_real_array(total, "total")
-    return (check_real_array(reported, "reported") - r * tot[..., None, :]) / (q - r)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (check_real_array(reported, "reported") - r * tot[..., None, :]) / gap
+    return _rr_checked(out, epsilon, k)

@@ -56,7 +56,13 @@ def user_item_risk_terms(matrix: object, k: object, epsilon: float) -> UserItemR
     nk = ks.size
     bias2 = np.sum(s[:, :nk] ** 2, axis=0)
     variance = np.sum(s[:, nk:], axis=0)
-    noise = m * 2.0 * ks.astype(float) ** 2 / eps**2
+    with np.errstate(over="ignore", under="ignore"):  # k/epsilon first: epsilon**2 alone underflows at 1e-300
+        noise = m * 2.0 * (ks.astype(float) / eps) ** 2
+    if not np.isfinite(noise).all():
+        raise ValueError(
+            f"epsilon={epsilon!r} is too small: the noise variance m * 2 k^2 / epsilon^2 overflows floating point "
+            f"(m={m}, k up to {int(ks.max())})"
+        )
     if scalar:
         return UserItemRiskTerms(float(bias2[0]), float(variance[0]), float(noise[0]))
     return UserItemRiskTerms(bias2, variance, noise)

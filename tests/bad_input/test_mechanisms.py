@@ -177,3 +177,72 @@ def test_randomized_response_good(labels, epsilon):
     assert out.shape == labels.shape and ((out >= 0) & (out < 4)).all()
     counts = np.bincount(out.ravel(), minlength=4).astype(float)
     finite(accepts(lambda: rr_debias_counts(counts, out.size, epsilon, 4)))
+
+
+# ----------------------------------------------------------------------------------------
+# Overflow: a scale whose noise is inf is refused, naming it (issue 15, item 6)
+# ----------------------------------------------------------------------------------------
+from hybridpriv.mechanisms import MAX_NOISE_SCALE, rr_debias_counts  # noqa: E402
+
+
+@cfg(100)
+@given(mech=st.sampled_from(["laplace", "gaussian"]), scale=st.floats(MAX_NOISE_SCALE * 1.001, 1.7976931348623157e308), seed=st.integers(0, 99))
+@counted("mechanisms")
+def test_noise_refuses_overflowing_scale(mech, scale, seed):
+    # today's code returned inf (or, by luck of the draw, a finite value) for scale = 1e308
+    fn, name = (laplace, "scale") if mech == "laplace" else (gaussian, "sigma")
+    rejects(lambda: fn(np.zeros(50), scale, np.random.default_rng(seed)), name)
+
+
+@cfg(100)
+@given(mech=st.sampled_from([laplace, gaussian]), scale=st.floats(0.0, 1e306), seed=st.integers(0, 99))
+@counted("mechanisms")
+def test_noise_below_the_largest_scale_is_finite(mech, scale, seed):
+    finite(accepts(lambda: mech(np.zeros(200), scale, np.random.default_rng(seed))))
+
+
+@cfg(60)
+@given(mech=st.sampled_from(["laplace", "gaussian"]), v=st.floats(1.79e308, 1.7976931348623157e308))
+@counted("mechanisms")
+def test_noisy_values_that_overflow_are_refused(mech, v):
+    fn, name = (laplace, "scale") if mech == "laplace" else (gaussian, "sigma")
+    rejects(lambda: fn(np.full(200, v), 2e306, np.random.default_rng(0)), name, "values")
+    rejects(lambda: fn(np.array([1.0, INF]), 1.0, np.random.default_rng(0)), "values")
+
+
+@cfg(80)
+@given(epsilon=st.floats(1e-300, 0.5), delta=st.floats(1e-300, 0.5), sensitivity=st.floats(1e-100, 1.7e308))
+@counted("mechanisms")
+def test_gaussian_sigma_extreme_finite_or_named(epsilon, delta, sensitivity):
+    for method in ("classic", "analytic"):
+        try:
+            s = gaussian_sigma(epsilon, delta, sensitivity, method=method)
+        except ValueError:
+            rejects(lambda: gaussian_sigma(epsilon, delta, sensitivity, method=method), "epsilon", "sensitivity", "delta")
+        else:
+            finite(s)
+            assert 0 < s <= MAX_NOISE_SCALE
+
+
+@cfg(60)
+@given(epsilon=st.floats(1e200, 1e300), gap=st.floats(1e100, 1e300), k=st.integers(2, 5))
+@counted("mechanisms")
+def test_exponential_mechanism_huge_epsilon_score(epsilon, gap, k):
+    # epsilon * score overflowed to +inf and was refused as bad log_weights; the answer is the best outcome
+    scores = np.zeros(k)
+    scores[k // 2] = gap
+    out = accepts(lambda: exponential_mechanism(scores, epsilon, 1.0, np.random.default_rng(0)))
+    assert int(out) == k // 2
+
+
+@cfg(60)
+@given(epsilon=st.floats(1e-300, 1e-250), reports=st.floats(1e10, 1e300))
+@counted("mechanisms")
+def test_rr_debias_tiny_epsilon_finite_or_named(epsilon, reports):
+    out = None
+    try:
+        out = rr_debias_counts(np.array([reports, 0.0]), reports, epsilon, 2)
+    except ValueError:
+        rejects(lambda: rr_debias_counts(np.array([reports, 0.0]), reports, epsilon, 2), "epsilon")
+    if out is not None:
+        finite(out)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
 
 from ...privacy import check_real_array
@@ -86,3 +89,45 @@ def _divide(num: object, den: np.ndarray, fallback: object) -> np.ndarray:
 def _check_w(w: object) -> np.ndarray:
     return _arr(w, "w", lo=0.0, hi=1.0)
 
+
+
+def _fmt_arg(value: object) -> str:
+    a = np.asarray(value) if not isinstance(value, str) else None
+    if a is None or a.dtype.kind not in "biuf":
+        return repr(value)
+    return f"{float(a):g}" if a.ndim == 0 else f"<array of shape {a.shape}>"
+
+
+def _finite_result(allow_inf: bool = False):
+    """Decorator: evaluate the formula with floating-point warnings off, then refuse a non-finite result.
+
+    The Avent et al. formulas are finite for every valid input in exact arithmetic; when an input
+    is so extreme (a variance of ``1e300``, ``n = 1e12`` squared, ...) that an intermediate
+    overflows, the result would be ``inf`` or ``NaN``.  Instead a ``ValueError`` names every
+    argument with its value.  ``allow_inf=True`` (for the functions whose ``+-inf`` is a
+    documented, mathematically right answer) refuses only ``NaN``.
+    """
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+                out = fn(*args, **kwargs)
+            for part in out if isinstance(out, tuple) else (out,):
+                a = np.asarray(part, dtype=float)
+                bad = np.isnan(a) if allow_inf else ~np.isfinite(a)
+                if bad.any():
+                    bound = sig.bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    inputs = ", ".join(f"{k}={_fmt_arg(v)}" for k, v in bound.arguments.items())
+                    raise ValueError(
+                        f"{fn.__name__} is {float(a[bad].flat[0])} (not a finite number) for {inputs}: "
+                        "an input is too extreme for floating point"
+                    )
+            return out
+
+        return wrapper
+
+    return decorate

@@ -8,13 +8,14 @@ import numpy as np
 from scipy import optimize, special
 
 from .._xarray import xarray_aware
-from ._checks import AMPLIFICATION_GROUPS, CALIBRATIONS, _arr, _check_w, _choice, _nc, _out, _real, _var
+from ._checks import _finite_result, AMPLIFICATION_GROUPS, CALIBRATIONS, _arr, _check_w, _choice, _nc, _out, _real, _var
 
 __all__ = ["amplified_epsilon", "gaussian_delta", "laplace_amplified_epsilon", "laplace_sum_density",
            "laplace_sum_log_ratio"]
 
 
 @xarray_aware
+@_finite_result()
 def gaussian_delta(epsilon: object, ratio: object) -> float | np.ndarray:
     """Exact delta(epsilon) of the Gaussian mechanism with ``ratio = sensitivity / sigma`` (Balle & Wang, Thm 8):
 
@@ -48,6 +49,7 @@ def _analytic_epsilon(ratio: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 
 @xarray_aware
+@_finite_result(allow_inf=True)
 def amplified_epsilon(
     w: object,
     n: object,
@@ -220,6 +222,7 @@ def laplace_sum_log_ratio(x: object, n: object, b: object, k: object) -> float |
 
 
 @xarray_aware
+@_finite_result()
 def laplace_amplified_epsilon(
     w: object,
     n: object,

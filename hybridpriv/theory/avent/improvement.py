@@ -10,7 +10,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .._xarray import xarray_aware
-from ._checks import _arr, _nc, _out, _var
+from ._checks import _finite_result, _arr, _nc, _out, _var
 from .risk import full_lm_mse, kvh_mse, noise_variances, tcm_only_mse
 
 __all__ = ["AppendixBInstance", "KVHMaximum", "appendix_b_instance", "kvh_improvement_limit", "max_kvh_improvement",
@@ -18,6 +18,7 @@ __all__ = ["AppendixBInstance", "KVHMaximum", "appendix_b_instance", "kvh_improv
 
 
 @xarray_aware(n_out=2)
+@_finite_result()
 def relative_improvement(
     mse: object,
     n: object,
@@ -86,6 +87,7 @@ def pwh_beats_both_laplace(n: object, c: object, epsilon: object, m: object, sig
 # the 17/8 .. 16/7 bound (Corollary 4.4, Appendix B)
 # --------------------------------------------------------------------------------------
 @xarray_aware
+@_finite_result()
 def kvh_improvement_limit(c: object, epsilon: object, m: object, sigma2: object) -> float | np.ndarray:
     """``lim_{n -> inf} R(KVH)`` with Laplace noise, homogeneous (derived in the docs).
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._xarray import xarray_aware
-from ._checks import BENCHMARKS, CALIBRATIONS, NOISES, _arr, _check_w, _choice, _divide, _nc, _out, _real, _var
+from ._checks import _finite_result, BENCHMARKS, CALIBRATIONS, NOISES, _arr, _check_w, _choice, _divide, _nc, _out, _real, _var
 
 __all__ = ["full_lm_mse", "hybrid_mse", "kvh_mse", "lm_only_mse", "mixture_variance", "noise_variances", "pwh_mse",
            "tcm_only_mse"]
@@ -93,6 +93,7 @@ def noise_variances(
 
 
 @xarray_aware
+@_finite_result()
 def tcm_only_mse(
     n: object,
     c: object,
@@ -124,6 +125,7 @@ def tcm_only_mse(
 
 
 @xarray_aware
+@_finite_result()
 def full_lm_mse(
     n: object,
     c: object,
@@ -156,6 +158,7 @@ def full_lm_mse(
 
 
 @xarray_aware
+@_finite_result()
 def lm_only_mse(
     n: object,
     c: object,
@@ -188,6 +191,7 @@ def lm_only_mse(
 
 
 @xarray_aware
+@_finite_result()
 def hybrid_mse(
     w: object,
     n: object,
@@ -231,6 +235,7 @@ def hybrid_mse(
 
 
 @xarray_aware
+@_finite_result()
 def kvh_mse(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) -> float | np.ndarray:
     """MSE of KVH, homogeneous (Lemma 4.2), in closed form:
 
@@ -247,6 +252,7 @@ def kvh_mse(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) ->
 
 
 @xarray_aware
+@_finite_result()
 def pwh_mse(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) -> float | np.ndarray:
     """MSE of PWH, homogeneous (Lemma 5.4, as printed):
 
@@ -261,6 +267,7 @@ def pwh_mse(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) ->
 
 
 @xarray_aware
+@_finite_result()
 def mixture_variance(c: object, sigma_T2: object, sigma_L2: object, mu_T: object = 0.0, mu_L: object = 0.0) -> float | np.ndarray:
     """Variance of the mixture ``c D_T + (1-c) D_L``:
 

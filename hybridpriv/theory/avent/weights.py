@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from .._xarray import xarray_aware
-from ._checks import _arr, _divide, _nc, _out, _real, _var
+from ._checks import _finite_result, _arr, _divide, _nc, _out, _real, _var
 
 __all__ = ["c_crit", "c_crit_laplace", "kvh_weight", "kvh_weight_heterogeneous", "n_crit", "n_crit_laplace",
            "pwh_weight"]
 
 
 @xarray_aware
+@_finite_result()
 def kvh_weight(n: object, c: object, sigma2: object, s_T2: object, s_L2: object) -> float | np.ndarray:
     """KVH weight, homogeneous setting (Definition 4.1): the ``w`` minimising :func:`hybrid_mse`.
 
@@ -26,6 +27,7 @@ def kvh_weight(n: object, c: object, sigma2: object, s_T2: object, s_L2: object)
 
 
 @xarray_aware
+@_finite_result()
 def kvh_weight_heterogeneous(
     n: object,
     c: object,
@@ -53,6 +55,7 @@ def kvh_weight_heterogeneous(
 
 
 @xarray_aware
+@_finite_result()
 def pwh_weight(n: object, c: object, s_T2: object, s_L2: object) -> float | np.ndarray:
     """PWH weight (Definition 5.3): ``s_L2 / (s_L2 + (1-c) n s_T2)``, minimising the privacy error alone.
 
@@ -67,6 +70,7 @@ def pwh_weight(n: object, c: object, s_T2: object, s_L2: object) -> float | np.n
 
 
 @xarray_aware
+@_finite_result()
 def c_crit(sigma_T2: object, sigma_L2: object, s_L2: object) -> float | np.ndarray:
     """Critical TCM fraction (Lemma 3.6) for noise whose ``s_T2`` does not depend on ``n``.
 
@@ -89,6 +93,7 @@ def c_crit(sigma_T2: object, sigma_L2: object, s_L2: object) -> float | np.ndarr
 
 
 @xarray_aware
+@_finite_result(allow_inf=True)
 def n_crit(
     c: object,
     sigma_T2: object,
@@ -116,6 +121,7 @@ def n_crit(
 
 
 @xarray_aware
+@_finite_result()
 def c_crit_laplace(epsilon: object, m: object, sigma2: object) -> float | np.ndarray:
     """Critical TCM fraction with Laplace noise, homogeneous (Lemma 3.8): ``eps^2 sigma2 / (2 m^2 + eps^2 sigma2)``.
 
@@ -125,10 +131,13 @@ def c_crit_laplace(epsilon: object, m: object, sigma2: object) -> float | np.nda
     eps = _arr(epsilon, "epsilon", lo=0.0, lo_open=True)
     m_ = _arr(m, "m", lo=0.0, lo_open=True)
     v = _var(sigma2, "sigma2")
-    return _out(eps**2 * v / (2 * m_**2 + eps**2 * v))
+    # as 1 / (1 + 2 (m/eps)^2 / sigma2): (m/eps)^2 may underflow (c_crit -> 1) or overflow (-> 0), both right
+    inv_u = 2.0 * (m_ / eps) ** 2 / np.where(v > 0, v, 1.0)
+    return _out(np.where(v > 0, 1.0 / (1.0 + inv_u), 0.0))
 
 
 @xarray_aware
+@_finite_result(allow_inf=True)
 def n_crit_laplace(c: object, epsilon: object, m: object, sigma2: object) -> float | np.ndarray:
     """Critical number of users with Laplace noise, homogeneous (Lemma 3.8).
 
