@@ -51,6 +51,7 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, help="seed of everything; overrides the SPEC")
     _cluster_options(s, "evaluate the datasets")
     _resume_options(s)
+    _quiet_option(s)
     t = sub.add_parser("spec", help="print a commented template of a SPEC kind")
     t.add_argument("kind", nargs="?", help="the SPEC kind (without it: list the kinds)")
     st = sub.add_parser("study", help="reproduce a paper's experiment")
@@ -64,7 +65,12 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     _cluster_options(r, "run the chunks")
     _resume_options(r)
+    _quiet_option(r)
     return p
+
+
+def _quiet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bars (results and errors are still printed)")
 
 
 def _resume_options(p: argparse.ArgumentParser) -> None:
@@ -256,15 +262,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hybridpriv`` command; returns the exit status."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    from .progress import quiet
+
     try:
-        if args.command == "select":
-            return _select(args)
-        if args.command == "spec":
-            return _spec(args)
-        if args.command == "study":
-            return _study(args)
-        parser.print_help()
-        return 0
+        with quiet(getattr(args, "quiet", False)):
+            return _dispatch(parser, args)
     except (ValueError, TypeError, OSError) as exc:
         return _fail(exc)
     except Exception as exc:  # PyMC's SamplingError and the like: still one line, status 2
@@ -274,6 +276,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.command == "select":
+        return _select(args)
+    if args.command == "spec":
+        return _spec(args)
+    if args.command == "study":
+        return _study(args)
+    parser.print_help()
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

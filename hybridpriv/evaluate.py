@@ -22,8 +22,6 @@ and the task's: resuming with any of them changed is refused, naming it.
 from __future__ import annotations
 
 import json
-import sys
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,32 +35,10 @@ from .estimators.base import Mechanism
 from .params import describe
 from .privacy import Guarantee
 from .random import check_seed, rng
+from .progress import Phase
 from .tasks import Statistic, Task
 
-__all__ = ["Progress", "evaluate", "evaluate_many", "requirements_of"]
-
-
-class Progress:
-    """A one-line progress report on stderr for runs longer than ``after`` seconds."""
-
-    def __init__(self, total: int, label: str = "evaluating", after: float = 2.0, stream=None) -> None:
-        self.total, self.label, self.after = total, label, after
-        self.stream = stream if stream is not None else sys.stderr
-        self.start = time.perf_counter()
-        self.shown = False
-
-    def __call__(self, done: int) -> None:
-        elapsed = time.perf_counter() - self.start
-        if elapsed < self.after and done < self.total:
-            return
-        if not self.shown and done >= self.total and elapsed < self.after:
-            return
-        rate = done / elapsed if elapsed > 0 else float("inf")
-        eta = (self.total - done) / rate if rate > 0 else float("inf")
-        end = "\n" if done >= self.total else ""
-        self.stream.write(f"\r{self.label}: {done}/{self.total} datasets, {elapsed:.0f}s elapsed, ~{eta:.0f}s left   {end}")
-        self.stream.flush()
-        self.shown = True
+__all__ = ["evaluate", "evaluate_many", "requirements_of"]
 
 
 # -- arguments ------------------------------------------------------------------------------------
@@ -371,7 +347,8 @@ def evaluate(
     chunk_size
         Datasets per chunk (one task on a cluster); default: measured (:mod:`hybridpriv.chunks`).
     progress
-        ``True`` for a progress line on stderr on long runs, or a callable ``f(done)``.
+        ``True`` for a progress bar on stderr on runs over 2 s (:mod:`hybridpriv.progress`; silenced by
+        :func:`hybridpriv.progress.quiet`), or a callable ``f(done)``.
     draws
         Use only the first ``draws`` draws of every chain (default: all).
     client
@@ -454,11 +431,14 @@ def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, 
         engine = _engine_settings(job, dim, {k: coords[k] for k in dim_values})
         sections.append(Section(f"evaluate-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, engine))
     total = sum(sec.n_items for sec in sections)
-    report = Progress(total) if progress is True else (progress or None)
+    shown = Phase("evaluating", total, "datasets") if progress is True else None
+    report = shown if shown is not None else (progress or None)
     checkpoint, owned = _open_checkpoint(checkpoint, seed)
     try:
         results = run_sections(sections, chunk_size, client=client, checkpoint=checkpoint, progress=report)
     finally:
+        if shown is not None:
+            shown.close()
         if owned:
             checkpoint.close()
     return [_assemble(job, res, dim, req) for (_, job, req), res in zip(settings, results)]

@@ -134,7 +134,10 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
 
     per_chain = problem.draws_per_chain()
     say(f"fitting the model of public knowledge ({problem.chains} chains x {per_chain} draws) ...")
-    posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed)
+    from .progress import enabled
+
+    posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed,
+                                  progressbar=progress is True and enabled())
     lines = []
     summary = posterior.summary()
     for name, row in summary.iterrows():

@@ -1,0 +1,41 @@
+"""The one progress renderer: silent for short phases and under --quiet, a bar with an ETA otherwise."""
+
+import io
+
+import pytest
+
+from hybridpriv.cli import main
+from hybridpriv.progress import Phase, enabled, phase, quiet
+
+
+def test_a_long_phase_draws_a_bar_with_counts_and_an_eta():
+    out = io.StringIO()
+    with phase("evaluating", total=10, unit="datasets", after=0.0, stream=out) as update:
+        for k in range(10):
+            update(k + 1)
+    text = out.getvalue()
+    assert "evaluating" in text and "10/10" in text and "datasets" in text and "ETA" in text
+
+
+def test_a_short_phase_and_a_quiet_run_draw_nothing():
+    out = io.StringIO()
+    with phase("short", total=3, after=3600.0, stream=out) as update:
+        update(3)
+    assert out.getvalue() == ""
+    with quiet():
+        assert not enabled()
+        with phase("silenced", total=3, after=0.0, stream=out) as update:
+            update(3)
+    assert out.getvalue() == "" and enabled()
+
+
+def test_bad_totals_are_refused_naming_them():
+    with pytest.raises(ValueError, match=r"total must be an integer >= 0 or None, got -1"):
+        Phase("x", total=-1)
+
+
+def test_quiet_select_prints_no_progress_but_the_same_table(tmp_path, capsys):
+    args = ["select", "--draws", "6", "--trials", "2", "--seed", "2"]
+    assert main([*args, "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    quiet_run = capsys.readouterr()
+    assert "ETA" not in quiet_run.err and "recommended:" in quiet_run.out
