@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import sys
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def _build_parser() -> argparse.ArgumentParser:
     stsub = st.add_subparsers(dest="study_command", parser_class=_Parser)
     stsub.add_parser("list", help="list the registered studies")
     r = stsub.add_parser("run", help="run a study")
-    r.add_argument("name")
+    r.add_argument("name", help="a study of `study list`, or all (every study in turn, with a timing table)")
     r.add_argument("--quick", action="store_true", help="small settings (under a minute)")
     r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
@@ -160,7 +161,9 @@ def _select(args: argparse.Namespace) -> int:
     for line in problem.header:
         print(f"  {line}")
     _quiet_libraries()
-    with _client(args) as client:
+    with _client(args) as client, warnings.catch_warnings():
+        # the predictive checks' warning is printed as a line of the log already
+        warnings.filterwarnings("ignore", message="the model of public knowledge cannot reproduce")
         result = run_selection(problem, client=client, progress=True, log=lambda line: print(line, flush=True),
                                resume=args.resume, chunk_size=args.chunk_size)
         dask = describe_client(client)
@@ -171,6 +174,8 @@ def _select(args: argparse.Namespace) -> int:
     idata = result.posterior.idata
     groups = {name: idata[name].to_dataset() for name in idata.children}
     groups.update(evaluation=result.evaluation, decision=decision)
+    if result.checks is not None:
+        groups["predictive_checks"] = result.checks
     nc = write_result(out / "selection.nc", groups, attrs)
     png = save_figure(result.figure(), out / "selection.png")
     print()
@@ -214,7 +219,7 @@ def _spec(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from .studies import STUDIES, run_study
+    from .studies import STUDIES, run_all, run_study
 
     if args.study_command == "list":
         for name, study in STUDIES.items():
@@ -223,14 +228,21 @@ def _study(args: argparse.Namespace) -> int:
     if args.study_command == "run":
         _check_seed(args.seed)
         _check_out(args.out)
-        if args.name not in STUDIES:
-            raise ValueError(f"unknown study {args.name!r}; known: {', '.join(STUDIES)}")
+        if args.name not in STUDIES and args.name != "all":
+            raise ValueError(f"unknown study {args.name!r}; known: {', '.join(STUDIES)}, or all")
         started = time.perf_counter()
         if args.quick and args.full:
             raise ValueError("--quick and --full exclude each other")
         _check_cluster_args(args)
         _check_resume(args)
         _quiet_libraries()
+        if args.name == "all":
+            with _client(args) as client:
+                rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, progress=True,
+                               client=client, resume=args.resume, chunk_size=args.chunk_size)
+            print(f"all {len(rows) - 1} studies in {rows[-1]['seconds']} s, peak {rows[-1]['peak_rss_mib']} MiB; "
+                  f"wrote {Path(args.out) / 'timings.csv'}")
+            return 0
         with _client(args) as client:
             nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True,
                                 full=args.full, client=client, resume=args.resume, chunk_size=args.chunk_size)

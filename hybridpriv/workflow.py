@@ -81,7 +81,9 @@ class Problem:
 
 @dataclass
 class Selection:
-    """What :func:`run_selection` returns: the posterior, the evaluation, the decision, the fit's diagnostics."""
+    """What :func:`run_selection` returns: the posterior, the evaluation, the decision, the fit's
+    diagnostics and, where the model has them, its posterior predictive checks of the public
+    knowledge (:mod:`hybridpriv.criticism`; a flagged statistic is also a ``UserWarning``)."""
 
     problem: Problem
     posterior: Any
@@ -89,6 +91,7 @@ class Selection:
     decision: xr.Dataset
     diagnostics: list[str] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
+    checks: xr.Dataset | None = None
 
     def table(self) -> str:
         from .select import format_table
@@ -116,16 +119,17 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
 
     say = log or (lambda _line: None)
     if resume is None:
-        posterior, evaluation, lines, attrs = _fit_and_evaluate(problem, client, progress, say, None, chunk_size)
+        posterior, evaluation, lines, attrs, checks = _fit_and_evaluate(problem, client, progress, say, None,
+                                                                        chunk_size)
     else:
         from .checkpoint import Checkpoint
 
         # opened before the fit, so a folder of another run is refused before any sampling
         with Checkpoint(resume, {"run": "select", "kind": problem.kind}) as checkpoint:
-            posterior, evaluation, lines, attrs = _fit_and_evaluate(problem, client, progress, say, checkpoint,
-                                                                    chunk_size)
+            posterior, evaluation, lines, attrs, checks = _fit_and_evaluate(problem, client, progress, say,
+                                                                            checkpoint, chunk_size)
     decision = decide(evaluation)
-    return Selection(problem, posterior, evaluation, decision, lines, attrs)
+    return Selection(problem, posterior, evaluation, decision, lines, attrs, checks)
 
 
 def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk_size):
@@ -144,6 +148,20 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
         lines.append(f"{name:<16} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
     attrs: dict[str, Any] = {"posterior_max_rhat": float(summary["r_hat"].max()),
                              "posterior_min_ess": float(summary["ess_bulk"].min())}
+    checks = None
+    if hasattr(posterior, "predictive_checks"):
+        import warnings
+
+        from .criticism import format_checks
+
+        checks = posterior.predictive_checks(problem.seed)
+        shown = format_checks(checks)
+        lines += ["posterior predictive checks of the public knowledge:", *(shown[:-1] if checks.flagged.any() else shown)]
+        flagged = [str(n) for n in checks.statistic.values[checks.flagged.values]]
+        attrs["predictive_checks_flagged"] = ", ".join(flagged)
+        if flagged:
+            warnings.warn(shown[-1].removeprefix("warning: "), UserWarning, stacklevel=3)
+            lines.append(shown[-1])
     if problem.diagnostics is not None:
         more, more_attrs = problem.diagnostics(posterior, problem.seed)
         lines += more
@@ -159,4 +177,4 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
     evaluation = evaluate(candidates, source, problem.task, trials=problem.trials, seed=problem.seed,
                           dim=problem.dim, requirements=problem.requirements, progress=progress, client=client,
                           checkpoint=checkpoint, chunk_size=chunk_size)
-    return posterior, evaluation, lines, attrs
+    return posterior, evaluation, lines, attrs, checks

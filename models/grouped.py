@@ -774,6 +774,22 @@ class GroupedPosterior(Posterior):
         )
         return GroupedDataset(values, self.family.population(p, rng))
 
+    def predictive_checks(self, seed: int = 0, draws: int = 400):
+        """Posterior predictive checks of the public knowledge (:mod:`hybridpriv.criticism`).
+
+        For ``draws`` posterior draws (spread evenly), replicate every public group's records
+        (``family.simulate``, as many as published) and every earlier release (the group's
+        replicated mean plus its Laplace noise; unpublished records drawn from the model).
+        Statistics: each public group's mean, standard deviation, 10/50/90% quantiles and share
+        of records at each bound; each release's value.  Randomness: stream
+        ``("predictive-check", seed)``.
+        """
+        from hybridpriv.random import rng as stream_rng
+
+        from ._grouped_checks import grouped_predictive_checks
+
+        return grouped_predictive_checks(self, stream_rng(seed, "predictive-check"), draws)
+
     @cached_property
     def population_posterior_means(self) -> dict[str, float]:
         """Posterior means of the clamped distribution's ``mean``, ``mean_square`` (the

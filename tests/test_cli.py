@@ -207,3 +207,28 @@ def test_select_resumes_from_its_chunks_and_refuses_a_changed_candidate_paramete
     code, _, err = _run(capsys, *args, "--out", str(tmp_path / "d"), "--resume", str(tmp_path / "ck"))
     assert code == 2
     assert err.startswith("error:") and "relation" in err and "add-remove" in err and "replace" in err, err
+
+
+def test_select_warns_naming_the_public_statistic_its_model_cannot_reproduce(tmp_path, capsys):
+    # 40% of the panel at the upper bound, the rest in [0, 3]: a clamped normal cannot give both
+    rng = np.random.default_rng(1)
+    panel = np.concatenate([np.full(40, 10.0), rng.uniform(0, 3, 60)]).round(3)
+    (tmp_path / "panel.csv").write_text("x\n" + "\n".join(map(str, panel)) + "\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text('bounds = [0, 10]\n[[groups]]\nname = "panel"\nsize = 100\nepsilon = inf\ndata = "panel.csv"\n'
+                    '[[groups]]\nname = "priv"\nsize = 500\nepsilon = 1.0\n[evaluation]\nestimators = ["weighted", "public-mean"]\n')
+    code, out, err = _run(capsys, "select", str(spec), "--out", str(tmp_path / "o"), "--draws", "6", "--trials", "2")
+    assert code == 0, err
+    assert "posterior predictive checks of the public knowledge" in out
+    assert "warning: the model of public knowledge cannot reproduce panel.median" in out
+    tree = xr.open_datatree(tmp_path / "o" / "selection.nc")
+    checks = tree["predictive_checks"].to_dataset()
+    assert bool(checks.flagged.sel(statistic="panel.median")) and "panel.median" in tree.attrs["predictive_checks_flagged"]
+
+
+def test_select_on_knowledge_its_model_reproduces_flags_nothing(tmp_path, capsys):
+    code, out, err = _run(capsys, "select", "--out", str(tmp_path), "--draws", "6", "--trials", "2")
+    assert code == 0, err
+    assert "posterior predictive checks" in out and "cannot reproduce" not in out
+    checks = xr.open_datatree(tmp_path / "selection.nc")["predictive_checks"].to_dataset()
+    assert not checks.flagged.any() and {"panel.mean", "panel.sd", "release_0(default)"} <= set(checks.statistic.values)
