@@ -452,7 +452,9 @@ class CustomFamily(Family):
             rngs = [v for v in ancestors([rv]) if isinstance(v.type, RandomGeneratorType)]
             rng_inputs = [random_generator_type(f"rng{i}") for i in range(len(rngs))]
             out = graph_replace(rv, dict(zip(rngs, rng_inputs)))
-            fn = pytensor.function([*syms.values(), size, *rng_inputs], out)
+            from ._base import sampling_mode  # strict floating point: the same bits whatever the cache
+
+            fn = pytensor.function([*syms.values(), size, *rng_inputs], out, mode=sampling_mode())
             n_rng = len(rng_inputs)
 
             def sample(values: Sequence[float], n: int, rng: np.random.Generator) -> np.ndarray:

@@ -121,7 +121,10 @@ class PointFunction:
 
     def __call__(self, point):
         if self._fn is None:
-            self._fn = self.model.compile_fn(self.model[self.name], inputs=self.model.value_vars, on_unused_input="ignore")
+            from ._base import sampling_mode  # strict floating point: the same bits whatever the cache
+
+            self._fn = self.model.compile_fn(self.model[self.name], inputs=self.model.value_vars,
+                                             on_unused_input="ignore", mode=sampling_mode())
         return self._fn(point)
 
     def __getstate__(self):
