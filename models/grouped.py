@@ -30,6 +30,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from hybridpriv.data import GroupedDataset
+from hybridpriv.random import rng as stream_rng
 from hybridpriv.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
 
 from ._base import KnowledgeModel, Posterior
@@ -340,13 +341,13 @@ class GroupedPosterior(Posterior):
     def population_posterior_means(self) -> dict[str, float]:
         """Posterior means of the clamped distribution's ``mean``, ``mean_square`` (the
         squared mean) and ``variance``: averages over all draws of ``family.population(params)``.
-        Monte Carlo families use a generator seeded from ``(seed, chain, draw)``.
+        Monte Carlo families use the stream ``(seed, "population", chain, draw)``.
         """
         totals = {"mean": 0.0, "mean_square": 0.0, "variance": 0.0}
         chains, draws = self._shape
         for c in range(chains):
             for d in range(draws):
-                rng = np.random.default_rng([self.seed, c, d])
+                rng = stream_rng(self.seed, "population", c, d)
                 pop = self.family.population(self.params(c, d), rng)
                 totals["mean"] += pop["mean"]
                 totals["mean_square"] += pop["mean"] ** 2

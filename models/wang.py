@@ -283,7 +283,7 @@ class WangPrivateModel(KnowledgeModel):
         #: kurtosis of the smoothed bootstrap distribution U, per covariate
         self.kurtosis = (kurt_e + 6 * h2 + 3 * h2**2) / (1 + h2) ** 2
         self.theta_public_hat, self.theta_public_cov = logistic_fit(self.Z, y)
-        rng = np.random.default_rng(np.random.SeedSequence([self.seed, 7]))
+        rng = stream_rng(self.seed, "smoothed-bootstrap")
         self.rate_U = self._smoothed(rng, self.rate_draws)
 
     def _smoothed(self, rng: np.random.Generator, size: int) -> np.ndarray:
