@@ -155,7 +155,8 @@ def format_table(decision: xr.Dataset) -> str:
     dim = decision["expected_loss"].dims[0]
     order = decision["expected_loss"].sortby(decision["expected_loss"])[dim].values
     has_meets = "meets_requirements" in decision
-    head = (f"{dim:<18}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
+    w = max(18, len(dim) + 2, *(len(str(c)) + 2 for c in decision[dim].values))
+    head = (f"{dim:<{w}}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
             f"{'vs best (± MC s.e.)':>24}" + ("  eligible" if has_meets else ""))
     lines = [head, "-" * len(head)]
     for lab in order:
@@ -163,7 +164,7 @@ def format_table(decision: xr.Dataset) -> str:
         mark = "  <- recommended" if str(lab) == str(decision.attrs.get("recommended")) else ""
         meets = (f"  {'yes' if bool(r['meets_requirements']) else 'NO ':<9}" if has_meets else "")
         lines.append(
-            f"{str(lab):<18}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
+            f"{str(lab):<{w}}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
             f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}"
             f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{meets}{mark}"
         )

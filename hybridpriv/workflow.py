@@ -148,13 +148,12 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
         lines.append(f"{name:<16} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
     attrs: dict[str, Any] = {"posterior_max_rhat": float(summary["r_hat"].max()),
                              "posterior_min_ess": float(summary["ess_bulk"].min())}
-    checks = None
-    if hasattr(posterior, "predictive_checks"):
+    checks = posterior.predictive_checks(problem.seed) if hasattr(posterior, "predictive_checks") else None
+    if checks is not None:
         import warnings
 
         from .criticism import format_checks
 
-        checks = posterior.predictive_checks(problem.seed)
         shown = format_checks(checks)
         lines += ["posterior predictive checks of the public knowledge:", *(shown[:-1] if checks.flagged.any() else shown)]
         flagged = [str(n) for n in checks.statistic.values[checks.flagged.values]]

@@ -21,6 +21,7 @@ def record_statistics(values: np.ndarray, lower: float, upper: float) -> dict[st
 def grouped_predictive_checks(posterior: Any, rng: np.random.Generator, draws: int = 400):
     from hybridpriv.criticism import predictive_check
 
+    """The check table, or ``None`` when nothing public can be replicated."""
     if not isinstance(draws, int) or draws < 2:
         raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
     spec, family = posterior.spec, posterior.family
@@ -50,4 +51,6 @@ def grouped_predictive_checks(posterior: Any, rng: np.random.Generator, draws: i
             replicated[f"release_{i}({r.group or 'all'})"].append(mean + rng.laplace(0.0, r.noise_scale))
     # a statistic that cannot vary (e.g. a share at a bound no record can reach) is not a check
     keep = [s for s in observed if np.ptp(replicated[s]) > 0 or replicated[s][0] != observed[s]]
+    if not keep:
+        return None  # nothing public to check (no public records, no earlier release)
     return predictive_check({s: observed[s] for s in keep}, {s: np.array(replicated[s]) for s in keep})

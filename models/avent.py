@@ -41,7 +41,11 @@ distribution): one ``p0`` and one ``v``, ``gap = 0``, ``sigma_T = sigma_L``.
 Deterministic quantities on the data scale: ``mu_T``, ``mu_L``, ``gap = mu_T - mu_L``,
 ``sigma_T2``, ``sigma_L2`` (variances).  Pilot records enter through the Beta likelihood
 (records exactly on a bound are moved inside by
-:data:`hybridpriv.models.grouped.BETA_BOUNDARY_NUDGE` of the range).
+:data:`hybridpriv.models.grouped.BETA_BOUNDARY_NUDGE` of the range).  Earlier noisy releases of
+a group's mean (:class:`~hybridpriv.models.grouped.ReleasedMean` with ``group`` ``"T"``, ``"L"``
+or ``None`` for both groups pooled; needs ``sizes``) enter as ``y ~ Laplace(latent, b)``, where
+the latent sample mean of the ``n_g`` records is ``mu_g + sqrt(sigma_g^2 / n_g) z``,
+``z ~ Normal(0, 1)`` (the central-limit approximation the grouped model uses too).
 """
 
 from __future__ import annotations
@@ -59,7 +63,7 @@ from hybridpriv.random import check_seed, rng as named_rng
 
 from ._avent_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
 from ._base import KnowledgeModel, _check_count, chain_seeds
-from .grouped import BETA_BOUNDARY_NUDGE
+from .grouped import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
 
 __all__ = ["HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
 
@@ -111,6 +115,10 @@ class HybridTrustModel(KnowledgeModel):
         ``(n_T, n_L)``: the groups' sizes, needed only for the posterior to generate datasets.
     clamp
         Clamp pilot records into ``[0, m]`` instead of refusing records outside.
+    released_means
+        Earlier DP releases ``mean(records of the group) + Laplace(0, b)``: a sequence of
+        :class:`~hybridpriv.models.grouped.ReleasedMean` whose ``group`` is ``"T"`` (the TCM
+        group), ``"L"`` (the LM group) or ``None`` (both groups pooled).  Needs ``sizes``.
 
     Examples
     --------
@@ -130,6 +138,7 @@ class HybridTrustModel(KnowledgeModel):
         pilot_L: object = None,
         sizes: tuple[int, int] | None = None,
         clamp: bool = False,
+        released_means: Sequence[ReleasedMean] = (),
     ) -> None:
         self.m = check_positive(m, "m")
         self.bounds = Bounds(0.0, self.m)
@@ -144,6 +153,26 @@ class HybridTrustModel(KnowledgeModel):
         self.pilot_T = self._check_pilot(pilot_T, "pilot_T")
         self.pilot_L = self._check_pilot(pilot_L, "pilot_L")
         self.sizes = _check_sizes(sizes)
+        self.released_means = self._check_released(released_means)
+
+    def _check_released(self, released: object) -> tuple[ReleasedMean, ...]:
+        if isinstance(released, (str, bytes)) or not isinstance(released, Sequence):
+            raise TypeError(f"released_means must be a sequence of ReleasedMean, got {released!r}")
+        for i, r in enumerate(released):
+            if not isinstance(r, ReleasedMean):
+                raise TypeError(f"released_means[{i}] must be a ReleasedMean, got {r!r}")
+            if r.group not in ("T", "L", None):
+                raise ValueError(f"released_means[{i}].group must be 'T', 'L' or None (both groups), got {r.group!r}")
+            if self.sizes is None:
+                raise ValueError(f"released_means[{i}]: a released mean needs the groups' sizes, sizes=(n_T, n_L)")
+            slack = RELEASE_TAIL * r.noise_scale
+            if not -slack <= r.value <= self.m + slack:
+                raise ValueError(
+                    f"released_means[{i}].value = {r.value:g} is impossible: a mean lies in [0, {self.m:g}] and "
+                    f"Laplace noise of scale {r.noise_scale:g} exceeds {RELEASE_TAIL:g} scales with probability "
+                    f"e^-{RELEASE_TAIL:g}"
+                )
+        return tuple(released)
 
     def __repr__(self) -> str:
         counts = [0 if p is None else p.size for p in (self.pilot_T, self.pilot_L)]
@@ -191,11 +220,18 @@ class HybridTrustModel(KnowledgeModel):
             p_T, p_L = pm.math.sigmoid(z + d / 2), pm.math.sigmoid(z - d / 2)
             v_T = pm.Beta("v_T", alpha=self.variance_fraction[0], beta=self.variance_fraction[1])
             v_L = pm.Beta("v_L", alpha=self.variance_fraction[0], beta=self.variance_fraction[1])
-        pm.Deterministic("mu_T", m * p_T)
-        pm.Deterministic("mu_L", m * p_L)
+        mu_T = pm.Deterministic("mu_T", m * p_T)
+        mu_L = pm.Deterministic("mu_L", m * p_L)
         pm.Deterministic("gap", m * (p_T - p_L))
-        pm.Deterministic("sigma_T2", m**2 * v_T * p_T * (1 - p_T))
-        pm.Deterministic("sigma_L2", m**2 * v_L * p_L * (1 - p_L))
+        s_T = pm.Deterministic("sigma_T2", m**2 * v_T * p_T * (1 - p_T))
+        s_L = pm.Deterministic("sigma_L2", m**2 * v_L * p_L * (1 - p_L))
+        for i, r in enumerate(self.released_means):
+            n_T, n_L = self.sizes  # type: ignore[misc]  (checked: releases need sizes)
+            mean, var = {"T": (mu_T, s_T / n_T), "L": (mu_L, s_L / n_L),
+                         None: ((n_T * mu_T + n_L * mu_L) / (n_T + n_L), (n_T * s_T + n_L * s_L) / (n_T + n_L) ** 2)}[r.group]
+            z = pm.Normal(f"released_mean_{i}_z", 0.0, 1.0)
+            latent = pm.Deterministic(f"released_mean_{i}_latent", mean + pt.sqrt(var) * z)
+            pm.Laplace(f"released_mean_{i}", mu=latent, b=r.noise_scale, observed=r.value)
         for name, p, v, rec in (("pilot_T", p_T, v_T, self.pilot_T), ("pilot_L", p_L, v_L, self.pilot_L)):
             if rec is not None:
                 kappa = 1 / v - 1

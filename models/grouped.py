@@ -329,7 +329,7 @@ class GroupedPosterior(Posterior):
         replicated mean plus its Laplace noise; unpublished records drawn from the model).
         Statistics: each public group's mean, standard deviation, 10/50/90% quantiles and share
         of records at each bound; each release's value.  Randomness: stream
-        ``("predictive-check", seed)``.
+        ``("predictive-check", seed)``.  ``None`` when nothing is public but sizes and bounds.
         """
         from hybridpriv.random import rng as stream_rng
 

@@ -11,6 +11,8 @@ kind           what it chooses
 =============  ======================================================================
 ``grouped``    a mean or median estimator for groups of different epsilons (Ferrando et al.)
 ``user-item``  k, the items kept per user, for DP item counts (Zeber & Lopatka)
+``hybrid-trust``  a mean estimator for users who trust the curator beside local-DP users (Avent et al.)
+``public-private``  an M-estimator of private records helped by public ones: approach and subset size (Wang et al.)
 =============  ======================================================================
 """
 
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from . import grouped, useritem
+from . import hybrid_trust
+from . import public_private
 from .schema import Context, SpecError, Table, template as _template
 
 __all__ = ["EXAMPLES", "KINDS", "Kind", "Spec", "SpecError", "builtin_example_path", "load_spec", "parse_spec",
@@ -47,10 +51,17 @@ KINDS: dict[str, Kind] = {
                     grouped.TOP, grouped.SECTIONS, grouped.check, grouped.build),
     "user-item": Kind("user-item", "k, the items kept per user, for DP item counts (Zeber & Lopatka)",
                       useritem.TOP, useritem.SECTIONS, useritem.check, useritem.build),
+    "hybrid-trust": Kind("hybrid-trust", "a mean estimator for users who trust the curator beside local-DP users "
+                         "(Avent et al.)", hybrid_trust.TOP, hybrid_trust.SECTIONS, hybrid_trust.check, hybrid_trust.build),
+    "public-private": Kind("public-private", "an M-estimator of private records helped by public ones: the approach "
+                           "and the public subset size (Wang et al.)", public_private.TOP, public_private.SECTIONS,
+                           public_private.check, public_private.build),
 }
 
 #: Built-in examples: name -> (file in hybridpriv/examples, kind).
 EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
+EXAMPLES["salaries"] = "salaries.toml"  # hybrid-trust
+EXAMPLES["pima"] = "pima.toml"  # public-private
 
 
 @dataclass
