@@ -13,10 +13,10 @@ $(BIN)/hybridpriv: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# The main job on the built-in example favorite-sites (Zeber & Lopatka): choose how many
-# items per user to keep before releasing DP item counts, from the public counts alone.
+# The main job on the built-in example (real ACS 2012 survey data): choose a mean estimator for
+# a public panel beside private groups of different epsilons, from public knowledge alone.
 example: $(BIN)/hybridpriv
-	$(BIN)/hybridpriv select --example favorite-sites --out $(OUT)/example
+	$(BIN)/hybridpriv select --example grouped --out $(OUT)/example
 
 # The full test suite on both cores.
 test: $(BIN)/hybridpriv
