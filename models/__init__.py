@@ -12,5 +12,8 @@ from .avent import *  # noqa: F403  (the public names are avent.__all__)
 from .grouped import *  # noqa: F403  (grouped.__all__)
 from .useritem import *  # noqa: F403  (useritem.__all__)
 from .wang import *  # noqa: F403  (and wang.__all__)
+from . import kmeans_pilot
+from .kmeans_pilot import *  # noqa: F403  (kmeans_pilot.__all__)
 
 __all__ = [*avent.__all__, *grouped.__all__, *useritem.__all__, *wang.__all__]
+__all__ += kmeans_pilot.__all__

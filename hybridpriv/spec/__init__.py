@@ -12,6 +12,7 @@ kind           what it chooses
 ``grouped``    a mean or median estimator for groups of different epsilons (Ferrando et al.)
 ``user-item``  k, the items kept per user, for DP item counts (Zeber & Lopatka)
 ``hybrid-trust``  a mean estimator for users who trust the curator beside local-DP users (Avent et al.)
+``kmeans``     DP K-means for users who trust the curator beside local-DP users: algorithm x iterations (Avent et al.)
 ``public-private``  an M-estimator of private records helped by public ones: approach and subset size (Wang et al.)
 =============  ======================================================================
 """
@@ -28,6 +29,7 @@ from typing import Any
 from . import grouped, useritem
 from . import hybrid_trust
 from . import public_private
+from . import kmeans
 from .schema import Context, SpecError, Table, template as _template
 
 __all__ = ["EXAMPLES", "KINDS", "Kind", "Spec", "SpecError", "builtin_example_path", "load_spec", "parse_spec",
@@ -57,11 +59,14 @@ KINDS: dict[str, Kind] = {
                            "and the public subset size (Wang et al.)", public_private.TOP, public_private.SECTIONS,
                            public_private.check, public_private.build),
 }
+KINDS["kmeans"] = Kind("kmeans", "DP K-means for users who trust the curator beside local-DP users: the algorithm "
+                       "and its iterations (Avent et al.)", kmeans.TOP, kmeans.SECTIONS, kmeans.check, kmeans.build)
 
 #: Built-in examples: name -> (file in hybridpriv/examples, kind).
 EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
 EXAMPLES["salaries"] = "salaries.toml"  # hybrid-trust
 EXAMPLES["pima"] = "pima.toml"  # public-private
+EXAMPLES["faithful"] = "faithful.toml"  # kmeans
 
 
 @dataclass

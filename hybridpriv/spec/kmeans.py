@@ -1,0 +1,216 @@
+"""SPEC kind ``kmeans``: DP K-means when some users trust the curator and others only their device.
+
+Avent, Dubey & Korolova (2020, Section 7 and Appendix E): the *TCM* users trust the curator
+(central DP, the classic DP K-means on their raw points), the *LM* users randomise locally (local
+DP).  What is public: the box every coordinate lies in, the number of users ``n``, the share ``c``
+who trust the curator, every user's ``epsilon``, the number of clusters ``k``, the iteration
+counts to consider, and a **pilot sample** of points (a CSV or a list).  The pilot goes into a
+:class:`~hybridpriv.models.KMeansPilotModel` (a Bayesian bootstrap: the posterior of the points'
+distribution is a Dirichlet-weighted pilot), whose posterior generates the datasets: ``n`` users
+resampled with one draw's weights, a random trust split and the public start (by default
+Lloyd's algorithm on the pilot, the same for every dataset).
+
+Candidates (candidate dimension ``algorithm``): for each iteration count ``T`` in ``iterations``,
+``hybrid-T`` (:class:`~hybridpriv.estimators.kmeans.HybridKMeans`, Algorithm 1), ``tcm-T``
+(:class:`~hybridpriv.estimators.kmeans.TCMKMeans`), ``lm-T``
+(:class:`~hybridpriv.estimators.kmeans.LMKMeans`) and the debiased variants ``lm-debiased-T`` and
+``hybrid-debiased-T`` (randomized response inverted, beyond the paper).  Task: the WCSS of all
+``n`` users' true points to the released centres.  Requirements: the TCM users central DP for
+add/remove-one neighbours, the LM users local DP (replace-one), each at ``epsilon``: so LM K-means,
+whose promise to the TCM users is local replace-one (the number of reports is visible), is marked
+ineligible, as in ``docs/avent-kmeans.md``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .schema import (Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair, string,
+                     table)
+
+__all__ = ["ALGORITHMS", "EVALUATION", "KNOWLEDGE", "SECTIONS", "TOP", "build", "check", "make_candidates",
+           "points", "requirements"]
+
+#: Every algorithm, in table order (each is a candidate at every iteration count).
+ALGORITHMS = ("hybrid", "tcm", "lm", "hybrid-debiased", "lm-debiased")
+#: Most point-operations of a whole evaluation (datasets x trials x candidates x iterations x users x k).
+MAX_WORK = 2e11
+#: Most users in one simulated dataset.
+MAX_USERS = 10_000_000
+
+
+def _read_points(path: Path, key: str) -> np.ndarray:
+    if not path.is_file():
+        raise FileNotFoundError(f"spec: {key} file not found: {path}")
+    try:
+        with path.open(newline="") as fh:
+            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    except UnicodeDecodeError:
+        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    if rows:
+        try:
+            [float(c) for c in rows[0]]
+        except ValueError:
+            rows = rows[1:]  # a header line
+    if not rows:
+        raise SpecError(f"{key} file {path} holds no points")
+    widths = {len(r) for r in rows}
+    if len(widths) != 1:
+        raise SpecError(f"{key} file {path}: every row must have the same number of columns, got {sorted(widths)}")
+    try:
+        return np.array([[float(c) for c in r] for r in rows])
+    except ValueError as exc:
+        raise SpecError(f"{key} file {path} has a non-numeric value: {exc}") from None
+
+
+def points() -> Any:
+    """Points: a list of ``[x, y, ...]`` rows, or a CSV path (relative to the SPEC; a header line is
+    skipped) whose numeric columns are the coordinates."""
+
+    def parse(value: Any, path: str, ctx: Context) -> np.ndarray:
+        if isinstance(value, str):
+            arr = _read_points(ctx.base_dir / value, path)
+        elif isinstance(value, list) and value and all(isinstance(r, list) for r in value):
+            if len({len(r) for r in value}) != 1 or not value[0]:
+                raise SpecError(f"{path} rows must all have the same number (>= 1) of coordinates, got {_show(value)}")
+            arr = np.array([[number(finite=False)(v, f"{path}[{i}]", ctx) for v in r] for i, r in enumerate(value)])
+        else:
+            raise SpecError(f"{path} must be a CSV path or a list of points [[x, y], ...], got {_show(value)}")
+        if not np.isfinite(arr).all():
+            raise SpecError(f"{path} contains NaN or infinite coordinates")
+        return arr
+
+    return parse
+
+
+KNOWLEDGE = Table((
+    Key("pilot", points(), doc="public pilot points: a CSV path (columns = coordinates, header allowed) or a list",
+        example='"pilot.csv"'),
+    Key("clamp", boolean(), False, doc="clip pilot points into the box instead of refusing points outside"),
+    Key("start", choice("pilot", "uniform"), "pilot",
+        doc="the public start: pilot (Lloyd's algorithm on the pilot, same for every dataset) or uniform (fresh per dataset)"),
+    Key("smoothing", number(0.0), 0.0, doc="sd of Gaussian noise added to every resampled pilot point (0: plain bootstrap)"),
+    Key("chains", integer(1, 64), 2, doc="posterior chains (exact Dirichlet draws; R-hat and ESS are a check)"),
+), doc="what is public besides the setting: a pilot sample of points (KMeansPilotModel, a Bayesian bootstrap)")
+
+EVALUATION = Table((
+    Key("algorithms", list_of(string()), None, doc=f"algorithms by name (default: all of {list(ALGORITHMS)})",
+        example='["hybrid", "tcm", "hybrid-debiased"]'),
+    Key("draws", integer(2, 1_000_000), 100, doc="simulated datasets"),
+    Key("trials", integer(1, 1_000_000), 10, doc="mechanism runs per dataset"),
+    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+), doc="how the candidates are evaluated")
+
+TOP = Table((
+    Key("kind", choice("kmeans"), doc='"kmeans"', example='"kmeans"'),
+    Key("description", string(), "", doc="a line shown at the top of the output"),
+    Key("bounds", pair(number()), doc="[lower, upper]: the box of every coordinate", example="[0.0, 1.0]"),
+    Key("n", integer(2), doc="users in the private dataset", example="1000"),
+    Key("c", number(0.0, strict=True, maximum=1.0), doc="share of users who trust the curator (TCM)", example="0.1"),
+    Key("epsilon", epsilon(allow_public=False), doc="every user's total epsilon (both groups)", example="5.0"),
+    Key("k", integer(1, 1000), doc="number of clusters", example="2"),
+    Key("iterations", list_of(integer(1, 1000)), doc="iteration counts (tau) to consider", example="[1, 2, 3, 5]"),
+    Key("knowledge", table(KNOWLEDGE), doc="what is public besides the setting"),
+    Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
+), doc="hybridpriv SPEC, kind kmeans: DP K-means for users who trust the curator (TCM) beside users who "
+       "trust only their device (LM)")
+
+SECTIONS = (("knowledge", KNOWLEDGE, False), ("evaluation", EVALUATION, False))
+
+
+def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Cross-key checks and conversions (at load time, before any sampling)."""
+    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
+    if not v["bounds"][0] < v["bounds"][1]:
+        raise SpecError(f"bounds must be [lower, upper] with lower < upper, got {v['bounds']!r}")
+    lo, hi = v["bounds"]
+    if not 0.0 < v["c"] < 1.0:
+        raise SpecError(f"c must be < 1 (some users must be LM users), got {v['c']!r}")
+    n_t = int(round(v["c"] * v["n"]))
+    if not 1 <= n_t <= v["n"] - 1:
+        raise SpecError(f"c = {v['c']!r} with n = {v['n']} gives {n_t} TCM users; both groups need at least one user")
+    if v["n"] > MAX_USERS:
+        raise SpecError(f"n = {v['n']:,} users exceed {MAX_USERS:,}: one simulated dataset would not fit in memory")
+    its = v["iterations"]
+    if len(set(its)) != len(its):
+        raise SpecError(f"iterations names an iteration count twice: {its!r}")
+    kn = v["knowledge"]
+    pilot = kn["pilot"]
+    if kn["clamp"]:
+        kn["pilot"] = pilot = np.clip(pilot, lo, hi)
+    outside = (pilot < lo) | (pilot > hi)
+    if outside.any():
+        i, j = np.argwhere(outside)[0]
+        raise SpecError(f"knowledge.pilot point {i} has coordinate {pilot[i, j]:g}, outside bounds [{lo:g}, {hi:g}] "
+                        "(fix it, or set knowledge.clamp = true)")
+    if kn["start"] == "pilot" and pilot.shape[0] < v["k"]:
+        raise SpecError(f"knowledge.start = \"pilot\" needs at least k = {v['k']} pilot points, the pilot has {pilot.shape[0]}")
+    if kn["smoothing"] > hi - lo:
+        raise SpecError(f"knowledge.smoothing = {kn['smoothing']!r} exceeds the box's width {hi - lo:g}")
+    ev = v["evaluation"]
+    for name in ev["algorithms"] or []:
+        if name not in ALGORITHMS:
+            raise SpecError(f"evaluation.algorithms: unknown algorithm {name!r}; known: {list(ALGORITHMS)}")
+    if ev["algorithms"] is not None and len(set(ev["algorithms"])) != len(ev["algorithms"]):
+        raise SpecError(f"evaluation.algorithms names an algorithm twice: {ev['algorithms']!r}")
+    n_alg = len(ev["algorithms"] or ALGORITHMS)
+    work = float(ev["draws"]) * ev["trials"] * n_alg * sum(its) * v["n"] * v["k"]
+    if work > MAX_WORK:
+        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_alg} algorithms x "
+                        f"iterations {its} x n = {v['n']:,} x k = {v['k']} is {work:.2g} point-operations (hours of CPU); "
+                        "lower them")
+    return v
+
+
+def requirements(v: dict[str, Any]) -> dict[str, Any]:
+    """What each unit requires: ``tcm`` central DP (add/remove-one), ``lm`` local DP (replace-one), at ``epsilon``."""
+    from ..privacy import Guarantee
+
+    return {"tcm": Guarantee(v["epsilon"], 0.0, "add-remove", "central"),
+            "lm": Guarantee(v["epsilon"], 0.0, "replace", "local")}
+
+
+def make_candidates(v: dict[str, Any], posterior: Any = None) -> dict[str, Any]:
+    """The candidates, ``{"ALGORITHM-T<tau>": mechanism}``, algorithm by algorithm, each over ``iterations``."""
+    from ..estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
+
+    kw = {"k": v["k"], "epsilon": v["epsilon"], "bounds": tuple(v["bounds"]), "d": int(v["knowledge"]["pilot"].shape[1])}
+    build = {"hybrid": lambda t: HybridKMeans(tau=t, **kw), "tcm": lambda t: TCMKMeans(tau=t, **kw),
+             "lm": lambda t: LMKMeans(tau=t, **kw), "hybrid-debiased": lambda t: HybridKMeans(tau=t, debias=True, **kw),
+             "lm-debiased": lambda t: LMKMeans(tau=t, debias=True, **kw)}
+    return {f"{name}-T{t}": build[name](t) for name in v["evaluation"]["algorithms"] or ALGORITHMS
+            for t in v["iterations"]}
+
+
+def build(v: dict[str, Any]):
+    """The selection problem: the model (built and validated now), candidates, task, requirements."""
+    from ..estimators.kmeans import WCSS
+    from ..models import KMeansPilotModel
+    from ..workflow import Problem
+
+    kn, ev = v["knowledge"], v["evaluation"]
+    try:
+        model = KMeansPilotModel(kn["pilot"], tuple(v["bounds"]), v["n"], v["c"], v["k"], start=kn["start"],
+                                 smoothing=kn["smoothing"])
+        make_candidates(v)  # every candidate can be built (refuses extreme epsilons or boxes before sampling)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
+    n_t = int(round(v["c"] * v["n"]))
+    lo, hi = v["bounds"]
+    d = kn["pilot"].shape[1]
+    header = [f"{v['n']} users in [{lo:g}, {hi:g}]^{d}: {n_t} trust the curator (TCM, central DP), "
+              f"{v['n'] - n_t} only their device (LM, local DP); epsilon = {v['epsilon']:g} each",
+              f"k = {v['k']} clusters, iterations {v['iterations']}",
+              f"public: {kn['pilot'].shape[0]} pilot points (Bayesian bootstrap"
+              + (f", smoothed by sd {kn['smoothing']:g}" if kn["smoothing"] else "") + f"), start: {kn['start']}"]
+    return Problem(
+        kind="kmeans", description=v["description"], model=model, candidates=lambda posterior: make_candidates(v, posterior),
+        task=WCSS(), dim="algorithm", requirements=requirements(v), chains=kn["chains"], tune=0,
+        datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
+        title=f"hybrid-trust K-means: expected WCSS (c = {v['c']:.2g}, epsilon = {v['epsilon']:g})",
+    )
