@@ -6,15 +6,15 @@ commented template generated from the same declaration.  Each kind builds a
 :class:`hybridpriv.workflow.Problem` (model, candidates, task, candidate dimension, requirements)
 and every kind runs through the same select path (:func:`hybridpriv.workflow.run_selection`).
 
-=============  ======================================================================
-kind           what it chooses
-=============  ======================================================================
-``grouped``    a mean or median estimator for groups of different epsilons (Ferrando et al.)
-``user-item``  k, the items kept per user, for DP item counts (Zeber & Lopatka)
-``hybrid-trust``  a mean estimator for users who trust the curator beside local-DP users (Avent et al.)
-``kmeans``     DP K-means for users who trust the curator beside local-DP users: algorithm x iterations (Avent et al.)
-``public-private``  an M-estimator of private records helped by public ones: approach and subset size (Wang et al.)
-=============  ======================================================================
+==================  =============================================================================
+kind                what it chooses
+==================  =============================================================================
+``grouped``         a mean or median estimator for groups of different epsilons (Ferrando et al.)
+``user-item``       k, the items kept per user, for DP item counts (Zeber & Lopatka)
+``hybrid-trust``    a mean estimator for trusted-curator beside local-DP users (Avent et al.)
+``kmeans``          DP K-means under hybrid trust: algorithm x iterations (Avent et al.)
+``public-private``  an M-estimator helped by public records: approach, subset size (Wang et al.)
+==================  =============================================================================
 """
 
 from __future__ import annotations
