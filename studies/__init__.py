@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["STUDIES", "Study", "run_study"]
+__all__ = ["STUDIES", "Study", "run_all", "run_study"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ STUDIES: dict[str, Study] = {
     name: Study(name, name.replace("-", "_"))
     for name in (
         "ferrando-means", "ferrando-medians", "zeber-user-item", "avent-kvh", "avent-salaries", "avent-pwh",
-        "avent-skew", "avent-kmeans", "avent-amplification", "avent-bayes", "wang-subset",
+        "avent-skew", "avent-kmeans", "avent-amplification", "avent-bayes", "wang-subset", "calibration",
     )
 }
 
@@ -107,3 +107,41 @@ def run_study(
     png = out / f"{name}.png"
     module.plot(ds, png)
     return nc, png
+
+
+def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | Path = "out", progress: bool = False,
+            client=None, resume: str | Path | None = None, chunk_size: int | None = None,
+            log=print) -> list[dict[str, object]]:
+    """Run every registered study in turn; write ``out/timings.csv`` and return its rows.
+
+    ``full``: each study at its paper's full scale where it has one (the others at their default
+    scale, which is already the paper's).  ``resume``: one sub-folder per study.  Each row: the
+    study, the scale it ran at, its wall time (s) and the peak resident memory of this process
+    and of its finished child processes so far (MiB; dask workers are children with
+    ``--workers``, not with ``--scheduler``).
+    """
+    import csv
+    import resource
+
+    rows: list[dict[str, object]] = []
+    out = Path(out)
+    for name in STUDIES:
+        has_full = "full" in STUDIES[name].module.run.__code__.co_varnames
+        scale = "quick" if quick else ("full" if full and has_full else "default")
+        started = time.perf_counter()
+        run_study(name, quick=quick, seed=seed, out=out, progress=progress, full=scale == "full", client=client,
+                  resume=None if resume is None else Path(resume) / name, chunk_size=chunk_size)
+        peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+        rows.append({"study": name, "scale": scale, "seconds": round(time.perf_counter() - started, 1),
+                     "peak_rss_mib": round(peak)})
+        log(f"{name:<20} {scale:<8} {rows[-1]['seconds']:>8.1f} s  peak {rows[-1]['peak_rss_mib']} MiB")
+    total = round(sum(float(r["seconds"]) for r in rows), 1)  # type: ignore[arg-type]
+    rows.append({"study": "all", "scale": "quick" if quick else ("full" if full else "default"), "seconds": total,
+                 "peak_rss_mib": max(int(r["peak_rss_mib"]) for r in rows)})  # type: ignore[call-overload]
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "timings.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows

@@ -3,13 +3,17 @@
 import subprocess
 import sys
 
+import pytest
+
+from hybridpriv.studies import STUDIES
+
 
 def test_study_list_imports_no_study_module_and_no_pymc():
     code = ("import sys; from hybridpriv.cli import main; main(['study', 'list']); "
             "print(sorted(m for m in sys.modules if m.startswith('hybridpriv.studies.') or m in ('pymc', 'pytensor')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=True).stdout
     lines = out.strip().splitlines()
-    assert len(lines) == 12 and lines[0].startswith("ferrando-means")
+    assert len(lines) == len(STUDIES) + 1 and lines[0].startswith("ferrando-means")
     assert lines[-1] == "[]", lines[-1]
 
 
@@ -20,3 +24,21 @@ def test_every_registered_study_module_has_a_description_and_the_runner():
         assert study.description and len(study.description) < 200, name
         assert callable(study.module.run) and callable(study.module.plot), name
         assert study.module.DESCRIPTION == study.description
+
+
+def test_study_run_all_runs_each_study_and_writes_a_timing_table(tmp_path, capsys, monkeypatch):
+    import csv
+
+    import hybridpriv.studies as studies
+    from hybridpriv.cli import main
+
+    # two quick studies stand in for the eleven (each study's --quick run has its own test)
+    monkeypatch.setattr(studies, "STUDIES", {k: studies.STUDIES[k] for k in ("avent-kvh", "avent-amplification")})
+    assert main(["study", "run", "all", "--quick", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    rows = list(csv.DictReader(open(tmp_path / "timings.csv")))
+    assert [r["study"] for r in rows] == ["avent-kvh", "avent-amplification", "all"]
+    assert all(r["scale"] == "quick" for r in rows) and float(rows[-1]["seconds"]) > 0
+    assert float(rows[-1]["seconds"]) == pytest.approx(sum(float(r["seconds"]) for r in rows[:-1]), abs=0.2)
+    assert (tmp_path / "avent-kvh.nc").exists() and (tmp_path / "avent-amplification.png").exists()
+    assert "all 2 studies in" in out

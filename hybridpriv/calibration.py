@@ -1,0 +1,309 @@
+"""How far to trust a recommendation: the select path scored on held-out truths.
+
+For each truth (:mod:`hybridpriv.heldout`) the select path runs on the PUBLIC knowledge only
+(:func:`hybridpriv.workflow.run_selection` on the SPEC's problem); then every candidate's realised
+risk on the private truth is computed by :func:`hybridpriv.evaluate.evaluate` with a
+:class:`~hybridpriv.data.FixedSource` (the task's exact risk where it has one, else Monte Carlo of
+the mechanism's noise).  :func:`score` compares the two:
+
+* the oracle: the eligible candidate with the lowest realised risk (ties shared);
+* the regret of the recommendation: ``realised[recommended] / realised[oracle] - 1``;
+* coverage: does the realised risk lie in the reported 5-95% range ``[risk_low, risk_high]``;
+* reliability: P(best) against whether the candidate was the oracle.
+
+Layering: :func:`score`, :func:`summarize` and :func:`reliability` are pure NumPy;
+:func:`calibrate` runs the truths and returns an ``xarray.Dataset``; :func:`plot_calibration`
+draws it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .random import stream
+
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
+
+#: Draws (and, for grouped, tuning steps) of the select run's retries, as multiples of the SPEC's,
+#: when the model's convergence check refuses the fit (the refusal's own advice).
+RETRIES = (1, 2, 4)
+#: Edges of the P(best) bins of the reliability diagram.
+BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
+
+
+def score(expected, low, high, p_best, eligible, realised, recommended: int) -> dict[str, Any]:
+    """Score one decision against the realised risks on the truth (one entry per candidate).
+
+    Parameters
+    ----------
+    expected, low, high, p_best
+        The decision's expected loss, 5% and 95% risk quantiles and P(best).
+    eligible
+        Whether the candidate meets every unit's requirement (the oracle is chosen among these,
+        or among all when none is).
+    realised
+        The candidate's risk on the truth.
+    recommended
+        The index of the recommended candidate.
+
+    Returns
+    -------
+    dict
+        ``oracle`` (index of the lowest realised risk among the eligible; the first on a tie),
+        ``regret`` (``realised[recommended] / realised[oracle] - 1``; 0 when both are 0),
+        ``covered`` (bool per candidate: ``low <= realised <= high``), ``is_best`` (per candidate,
+        1 / number of tied oracles, else 0; ineligible candidates 0), ``ratio``
+        (``expected / realised`` per candidate).
+    """
+    arrays = [np.asarray(a, dtype=float) for a in (expected, low, high, p_best, realised)]
+    expected, low, high, p_best, realised = arrays
+    eligible = np.asarray(eligible, dtype=bool)
+    k = realised.size
+    for name, a in (("expected", expected), ("low", low), ("high", high), ("p_best", p_best), ("eligible", eligible)):
+        if a.shape != (k,):
+            raise ValueError(f"{name} must have one entry per candidate ({k}), got shape {a.shape}")
+    if isinstance(recommended, bool) or not isinstance(recommended, Integral) or not 0 <= int(recommended) < k:
+        raise ValueError(f"recommended must be a candidate index in [0, {k}), got {recommended!r}")
+    if not np.isfinite(realised).all() or (realised < 0).any():
+        raise ValueError(f"realised must be finite and >= 0, got {realised}")
+    pool = eligible if eligible.any() else np.ones(k, dtype=bool)
+    best_value = realised[pool].min()
+    ties = pool & (realised == best_value)
+    oracle = int(np.flatnonzero(ties)[0])
+    rec = realised[int(recommended)]
+    regret = 0.0 if rec == best_value else (np.inf if best_value == 0 else rec / best_value - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = expected / realised
+    return {"oracle": oracle, "regret": float(regret), "covered": (low <= realised) & (realised <= high),
+            "is_best": ties / ties.sum(), "ratio": ratio}
+
+
+def summarize(regret, covered, covered_recommended, ratio=()) -> dict[str, float]:
+    """Summary of many truths: interval coverage (over all candidate x truth pairs, NaN skipped),
+    coverage of the recommended candidate, median and 90th-percentile regret (linear quantiles),
+    share of truths where the recommendation was the oracle (regret 0), share of truths whose
+    select run was refused (NaN regret; ``truths`` counts the others), and the median of
+    ``ratio`` (expected loss / realised risk over the pairs; finite values only)."""
+    regret = np.asarray(regret, dtype=float)
+    refused = float(np.mean(np.isnan(regret))) if regret.size else float("nan")
+    regret = regret[~np.isnan(regret)]
+    cov = np.asarray(covered, dtype=float)
+    cov_rec = np.asarray(covered_recommended, dtype=float)
+    nan = float("nan")
+    ratio = np.asarray(ratio, dtype=float).ravel()
+    ratio = ratio[np.isfinite(ratio)]
+    return {"truths": float(regret.size), "refused": refused,
+            "coverage": float(np.nanmean(cov)) if np.isfinite(cov).any() else nan,
+            "coverage_recommended": float(np.nanmean(cov_rec)) if np.isfinite(cov_rec).any() else nan,
+            "regret_median": float(np.quantile(regret, 0.5)) if regret.size else nan,
+            "regret_p90": float(np.quantile(regret, 0.9)) if regret.size else nan,
+            "correct": float(np.mean(regret == 0)) if regret.size else nan,
+            "ratio_median": float(np.median(ratio)) if ratio.size else nan}
+
+
+def reliability(p_best, is_best, bins: Sequence[float] = BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Reliability diagram: per bin of P(best) (the last bin closed), the mean P(best), the mean
+    share of truths where the candidate was best, and the number of pairs (NaN-paired entries skipped)."""
+    p, y = np.asarray(p_best, dtype=float).ravel(), np.asarray(is_best, dtype=float).ravel()
+    keep = np.isfinite(p) & np.isfinite(y)
+    p, y = p[keep], y[keep]
+    edges = np.asarray(bins, dtype=float)
+    which = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, edges.size - 2)
+    count = np.bincount(which, minlength=edges.size - 1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        predicted = np.bincount(which, p, minlength=edges.size - 1) / count
+        observed = np.bincount(which, y, minlength=edges.size - 1) / count
+    return predicted, observed, count
+
+
+def _seed(seed: int, family: str, i: int, what: str) -> int:
+    return int(stream(seed, "calibration", family, i, what).generate_state(1, np.uint32)[0])
+
+
+def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = None, realised_draws: int = 8,
+                    realised_trials: int = 5000, stage: Callable[[str], Any] = lambda name: None,
+                    client=None, chunk_size: int | None = None) -> dict[str, Any]:
+    """Run the select path on ``truth``'s public knowledge and score it on the private truth.
+
+    ``settings``: SPEC values merged into the truth's SPEC (e.g. ``{"evaluation": {"draws": 100}}``);
+    the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
+    Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
+    ``stage(name)``: a resume folder per evaluation (or ``None``).
+    """
+    from .data import FixedSource
+    from .evaluate import evaluate
+    from .spec import parse_spec
+    from .stats import mean_with_se
+    from .workflow import run_selection
+
+    from .models._base import ConvergenceError
+
+    raw = {**truth.spec, **{k: v for k, v in (settings or {}).items() if k != "evaluation"}}
+    raw["evaluation"] = {**truth.spec.get("evaluation", {}), **(settings or {}).get("evaluation", {}),
+                         "seed": _seed(seed, truth.family, i, "select")}
+    first = parse_spec(raw).values
+    failures = []
+    for attempt, factor in enumerate(RETRIES):  # as the refusal advises: more draws (and tuning)
+        raw["evaluation"]["draws"] = first["evaluation"]["draws"] * factor
+        if truth.family == "grouped":
+            raw["model"] = {**raw.get("model", {}), "tune": first["model"]["tune"] * factor}
+        problem = parse_spec(raw).problem()
+        try:
+            selection = run_selection(problem, client=client, resume=stage(f"select{attempt or ''}"),
+                                      chunk_size=chunk_size)
+            break
+        except ConvergenceError as exc:
+            failures.append(str(exc))
+    else:
+        return {"candidates": [], "refused": True, "attempts": len(RETRIES), "failures": failures}
+    dec = selection.decision
+    dim = problem.dim
+    groups = getattr(problem.model, "groups", None)
+    data = truth.dataset(groups)
+    mc = problem.task.exact_risk(list(problem.candidates(selection.posterior).values()), data,
+                                 problem.task.truth(data)) is None
+    draws, trials = (realised_draws, realised_trials) if mc else (1, 1)
+    on_truth = evaluate(problem.candidates(selection.posterior), FixedSource(data, draws, groups=groups), problem.task,
+                        trials=trials, seed=_seed(seed, truth.family, i, "realised"), dim=dim,
+                        requirements=problem.requirements, checkpoint=stage("realised"), client=client,
+                        chunk_size=chunk_size)
+    coords = [str(c) for c in dec[dim].values]
+    if "loss" in on_truth and not bool(on_truth["exact"].all()):
+        realised, se = mean_with_se(on_truth["loss"], ("chain", "draw", "trial"))
+    else:
+        realised, se = on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
+    realised, se = realised.sel({dim: dec[dim]}).values, se.sel({dim: dec[dim]}).values
+    recommended = coords.index(str(dec.attrs["recommended"]))
+    s = score(dec.expected_loss.values, dec.risk_low.values, dec.risk_high.values, dec.p_best.values,
+              dec.meets_requirements.values, realised, recommended)
+    return {"candidates": coords, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
+            "risk_high": dec.risk_high.values, "p_best": dec.p_best.values,
+            "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
+            **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
+            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
+            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
+            "attempts": attempt + 1, "failures": failures,
+            "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan))}
+
+
+def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str, Any]] | None = None,
+              progress: bool = False, stage: Callable[[str], Any] = lambda name: None, **options) -> xr.Dataset:
+    """Run :func:`calibrate_truth` on every truth and collect the results and their summary.
+
+    ``settings``: per family, SPEC values for the select runs.  ``stage(name)``: a resume folder per
+    evaluation.  ``options``: ``realised_draws``, ``realised_trials``, ``client``, ``chunk_size``.
+    Returns dims ``truth``, ``candidate`` (``estimator:NAME`` or ``k:K``; NaN where a truth's family
+    lacks it), ``scope`` (each family and ``overall``) and ``bin`` (reliability).
+    """
+    index: dict[str, int] = {}
+    rows = []
+    for t in truths:
+        i = index[t.family] = index.get(t.family, -1) + 1
+        if progress:
+            print(f"[calibration] {t.family} {i}: {t.source} {t.generator}", flush=True)
+        name = f"{t.family}-{i}"
+        rows.append(calibrate_truth(t, seed, i, (settings or {}).get(t.family),
+                                    stage=lambda part, name=name: stage(f"{name}-{part}"), **options))
+    prefix = {"grouped": "estimator", "user-item": "k"}
+    cand = list(dict.fromkeys(f"{prefix[t.family]}:{c}" for t, r in zip(truths, rows) for c in r["candidates"]))
+    grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
+            ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",
+             "is_best", "ratio")}
+    for j, (t, r) in enumerate(zip(truths, rows)):
+        if r["refused"]:
+            continue
+        cols = [cand.index(f"{prefix[t.family]}:{c}") for c in r["candidates"]]
+        for v in grid:
+            grid[v][j, cols] = np.asarray(r[v], dtype=float)
+    per_truth = {
+        "family": [t.family for t in truths], "source": [t.source for t in truths],
+        "generator": [t.generator for t in truths], "recommended": [r.get("recommended", "") for r in rows],
+        "oracle": [r.get("oracle", "") for r in rows], "regret": [r.get("regret", np.nan) for r in rows],
+        "covered_recommended": [float(r["covered"][r["candidates"].index(r["recommended"])]) if not r["refused"]
+                                else np.nan for r in rows],
+        "oracle_at_edge": [bool(r.get("oracle_at_edge", False)) for r in rows],
+        "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
+        "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
+        "select_attempts": [r["attempts"] for r in rows]}
+    ds = xr.Dataset({**{v: (("truth", "candidate"), a) for v, a in grid.items()},
+                     **{v: ("truth", np.asarray(a)) for v, a in per_truth.items()}},
+                    coords={"truth": [f"{t.family}-{i}" for t, i in zip(truths, _numbering(truths))],
+                            "candidate": cand})
+    scopes = [*dict.fromkeys(t.family for t in truths), "overall"]
+    summary = {s: summarize(*_scope(ds, s)) for s in scopes}
+    for stat in next(iter(summary.values())):
+        ds[stat] = ("scope", [summary[s][stat] for s in scopes])
+    rel = [reliability(*_scope(ds, s, "reliability")) for s in scopes]
+    for k, v in enumerate(("reliability_predicted", "reliability_observed", "reliability_count")):
+        ds[v] = (("scope", "bin"), np.array([r[k] for r in rel]))
+    ds = ds.assign_coords(scope=scopes, bin=[f"{a:g}-{b:g}" for a, b in zip(BINS[:-1], BINS[1:])])
+    ds["regret"].attrs["description"] = "realised risk of the recommendation / the oracle's - 1 (NaN: select refused)"
+    ds.attrs["refusals"] = "; ".join(f"{n}: {r['failures'][-1]}" for n, r in zip(ds.truth.values, rows) if r["refused"])
+    ds["covered"].attrs["description"] = "realised risk within the reported 5-95% range of the per-dataset risk"
+    ds["is_best"].attrs["description"] = ("1 if the candidate has the lowest realised risk among the eligible "
+                                          "(ties shared)")
+    return ds
+
+
+def _numbering(truths) -> list[int]:
+    seen: dict[str, int] = {}
+    out = []
+    for t in truths:
+        seen[t.family] = seen.get(t.family, -1) + 1
+        out.append(seen[t.family])
+    return out
+
+
+def _scope(ds: xr.Dataset, scope: str, what: str = "summary"):
+    sel = ds if scope == "overall" else ds.isel(truth=np.flatnonzero(ds.family.values == scope))
+    if what == "reliability":
+        elig = sel.eligible.values == 1
+        return np.where(elig, sel.p_best.values, np.nan), np.where(elig, sel.is_best.values, np.nan)
+    return sel.regret.values, sel.covered.values, sel.covered_recommended.values, sel.ratio.values
+
+
+def plot_calibration(ds: xr.Dataset, axes=None):
+    """Three panels: regret by truth (sorted, per family), realised risk / expected loss against the
+    reported range, and the reliability diagram of P(best).  Returns the figure."""
+    from matplotlib.figure import Figure
+
+    if axes is None:
+        fig = Figure(figsize=(15, 4.5), layout="constrained")
+        axes = fig.subplots(1, 3)
+    fig = axes[0].figure
+    ax = axes[0]
+    for fam in [s for s in ds.scope.values if s != "overall"]:
+        r = np.sort(ds.regret.values[ds.family.values == fam])
+        ax.plot(np.arange(1, r.size + 1) / r.size, 100 * r, marker="o", ms=3, label=fam)
+    ax.axhline(2, color="grey", ls=":", lw=1)
+    ax.axhline(10, color="grey", ls="--", lw=1)
+    ax.set_yscale("symlog", linthresh=1.0)
+    ax.set(xlabel="share of truths", ylabel="regret of the recommendation (%)", ylim=(0, None),
+           title="Regret (targets: median <= 2%, p90 <= 10%)")
+    ax.legend()
+    ax = axes[1]
+    for fam in [s for s in ds.scope.values if s != "overall"]:
+        d = ds.isel(truth=np.flatnonzero(ds.family.values == fam))
+        lo, hi = (d.risk_low / d.realised).values.ravel(), (d.risk_high / d.realised).values.ravel()
+        keep = np.isfinite(lo) & np.isfinite(hi)
+        ax.scatter(lo[keep], hi[keep], s=6, alpha=0.5, label=fam)
+    ax.axvline(1, color="grey", lw=1)
+    ax.axhline(1, color="grey", lw=1)
+    ax.set(xscale="log", yscale="log", xlabel="5% of the reported risk / realised risk",
+           ylabel="95% / realised", title="Coverage: covered in the upper-left quadrant")
+    ax.legend()
+    ax = axes[2]
+    ax.plot([0, 1], [0, 1], color="grey", lw=1)
+    for s in ds.scope.values:
+        pred, obs, n = (ds[v].sel(scope=s).values for v in ("reliability_predicted", "reliability_observed",
+                                                             "reliability_count"))
+        ax.plot(pred, obs, marker="o", label=f"{s} ({int(np.nansum(n))} pairs)")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="P(best) reported", ylabel="share of truths where it was best",
+           title="Reliability of P(best)")
+    ax.legend()
+    return fig

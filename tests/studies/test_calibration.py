@@ -1,0 +1,153 @@
+import numpy as np
+import pytest
+
+from hybridpriv.calibration import BINS, reliability, score, summarize
+from hybridpriv.heldout import (GROUPED_GENERATORS, POPULARITY, REAL_GROUPED, REAL_USER_ITEM, ROW_LAWS,
+                                grouped_truth, real_grouped_truth, real_user_item_truth, user_item_truth)
+from hybridpriv.random import rng
+from hybridpriv.studies import calibration
+
+
+# --- the scores, against hand computations ------------------------------------------------------------
+
+def test_score_of_a_tiny_decision_by_hand():
+    # candidate 2 has the lowest realised risk but is not eligible: the oracle is candidate 1
+    s = score(expected=[1.0, 2.0, 3.0], low=[0.5, 1.5, 0.1], high=[1.5, 2.5, 0.2], p_best=[0.6, 0.4, 0.0],
+              eligible=[True, True, False], realised=[1.2, 1.0, 0.5], recommended=0)
+    assert s["oracle"] == 1
+    assert s["regret"] == pytest.approx(0.2)  # 1.2 / 1.0 - 1
+    assert s["covered"].tolist() == [True, False, False]  # 0.5<=1.2<=1.5; 1.0 < 1.5; 0.5 > 0.2
+    assert s["is_best"].tolist() == [0.0, 1.0, 0.0]
+    np.testing.assert_allclose(s["ratio"], [1 / 1.2, 2.0, 6.0])
+
+
+def test_score_shares_ties_and_falls_back_to_all_candidates_when_none_is_eligible():
+    s = score([1, 1, 1], [0, 0, 0], [9, 9, 9], [0.5, 0.5, 0], [True, True, True], [1.0, 1.0, 2.0], recommended=1)
+    assert s["regret"] == 0.0 and s["oracle"] == 0 and s["is_best"].tolist() == [0.5, 0.5, 0.0]
+    s = score([1, 1], [0, 0], [9, 9], [0.5, 0.5], [False, False], [3.0, 2.0], recommended=0)
+    assert s["oracle"] == 1 and s["regret"] == pytest.approx(0.5)
+    # the bounds of the range count as inside
+    assert score([1], [2.0], [3.0], [1], [True], [3.0], 0)["covered"].tolist() == [True]
+
+
+def test_score_refuses_bad_input_naming_it():
+    with pytest.raises(ValueError, match=r"low must have one entry per candidate \(2\)"):
+        score([1, 2], [1], [1, 2], [1, 0], [True, True], [1.0, 2.0], 0)
+    with pytest.raises(ValueError, match=r"recommended must be a candidate index in \[0, 2\), got 5"):
+        score([1, 2], [1, 2], [1, 2], [1, 0], [True, True], [1.0, 2.0], 5)
+    with pytest.raises(ValueError, match="realised must be finite and >= 0"):
+        score([1, 2], [1, 2], [1, 2], [1, 0], [True, True], [np.nan, 2.0], 0)
+
+
+def test_summary_by_hand():
+    s = summarize(regret=[0.0, 0.1, 0.02, 0.5, 0.0, np.nan],
+                  covered=[[1, 0, np.nan], [1, 1, 1]], covered_recommended=[1, 0, 1, 1],
+                  ratio=[[0.5, np.inf, 3.0], [2.0, np.nan, 1.0]])
+    assert s["truths"] == 5 and s["refused"] == pytest.approx(1 / 6)
+    assert s["regret_median"] == pytest.approx(0.02)
+    # sorted 0, 0, 0.02, 0.1, 0.5: position 0.9 * 4 = 3.6 -> 0.1 + 0.6 * (0.5 - 0.1)
+    assert s["regret_p90"] == pytest.approx(0.34)
+    assert s["coverage"] == pytest.approx(4 / 5) and s["coverage_recommended"] == pytest.approx(3 / 4)
+    assert s["correct"] == pytest.approx(2 / 5)
+    assert s["ratio_median"] == pytest.approx(1.5)  # median of 0.5, 3, 2, 1
+    assert np.isnan(summarize([], [], [])["regret_median"])
+
+
+def test_reliability_bins_by_hand():
+    pred, obs, n = reliability([0.05, 0.95, 0.5, 0.55, 1.0, np.nan], [0, 1, 1, 0, 1, 1])
+    assert len(BINS) == 7 and n.tolist() == [1, 0, 0, 2, 0, 2]  # 0.5 opens the bin 0.5-0.7; 1.0 closes the last
+    np.testing.assert_allclose(pred[[0, 3, 5]], [0.05, 0.525, 0.975])
+    np.testing.assert_allclose(obs[[0, 3, 5]], [0.0, 0.5, 1.0])
+    assert np.isnan(pred[1]) and np.isnan(obs[4])
+
+
+# --- the truths: public knowledge only, reproducible ----------------------------------------------------
+
+@pytest.mark.parametrize("i", range(len(GROUPED_GENERATORS)))
+def test_grouped_truths_publish_only_the_panel(i):
+    t = grouped_truth(i, rng(5, "t", i))
+    assert t.generator == GROUPED_GENERATORS[i] and t.family == "grouped"
+    panel, *private = t.spec["groups"]
+    assert panel["data"] == t.data["panel"].tolist() and panel["epsilon"] == np.inf
+    for g in private:
+        assert "data" not in g and g["size"] == t.data[g["name"]].size
+    assert len({g["epsilon"] for g in private}) == 3
+    for v in t.data.values():
+        assert v.min() >= 0 and v.max() <= 100
+    again = grouped_truth(i, rng(5, "t", i))
+    for name in t.data:
+        np.testing.assert_array_equal(t.data[name], again.data[name])
+
+
+@pytest.mark.parametrize("i", range(9))
+def test_user_item_truths_publish_only_the_margins(i):
+    t = user_item_truth(i, rng(5, "u", i), quick=True)
+    assert t.generator == f"{ROW_LAWS[i % 3]}+{POPULARITY[i // 3]}"
+    x = t.data.toarray()
+    assert set(np.unique(x)) <= {0, 1} and (x.sum(1) >= 1).all()
+    assert t.spec["column_sums"] == x.sum(0).tolist() and t.spec["n"] == x.shape[0]
+    assert t.spec["k"] == [1, min(20, x.shape[1])]
+
+
+def test_real_truths_load_with_their_documented_sizes():
+    sizes = {"acs12-hours": 959, "acs12-income": 894, "boston-medv": 506, "faithful-waiting": 272}
+    for name, (lo, hi) in REAL_GROUPED.items():
+        t = real_grouped_truth(name, rng(0, "r"))
+        assert sum(v.size for v in t.data.values()) == sizes[name]
+        assert all(v.min() >= lo and v.max() <= hi for v in t.data.values())
+    hours = real_grouped_truth("acs12-hours", rng(0, "r"))
+    assert [g["size"] for g in hours.spec["groups"]] == [150, 300, 400, 109]
+    shape = {"insteval": (2904, 100), "flights-ua": (620, 47), "verbagg": (312, 24)}
+    for name in REAL_USER_ITEM:
+        assert real_user_item_truth(name).data.shape == shape[name]
+
+
+# --- the quick study ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def quick():
+    return calibration.run(quick=True, seed=0)
+
+
+def test_quick_study_structure(quick):
+    ds = quick
+    assert ds.sizes["truth"] == 8 and list(ds.scope.values) == ["grouped", "user-item", "overall"]
+    assert ds["realised"].dims == ("truth", "candidate") and ds["reliability_observed"].dims == ("scope", "bin")
+    assert sorted(set(ds.source.values)) == ["real", "synthetic"]
+    for j in range(ds.sizes["truth"]):
+        row = ds.isel(truth=j)
+        have = np.isfinite(row.realised.values)
+        assert have.sum() >= 2 and (row.realised.values[have] >= 0).all()
+        # the scores are recomputed here from the stored numbers
+        elig = (row.eligible.values == 1) & have
+        names = ds.candidate.values
+        best = names[have & elig][np.argmin(row.realised.values[have & elig])]
+        prefix = "estimator" if row.family.item() == "grouped" else "k"
+        assert best == f"{prefix}:{row.oracle.item()}"
+        rec = f"{prefix}:{row.recommended.item()}"
+        r = float(row.realised.sel(candidate=rec)) / float(row.realised.sel(candidate=best)) - 1
+        assert float(row.regret) == pytest.approx(r, abs=1e-12)
+        inside = (row.risk_low <= row.realised) & (row.realised <= row.risk_high)
+        np.testing.assert_array_equal(row.covered.values[have], inside.values[have])
+    assert float(ds.truths.sel(scope="overall")) == 8 and not ds.select_refused.any()
+    assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
+    is_k = ds.family.values == "user-item"
+    assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
+    assert np.nansum(ds.reliability_count.sel(scope="overall")) == int((ds.eligible == 1).sum())
+
+
+def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
+    """The public-only mean has no noise: its risk on a truth is (panel mean - mean of all records)^2."""
+    truths = calibration.truths("quick", 0)
+    for j, t in enumerate(truths):
+        if t.family != "grouped":
+            continue
+        everything = np.concatenate(list(t.data.values()))
+        want = (t.data["panel"].mean() - everything.mean()) ** 2
+        got = float(quick.realised.isel(truth=j).sel(candidate="estimator:public-mean"))
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_the_figure_is_written(quick, tmp_path):
+    calibration.plot(quick, tmp_path / "c.png")
+    assert (tmp_path / "c.png").stat().st_size > 10_000
