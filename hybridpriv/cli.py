@@ -67,6 +67,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _cluster_options(r, "run the chunks")
     _resume_options(r)
     _quiet_option(r)
+    from .release.cli import add_parser as add_release_parser  # hybridpriv release (brief K)
+
+    add_release_parser(sub)
     return p
 
 
@@ -297,6 +300,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return _spec(args)
     if args.command == "study":
         return _study(args)
+    if args.command == "release":
+        from .release.cli import main as release_main
+
+        return release_main(args)
     parser.print_help()
     return 0
 

@@ -1,0 +1,93 @@
+"""The ``hybridpriv release`` sub-command (wired into :mod:`hybridpriv.cli` by :func:`add_parser` / :func:`main`).
+
+``hybridpriv release SPEC --data DIR [--selection FILE.nc | --candidate NAME] --ledger FILE --out DIR``
+    Apply the recommended (or named) candidate to the private data in DIR, charge it to the ledger
+    FILE (created with the SPEC's budgets, or ``--budget UNIT=EPS[:DELTA]``), write ``DIR/release.json``.
+``hybridpriv release --ledger FILE --show [--target-delta D]``
+    Print the ledger: budgets, totals by basic composition, RDP and PLD, and the releases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+__all__ = ["add_parser", "main", "parse_budget"]
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``release`` sub-command to ``subparsers`` (of the ``hybridpriv`` parser)."""
+    r = subparsers.add_parser(
+        "release", help="apply the chosen mechanism to private data and charge a persistent ledger",
+        description="Apply the recommended (--selection) or a named (--candidate) mechanism to the private data "
+                    "in --data, charging the budget ledger --ledger before the data are read; or print a "
+                    "ledger (--show).")
+    r.add_argument("spec", nargs="?", help="the SPEC.toml the selection was made for (kinds grouped, user-item)")
+    r.add_argument("--data", help="folder of private data: grouped: <group>.csv per group; user-item: matrix.csv "
+                                  "of user,item pairs")
+    r.add_argument("--selection", help="a select run's selection.nc (release its recommendation)")
+    r.add_argument("--candidate", help="release this candidate (a label or coordinate, e.g. weighted or 3)")
+    r.add_argument("--ledger", required=True, help="the budget ledger (JSON; created with the SPEC's budgets)")
+    r.add_argument("--budget", action="append", default=[], metavar="UNIT=EPS[:DELTA]",
+                   help="budget of a unit when the ledger is created (default: the SPEC's epsilon/delta); repeat")
+    r.add_argument("--out", default="out/release", help="output folder for release.json (default: out/release)")
+    r.add_argument("--show", action="store_true", help="print the ledger and exit")
+    r.add_argument("--target-delta", type=float, default=None,
+                   help="delta at which the RDP and PLD totals are read (default 1e-6)")
+    r.add_argument("--quiet", action="store_true", help="print only the result line")
+    return r
+
+
+def parse_budget(text: str) -> tuple[str, tuple[float, float]]:
+    """``"unit=eps[:delta]"`` as ``(unit, (eps, delta))`` (``eps`` may be ``inf``)."""
+    unit, sep, value = text.partition("=")
+    if not sep or not unit.strip():
+        raise ValueError(f"--budget must be UNIT=EPS[:DELTA], got {text!r}")
+    eps_s, _, delta_s = value.partition(":")
+    try:
+        eps = float(eps_s)
+        delta = float(delta_s) if delta_s else 0.0
+    except ValueError:
+        raise ValueError(f"--budget must be UNIT=EPS[:DELTA] with numbers, got {text!r}") from None
+    if math.isnan(eps) or eps <= 0:
+        raise ValueError(f"--budget epsilon of unit {unit.strip()!r} must be > 0, got {eps_s!r}")
+    if not 0 <= delta < 1:
+        raise ValueError(f"--budget delta of unit {unit.strip()!r} must be in [0, 1), got {delta_s!r}")
+    return unit.strip(), (eps, delta)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``hybridpriv release`` for parsed ``args``; returns the exit status (errors raise ``ValueError``)."""
+    from .composition import DEFAULT_TARGET_DELTA
+    from .ledger import Ledger, format_ledger
+
+    target = DEFAULT_TARGET_DELTA if args.target_delta is None else args.target_delta
+    if not 0 < target < 1:
+        raise ValueError(f"--target-delta must be in (0, 1), got {args.target_delta!r}")
+    if args.show:
+        ledger = Ledger(args.ledger)
+        if not ledger.path.exists():
+            raise ValueError(f"--ledger {args.ledger!r} does not exist")
+        print(format_ledger(ledger.read(), target))
+        return 0
+    if args.spec is None:
+        raise ValueError("release needs a SPEC (or --show to print the ledger)")
+    if args.data is None:
+        raise ValueError("release needs --data DIR (the private data)")
+    if args.selection is None and args.candidate is None:
+        raise ValueError("give --selection FILE.nc or --candidate NAME")
+    budgets = dict(parse_budget(b) for b in args.budget) or None
+    from .run import run_release
+
+    say = (lambda _line: None) if args.quiet else (lambda line: print(line, flush=True))
+    result = run_release(args.spec, args.data, args.ledger, args.out, selection=args.selection,
+                         candidate=args.candidate, budgets=budgets, target_delta=target, log=say)
+    rec = result.record
+    shown = rec["released"] if isinstance(rec["released"], float) else f"{len(rec['released'])} values"
+    if not args.quiet:
+        for unit, t in rec["ledger"]["totals_after"].items():
+            print(f"  {unit}: spent epsilon {t['basic_epsilon']} (basic), RDP {t['rdp_epsilon']}, PLD "
+                  f"{t['pld_epsilon']} at delta={t['target_delta']:g}")
+    print(f"released {rec['candidate']['label']}: {shown}; wrote {result.output}")
+    return 0

@@ -1,0 +1,175 @@
+"""Vetted noise for releases: an rng-like adapter whose Laplace and Gaussian draws come from OpenDP.
+
+Simulation keeps NumPy's fast samplers.  A release hands the chosen mechanism an
+:class:`OpenDPGenerator` instead of a :class:`numpy.random.Generator`: it *is* a NumPy generator
+(so the mechanisms' ``check_rng`` accepts it and their code is unchanged), but the noise methods the
+grouped and user-item mechanisms call (:meth:`~OpenDPGenerator.laplace`,
+:meth:`~OpenDPGenerator.normal`, :meth:`~OpenDPGenerator.standard_normal`) are answered by OpenDP's
+measurements (``make_laplace`` / ``make_gaussian`` on float vectors: exact discrete samplers driven by
+a cryptographically secure generator, the result rounded to a lattice, not an inverse-CDF transform
+of a floating-point uniform).  Noise methods the adapter cannot answer with OpenDP (``gumbel``, used
+by the exponential-mechanism medians; ``exponential``, ``logistic``, ...) raise
+:class:`UnsupportedNoiseError`, so such a candidate is refused for release with a clear message,
+never released with NumPy noise by accident.
+
+Non-noise randomness (``random``, ``integers``: which records a sampling mechanism keeps, which items a
+user keeps) comes from NumPy's PCG64 seeded from the operating system's entropy (:mod:`secrets`), not
+from the SPEC's seed: a release must not be reproducible by whoever knows the seed.
+
+Limitation (see ``docs/release.md``): the mechanisms ask for *unit* noise and scale and add it
+themselves (``value + scale * noise``) in floating point, so the final arithmetic is not OpenDP's
+(the snapping / lattice rounding protects OpenDP's own ``value + noise``; here it protects the draw).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NOISE_METHODS", "OpenDPGenerator", "UnsupportedNoiseError", "probe_noise"]
+
+#: The generator methods answered by OpenDP.
+NOISE_METHODS = ("laplace", "normal", "standard_normal")
+
+#: Noise methods of numpy.random.Generator the adapter refuses (no vetted OpenDP sampler behind them).
+_REFUSED = ("gumbel", "exponential", "standard_exponential", "logistic", "standard_cauchy", "standard_t",
+            "standard_gamma", "gamma", "beta", "chisquare", "lognormal", "rayleigh", "wald", "weibull",
+            "pareto", "power", "vonmises", "triangular", "laplace_like", "geometric", "poisson", "binomial")
+
+
+class UnsupportedNoiseError(ValueError):
+    """The mechanism asked for a kind of noise the OpenDP backend does not provide."""
+
+
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+def _refuse(name: str):
+    def method(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls[name] += 1
+        if self.probe:
+            return getattr(np.random.Generator, name)(self, *args, **kwargs)
+        raise UnsupportedNoiseError(
+            f"the mechanism draws {name} noise (rng.{name}), which the OpenDP release backend does not provide"
+            + (" (an exponential-mechanism median)" if name == "gumbel" else "")
+            + "; it cannot be released with vetted noise: choose another candidate")
+
+    method.__name__ = name
+    return method
+
+
+class OpenDPGenerator(np.random.Generator):
+    """A :class:`numpy.random.Generator` whose Laplace and Gaussian noise is drawn by OpenDP.
+
+    Parameters
+    ----------
+    seed
+        Seed of the NumPy bit generator behind the *non-noise* methods (``random``, ``integers``);
+        default: 128 bits from :mod:`secrets` (a release is not reproducible, by design).
+    probe
+        ``True``: draw everything with NumPy (fast) and only record which methods were called
+        (:attr:`calls`), so :func:`probe_noise` can tell before a release whether the adapter covers
+        a mechanism.
+
+    Attributes
+    ----------
+    calls
+        How often each noise method was called (a :class:`collections.Counter`).
+
+    Examples
+    --------
+    >>> rng = OpenDPGenerator()
+    >>> rng.laplace(0.0, 1.0, size=3).shape
+    (3,)
+    """
+
+    def __init__(self, seed: int | None = None, probe: bool = False) -> None:
+        super().__init__(np.random.PCG64(secrets.randbits(128) if seed is None else seed))
+        self.probe = bool(probe)
+        self.calls: Counter[str] = Counter()
+        self._cache: dict[tuple[str, float], Any] = {}
+
+    def __repr__(self) -> str:
+        return f"OpenDPGenerator(probe={self.probe})"
+
+    def _measurement(self, kind: str, scale: float):
+        key = (kind, scale)
+        if key not in self._cache:
+            dp = _opendp()
+            domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+            if kind == "laplace":
+                self._cache[key] = dp.m.make_laplace(domain, dp.l1_distance(T=float), scale=scale)
+            else:
+                self._cache[key] = dp.m.make_gaussian(domain, dp.l2_distance(T=float), scale=scale)
+        return self._cache[key]
+
+    def _noisy(self, kind: str, loc: Any, scale: Any, size: Any) -> np.ndarray | float:
+        loc_a = np.asarray(loc, dtype=float)
+        scale_a = np.asarray(scale, dtype=float)
+        if np.isnan(loc_a).any() or np.isinf(loc_a).any():
+            raise ValueError(f"{kind} loc must be finite, got {loc!r}")
+        if np.isnan(scale_a).any() or np.isinf(scale_a).any() or (scale_a < 0).any():
+            raise ValueError(f"{kind} scale must be finite and >= 0, got {scale!r}")
+        shape = np.broadcast_shapes(loc_a.shape, scale_a.shape) if size is None else tuple(np.atleast_1d(size))
+        loc_b = np.broadcast_to(loc_a, shape).ravel()
+        scale_b = np.broadcast_to(scale_a, shape).ravel()
+        out = loc_b.copy()
+        for s in np.unique(scale_b):
+            if s == 0.0:
+                continue  # no noise: loc itself
+            where = np.flatnonzero(scale_b == s)
+            out[where] = np.asarray(self._measurement(kind, float(s))(loc_b[where].tolist()), dtype=float)
+        out = out.reshape(shape)
+        return float(out) if size is None and out.ndim == 0 else out
+
+    def laplace(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:  # type: ignore[override]
+        """Laplace(``loc``, ``scale``) draws from OpenDP's ``make_laplace`` (NumPy's in probe mode)."""
+        self.calls["laplace"] += 1
+        if self.probe:
+            return super().laplace(loc, scale, size)
+        return self._noisy("laplace", loc, scale, size)
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:  # type: ignore[override]
+        """Normal(``loc``, ``scale``^2) draws from OpenDP's ``make_gaussian`` (NumPy's in probe mode)."""
+        self.calls["normal"] += 1
+        if self.probe:
+            return super().normal(loc, scale, size)
+        return self._noisy("gaussian", loc, scale, size)
+
+    def standard_normal(self, size: Any = None, dtype: Any = np.float64, out: Any = None) -> Any:  # type: ignore[override]
+        """Standard normal draws from OpenDP's ``make_gaussian`` (NumPy's in probe mode)."""
+        self.calls["standard_normal"] += 1
+        if self.probe:
+            return super().standard_normal(size=size, dtype=dtype, out=out)
+        if out is not None or np.dtype(dtype) != np.float64:
+            raise UnsupportedNoiseError("standard_normal with out= or a dtype other than float64 is not supported")
+        return self._noisy("gaussian", 0.0, 1.0, size)
+
+
+for _name in _REFUSED:
+    if hasattr(np.random.Generator, _name):
+        setattr(OpenDPGenerator, _name, _refuse(_name))
+
+
+def probe_noise(mechanism: Any, data: Any) -> Counter[str]:
+    """Run ``mechanism.release(data)`` once with NumPy noise and say which noise it draws.
+
+    Raises :class:`UnsupportedNoiseError` naming the first noise method the OpenDP backend does not
+    provide, before any private data is read (``data`` is a stand-in of the right shape).
+    """
+    rng = OpenDPGenerator(seed=0, probe=True)
+    mechanism.release(data, rng, trials=1)
+    refused = [name for name in rng.calls if name not in NOISE_METHODS]
+    if refused:
+        raise UnsupportedNoiseError(
+            f"candidate {getattr(mechanism, 'label', type(mechanism).__name__)!r} draws {refused[0]} noise "
+            f"(rng.{refused[0]}{', an exponential-mechanism median' if refused[0] == 'gumbel' else ''}), which the "
+            "OpenDP release backend does not provide; choose a candidate with Laplace or Gaussian noise")
+    return rng.calls

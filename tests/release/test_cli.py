@@ -1,0 +1,182 @@
+"""`hybridpriv select` -> `hybridpriv release` -> ledger, from the command line, on the built-in examples."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hybridpriv.cli import main
+
+EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def grouped(tmp_path_factory):
+    """The grouped example selected with few draws, and its real private records as per-group CSVs."""
+    d = tmp_path_factory.mktemp("grouped")
+    shutil.copy(EXAMPLES / "grouped.toml", d / "grouped.toml")
+    shutil.copy(EXAMPLES / "panel.csv", d / "panel.csv")
+    data = d / "data"
+    data.mkdir()
+    rows = list(csv.DictReader((EXAMPLES / "acs12-hours.csv").open()))
+    for group in ("opt-in", "default", "strict"):
+        (data / f"{group}.csv").write_text("hours\n" + "".join(f"{r['hours']}\n" for r in rows if r["group"] == group))
+    assert main(["select", str(d / "grouped.toml"), "--draws", "4", "--trials", "2", "--out", str(d / "sel"),
+                 "--quiet"]) == 0
+    return d
+
+
+def test_grouped_select_release_ledger(grouped, tmp_path, capsys):
+    spec, sel, ledger = grouped / "grouped.toml", grouped / "sel" / "selection.nc", tmp_path / "ledger.json"
+    code, out, err = run(capsys, "release", spec, "--data", grouped / "data", "--selection", sel,
+                         "--ledger", ledger, "--out", tmp_path / "r1")
+    assert code == 0, err
+    rec = json.loads((tmp_path / "r1" / "release.json").read_text())
+    import xarray as xr
+
+    recommended = xr.open_datatree(sel).attrs["recommended"]
+    assert rec["candidate"]["label"] == recommended and rec["decision"]["recommended"] == recommended
+    assert rec["decision"]["chosen_by"] == "recommended by the selection"
+    assert 0 <= rec["released"] <= 99  # a mean of hours (noise of this size stays in range)
+    assert rec["guarantee"]["strict"]["epsilon"] <= 0.05 + 1e-12 and rec["guarantee"]["strict"]["relation"] == "add-remove"
+    entries = json.loads(ledger.read_text())["releases"]
+    assert len(entries) == 1 and entries[0]["id"] == rec["release_id"]
+    # the second release is beyond the budget: refused before reading the data, nothing written
+    before = ledger.read_bytes()
+    code, out, err = run(capsys, "release", spec, "--data", grouped / "data", "--selection", sel,
+                         "--ledger", ledger, "--out", tmp_path / "r2")
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ")
+    assert "over its budget" in err and "group '" in err
+    assert ledger.read_bytes() == before and not (tmp_path / "r2" / "release.json").exists()
+    code, out, err = run(capsys, "release", "--ledger", ledger, "--show")
+    assert code == 0 and "1 release(s)" in out and "PLD" in out and recommended in out
+
+
+def test_mismatched_spec_and_data_are_refused(grouped, tmp_path, capsys):
+    spec = tmp_path / "other.toml"
+    spec.write_text((grouped / "grouped.toml").read_text().replace("epsilon = 0.05", "epsilon = 0.1"))
+    shutil.copy(grouped / "panel.csv", tmp_path / "panel.csv")
+    ledger = tmp_path / "ledger.json"
+    code, _, err = run(capsys, "release", spec, "--data", grouped / "data", "--selection",
+                       grouped / "sel" / "selection.nc", "--ledger", ledger, "--out", tmp_path / "r")
+    assert code == 2 and "groups[3]" in err and "epsilon" in err and "another SPEC" in err
+    assert not ledger.exists()
+    bad = tmp_path / "data"
+    shutil.copytree(grouped / "data", bad)
+    (bad / "strict.csv").write_text((bad / "strict.csv").read_text() + "40\n")
+    code, _, err = run(capsys, "release", grouped / "grouped.toml", "--data", bad, "--selection",
+                       grouped / "sel" / "selection.nc", "--ledger", ledger, "--out", tmp_path / "r")
+    assert code == 2 and "group 'strict'" in err and "110 records" in err
+    assert json.loads(ledger.read_text())["releases"] == []  # nothing spent
+
+
+def test_killing_a_release_halfway_leaves_the_ledger_consistent(grouped, tmp_path, capsys):
+    ledger, marker = tmp_path / "ledger.json", tmp_path / "paused"
+    argv = [sys.executable, "-m", "hybridpriv.cli", "release", str(grouped / "grouped.toml"), "--data",
+            str(grouped / "data"), "--selection", str(grouped / "sel" / "selection.nc"), "--ledger", str(ledger),
+            "--out", str(tmp_path / "r1"), "--quiet"]
+    env = {**os.environ, "HYBRIDPRIV_RELEASE_PAUSE_AT": "computed", "HYBRIDPRIV_RELEASE_PAUSE_MARKER": str(marker)}
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300  # hang guard only
+        while not marker.exists():
+            assert proc.poll() is None, "the release ended before the pause point"
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)  # the values are computed, nothing is recorded or written yet
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert json.loads(ledger.read_text())["releases"] == []
+    assert not (tmp_path / "r1" / "release.json").exists()
+    # nothing was spent and the lock died with the job: the release can be made
+    code, _, err = run(capsys, "release", grouped / "grouped.toml", "--data", grouped / "data", "--selection",
+                       grouped / "sel" / "selection.nc", "--ledger", ledger, "--out", tmp_path / "r1", "--quiet")
+    assert code == 0, err
+    assert len(json.loads(ledger.read_text())["releases"]) == 1
+
+
+def favorite_sites_matrix(directory: Path, seed: int = 0) -> np.ndarray:
+    """A synthetic users x items matrix with favorite-sites' column sums and n = 2000 users, as pairs.
+
+    Item j's c_j reports go to consecutive users (mod n) of a random order, so no user gets an item twice
+    (c_j <= n) and every user gets at least one (sum c = 6222 >= n)."""
+    from hybridpriv.spec import builtin_example_path, load_spec
+
+    c = np.asarray(load_spec(builtin_example_path("favorite-sites")).column_sums)
+    n = 2000
+    items = np.repeat(np.arange(c.size), c)
+    users = np.random.default_rng(seed).permutation(n)[np.arange(items.size) % n]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "matrix.csv").write_text("user,item\n" + "".join(f"u{u},{j}\n" for u, j in zip(users, items)))
+    return c
+
+
+def test_user_item_release_of_a_named_candidate(tmp_path, capsys):
+    c = favorite_sites_matrix(tmp_path / "data")
+    spec, ledger = EXAMPLES / "favorite-sites.toml", tmp_path / "ledger.json"
+    code, out, err = run(capsys, "release", spec, "--data", tmp_path / "data", "--candidate", "3",
+                         "--ledger", ledger, "--out", tmp_path / "r1")
+    assert code == 0, err
+    rec = json.loads((tmp_path / "r1" / "release.json").read_text())
+    released = np.asarray(rec["released"])
+    assert released.shape == (100,) and rec["candidate"]["label"] == "k=3"
+    assert rec["guarantee"] == {"users": {"epsilon": 1.0, "delta": 0.0, "relation": "add-remove", "trust": "central"}}
+    assert np.mean(released) < np.mean(c)  # k = 3 drops reports of users with more items
+    code, _, err = run(capsys, "release", spec, "--data", tmp_path / "data", "--candidate", "k=1",
+                       "--ledger", ledger, "--out", tmp_path / "r2")
+    assert code == 2 and "'users'" in err and "over its budget" in err
+
+
+def test_bad_command_lines(tmp_path, capsys):
+    spec = EXAMPLES / "favorite-sites.toml"
+    for argv, match in [
+        (["release", spec, "--data", tmp_path, "--ledger", tmp_path / "l.json"], "--selection FILE.nc or --candidate"),
+        (["release", spec, "--candidate", "3", "--ledger", tmp_path / "l.json"], "--data"),
+        (["release", spec, "--data", tmp_path, "--candidate", "99", "--ledger", tmp_path / "l.json"], "unknown candidate '99'"),
+        (["release", spec, "--data", tmp_path, "--candidate", "3", "--ledger", tmp_path / "l.json", "--budget", "users=-1"],
+         "--budget epsilon of unit 'users'"),
+        (["release", "--ledger", tmp_path / "none.json", "--show"], "does not exist"),
+        (["release", EXAMPLES / "salaries.toml", "--data", tmp_path, "--candidate", "x", "--ledger", tmp_path / "l.json"],
+         "release supports SPEC kinds"),
+    ]:
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and match in err and err.count("\n") == 1, (argv, err)
+
+
+@pytest.mark.slow
+def test_user_item_select_release_ledger(tmp_path, capsys):
+    """favorite-sites end to end: select (few draws), release its recommendation, refuse the second."""
+    favorite_sites_matrix(tmp_path / "data")
+    spec, ledger = EXAMPLES / "favorite-sites.toml", tmp_path / "ledger.json"
+    assert main(["select", "--example", "favorite-sites", "--draws", "100", "--out", str(tmp_path / "sel"),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    args = ["release", spec, "--data", tmp_path / "data", "--selection", tmp_path / "sel" / "selection.nc",
+            "--ledger", ledger]
+    code, out, err = run(capsys, *args, "--out", tmp_path / "r1")
+    assert code == 0, err
+    rec = json.loads((tmp_path / "r1" / "release.json").read_text())
+    assert rec["decision"]["candidate_dim"] == "k" and rec["candidate"]["coordinate"] == rec["decision"]["recommended"]
+    code, _, err = run(capsys, *args, "--out", tmp_path / "r2")
+    assert code == 2 and "over its budget" in err
+    code, out, _ = run(capsys, "release", "--ledger", ledger, "--show")
+    assert code == 0 and "users" in out and "1 release(s)" in out

@@ -1,0 +1,82 @@
+"""Totals by basic composition, PLD and RDP (dp-accounting), against independent computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import optimize, special
+
+from hybridpriv.privacy import Guarantee
+from hybridpriv.release.composition import compose
+
+
+def optimal_composition_epsilon(eps: float, k: int, delta: float) -> float:
+    """Exact k-fold composition of eps-DP (Kairouz, Oh & Viswanath 2015): the dominating pair is
+    randomized response; the privacy loss is eps (2J - k) with J ~ Binomial(k, e^eps / (1 + e^eps))
+    under P, and delta(E) = E_P[(1 - exp(E - L))_+].  Solved for E by bisection."""
+    p = math.exp(eps) / (1 + math.exp(eps))
+    j = np.arange(k + 1)
+    log_pmf = special.gammaln(k + 1) - special.gammaln(j + 1) - special.gammaln(k - j + 1) + j * math.log(p) + (k - j) * math.log1p(-p)
+    loss = eps * (2 * j - k)
+
+    def excess(big_e: float) -> float:
+        return float(np.sum(np.exp(log_pmf) * np.clip(1 - np.exp(big_e - loss), 0, None))) - delta
+
+    return optimize.brentq(excess, 0.0, k * eps + 1e-9, xtol=1e-12) if excess(0.0) > 0 else 0.0
+
+
+def mironov_conversion(eps: float, k: int, delta: float, orders: np.ndarray) -> float:
+    """Mironov (2017, Proposition 3) conversion of k-fold (alpha, min(eps, alpha eps^2/2))-RDP."""
+    curve = k * np.minimum(eps, orders * eps * eps / 2)
+    return float(np.min(curve + math.log(1 / delta) / (orders - 1)))
+
+
+@pytest.mark.parametrize("eps,k", [(0.1, 100), (0.5, 20), (1.0, 5)])
+def test_pld_matches_optimal_composition(eps, k):
+    t = compose([eps] * k, target_delta=1e-6)
+    exact = optimal_composition_epsilon(eps, k, 1e-6)
+    assert t.basic_epsilon == pytest.approx(eps * k)
+    # the PLD accountant discretises pessimistically: never below the exact value, and close to it
+    assert exact - 1e-9 <= t.pld_epsilon <= exact + 0.01
+
+
+@pytest.mark.parametrize("eps,k", [(0.1, 100), (0.05, 400), (1.0, 3)])
+def test_rdp_is_valid_and_no_looser_than_the_classical_conversion(eps, k):
+    from dp_accounting.rdp.rdp_privacy_accountant import DEFAULT_RDP_ORDERS
+
+    t = compose([Guarantee(eps)] * k, target_delta=1e-6)
+    exact = optimal_composition_epsilon(eps, k, 1e-6)
+    assert t.rdp_epsilon >= exact - 1e-9  # no valid bound beats the optimal composition
+    assert t.rdp_epsilon <= mironov_conversion(eps, k, 1e-6, np.asarray(DEFAULT_RDP_ORDERS, float)) + 1e-9
+
+
+def test_many_small_releases_are_cheaper_than_basic_composition():
+    t = compose([0.1] * 100, 1e-6)
+    assert t.pld_epsilon < 0.5 * t.basic_epsilon and t.rdp_epsilon < 0.6 * t.basic_epsilon
+
+
+def test_mixed_parts_and_delta():
+    t = compose([Guarantee(0.5, 1e-7), (0.2, 0.0), 0.3], target_delta=1e-5)
+    assert t.basic_epsilon == pytest.approx(1.0) and t.basic_delta == pytest.approx(1e-7)
+    assert t.rdp_epsilon is None and "delta > 0" in t.notes[0]
+    assert t.pld_epsilon <= 1.0 + 1e-6
+
+
+def test_public_and_empty():
+    assert compose([0.3, math.inf]).pld_epsilon == math.inf
+    empty = compose([])
+    assert (empty.parts, empty.basic_epsilon, empty.pld_epsilon) == (0, 0.0, 0.0)
+    assert compose([Guarantee(0.0)]).parts == 0
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.1, float("nan"), True, "1e-6"])
+def test_bad_target_delta(bad):
+    with pytest.raises(ValueError, match="target_delta"):
+        compose([1.0], target_delta=bad)
+
+
+def test_bad_part():
+    with pytest.raises(TypeError, match=r"parts\[1\]"):
+        compose([1.0, "x"])
