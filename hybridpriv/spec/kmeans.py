@@ -23,13 +23,13 @@ ineligible, as in ``docs/avent-kmeans.md``.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .schema import (Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair, string,
+from .schema import (Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair,
+                     read_csv_rows, string,
                      table)
 
 __all__ = ["ALGORITHMS", "EVALUATION", "KNOWLEDGE", "SECTIONS", "TOP", "build", "check", "make_candidates",
@@ -44,13 +44,7 @@ MAX_USERS = 10_000_000
 
 
 def _read_points(path: Path, key: str) -> np.ndarray:
-    if not path.is_file():
-        raise FileNotFoundError(f"spec: {key} file not found: {path}")
-    try:
-        with path.open(newline="") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    except UnicodeDecodeError:
-        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    rows = read_csv_rows(path, key)
     if rows:
         try:
             [float(c) for c in rows[0]]

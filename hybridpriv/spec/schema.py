@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["REQUIRED", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer",
+__all__ = ["REQUIRED", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer", "read_csv_rows",
            "integer_range", "list_of", "number", "pair", "string", "table", "tables", "template", "values"]
 
 
@@ -235,14 +235,19 @@ def tables(spec: Table, min_length: int = 0) -> Parser:
     return parse
 
 
-def _read_column(path: Path, key: str) -> np.ndarray:
+def read_csv_rows(path: Path, key: str) -> list[list[str]]:
+    """The non-blank rows of the CSV file ``path`` named by SPEC key ``key`` (errors name both)."""
     if not path.is_file():
         raise FileNotFoundError(f"spec: {key} file not found: {path}")
     try:
         with path.open(newline="") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+            return [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
     except UnicodeDecodeError:
         raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+
+
+def _read_column(path: Path, key: str) -> np.ndarray:
+    rows = read_csv_rows(path, key)
     if not rows:
         raise SpecError(f"{key} file {path} holds no values")
     try:
