@@ -163,3 +163,16 @@ def test_user_item_runs_that_cannot_finish_are_refused_naming_the_key(tmp_path):
     unknown_n = 'kind = "user-item"\ncolumn_sums = [400000, 2, 2, 1]\nepsilon = 1.0\n'
     with pytest.raises(ValueError, match=r"GiB"):  # a MemoryError traceback before
         load_spec(_write(tmp_path, unknown_n)).problem()
+
+
+def test_builtin_flights_example_holds_the_real_matrix_column_sums():
+    import csv
+
+    spec = load_spec(builtin_example_path("flights"))
+    rows = [r for r in csv.DictReader(open(builtin_example_path().parent / "calibration-user-item.csv"))
+            if r["dataset"] == "flights-ua"]
+    sums = np.zeros(47, int)
+    for r in rows:
+        sums[[int(i) for i in r["items"].split()]] += 1
+    assert spec.kind == "user-item" and spec.n == len(rows) == 620
+    np.testing.assert_array_equal(spec.column_sums, sums)

@@ -67,6 +67,7 @@ EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
 EXAMPLES["salaries"] = "salaries.toml"  # hybrid-trust
 EXAMPLES["pima"] = "pima.toml"  # public-private
 EXAMPLES["faithful"] = "faithful.toml"  # kmeans
+EXAMPLES["flights"] = "flights.toml"  # user-item, real data
 
 
 @dataclass
