@@ -179,11 +179,18 @@ def _select(args: argparse.Namespace) -> int:
     groups.update(evaluation=result.evaluation, decision=decision)
     if result.checks is not None:
         groups["predictive_checks"] = result.checks
+    if result.summary is not None:
+        groups["summary"] = result.summary.assign(best=result.summary.best.astype(str))
     nc = write_result(out / "selection.nc", groups, attrs)
     png = save_figure(result.figure(), out / "selection.png")
     print()
     print(result.table())
     print()
+    if result.summary is not None:
+        from .select import format_summary
+
+        print(format_summary(result.summary))
+        print()
     _advice(decision)
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from .privacy import Guarantee
 
-__all__ = ["decide", "eligibility", "format_table"]
+__all__ = ["decide", "eligibility", "format_summary", "format_table", "summarize_by"]
 
 
 def _mcse(da: xr.DataArray) -> xr.DataArray:
@@ -169,3 +169,51 @@ def format_table(decision: xr.Dataset) -> str:
             f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{meets}{mark}"
         )
     return "\n".join(lines)
+
+
+def summarize_by(decision: xr.Dataset, group_of, name: str = "approach") -> xr.Dataset:
+    """The decision summarised over groups of candidates (e.g. approaches, each at several sizes).
+
+    ``group_of(coordinate) -> str`` names each candidate's group.  Per group: ``p_best`` (the share
+    of datasets on which the best eligible candidate belongs to the group: the sum of its members'
+    ``p_best``, since those shares partition the datasets), ``best`` (its member with the lowest
+    expected loss among eligible ones, or among all if none is eligible) with that member's
+    ``expected_loss``, ``risk_low`` and ``risk_high``, and ``eligible`` (any member eligible).
+    """
+    dim = decision.attrs["candidate_dim"]
+    coords = list(decision[dim].values)
+    labels = [str(group_of(c)) for c in coords]
+    names = list(dict.fromkeys(labels))
+    meets = decision["meets_requirements"] if "meets_requirements" in decision else None
+    rows = []
+    for g in names:
+        members = [c for c, lab in zip(coords, labels) if lab == g]
+        ok = [c for c in members if meets is None or bool(meets.sel({dim: c}))]
+        pool = ok or members
+        best = min(pool, key=lambda c: float(decision.expected_loss.sel({dim: c})))
+        sel = decision.sel({dim: best})
+        rows.append((float(decision.p_best.sel({dim: members}).sum()), str(best), float(sel.expected_loss),
+                     float(sel.risk_low), float(sel.risk_high), bool(ok)))
+    cols = list(zip(*rows))
+    return xr.Dataset(
+        {"p_best": (name, np.array(cols[0])), "best": (name, np.array(cols[1], dtype=object)),
+         "expected_loss": (name, np.array(cols[2])), "risk_low": (name, np.array(cols[3])),
+         "risk_high": (name, np.array(cols[4])), "eligible": (name, np.array(cols[5]))},
+        coords={name: names},
+        attrs={"candidate_dim": dim, "description": f"the decision summarised by {name}"},
+    )
+
+
+def format_summary(summary: xr.Dataset) -> str:
+    """A table of :func:`summarize_by`'s result."""
+    name = next(iter(summary.dims))
+    w = max(12, len(name) + 2, *(len(str(c)) + 2 for c in summary[name].values))
+    wb = max(14, *(len(str(b)) + 2 for b in summary.best.values))
+    head = f"{name:<{w}}{'P(best)':>9}  {'its best':<{wb}}{'expected loss':>15}{'5%':>11}{'95%':>11}"
+    lines = [head, "-" * len(head)]
+    for g in summary[name].values:
+        r = summary.sel({name: g})
+        lines.append(f"{str(g):<{w}}{float(r.p_best):>9.2f}  {str(r.best.item()):<{wb}}{float(r.expected_loss):>15.4g}"
+                     f"{float(r.risk_low):>11.3g}{float(r.risk_high):>11.3g}" + ("" if bool(r.eligible) else "  (not eligible)"))
+    return "\n".join(lines)
+

@@ -55,6 +55,10 @@ class Problem:
         The figure's title.
     diagnostics
         ``diagnostics(posterior, seed) -> (lines, attrs)``: extra checks of the fit to print and store.
+    group_of, group_name
+        ``group_of(coordinate) -> group``: candidates in groups (e.g. one approach at several subset
+        sizes); the selection then also summarises the decision by group
+        (:func:`hybridpriv.select.summarize_by`, a dimension named ``group_name``).
     """
 
     kind: str
@@ -73,6 +77,8 @@ class Problem:
     header: list[str] = field(default_factory=list)
     title: str | None = None
     diagnostics: Callable[[Any, int], tuple[list[str], dict[str, Any]]] | None = None
+    group_of: Callable[[Any], str] | None = None
+    group_name: str = "approach"
 
     def draws_per_chain(self) -> int:
         """Posterior draws per chain to sample."""
@@ -92,6 +98,7 @@ class Selection:
     diagnostics: list[str] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
     checks: xr.Dataset | None = None
+    summary: xr.Dataset | None = None
 
     def table(self) -> str:
         from .select import format_table
@@ -129,7 +136,12 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
             posterior, evaluation, lines, attrs, checks = _fit_and_evaluate(problem, client, progress, say,
                                                                             checkpoint, chunk_size)
     decision = decide(evaluation)
-    return Selection(problem, posterior, evaluation, decision, lines, attrs, checks)
+    summary = None
+    if problem.group_of is not None:
+        from .select import summarize_by
+
+        summary = summarize_by(decision, problem.group_of, problem.group_name)
+    return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary)
 
 
 def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk_size):

@@ -137,3 +137,22 @@ def test_decide_works_on_any_candidate_dimension():
 def test_one_dataset_is_not_enough():
     with pytest.raises(ValueError, match="needs at least 2 simulated datasets"):
         decide(_evaluation(np.ones((2, 1, 1, 3))))
+
+
+def test_summarize_by_adds_the_members_p_best_and_picks_each_groups_best_eligible_member():
+    from hybridpriv.select import format_summary, summarize_by
+
+    rng = np.random.default_rng(0)
+    risk = rng.gamma(2.0, [[1.0], [1.1], [0.9], [3.0]], size=(4, 400)).reshape(4, 1, 400)
+    ev = xr.Dataset({"risk": (("candidate", "chain", "draw"), risk)},
+                    coords={"candidate": ["alg1-n=10", "alg1-n=50", "lei", "public"]})
+    d = decide(ev, dim="candidate")
+    s = summarize_by(d, lambda c: "alg1" if c.startswith("alg1") else c)
+    assert list(s.approach.values) == ["alg1", "lei", "public"]
+    # by hand: the share of datasets whose best candidate is an alg1 one
+    best = risk[:, 0, :].argmin(axis=0)
+    assert float(s.p_best.sel(approach="alg1")) == pytest.approx(np.mean(best <= 1))
+    assert float(s.p_best.sum()) == pytest.approx(1.0)
+    want = "alg1-n=10" if risk[0].mean() < risk[1].mean() else "alg1-n=50"
+    assert s.best.sel(approach="alg1").item() == want
+    assert "alg1" in format_summary(s) and "P(best)" in format_summary(s)

@@ -250,6 +250,12 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
                                           *(f"alg1-n={n}" for n in (10, 20, 50, 100, 199))]
     assert tree.attrs["kind"] == "public-private" and f"recommended: candidate = {tree.attrs['recommended']}" in out
     assert bool(dec["meets_requirements"].all())
+    # the decision by approach: Algorithm 1's sizes pooled, each approach with P(best) and an interval
+    summary = tree["summary"].to_dataset()
+    assert list(summary.approach.values) == ["public-only", "lei", "algorithm2", "alg1 (best n)"]
+    sizes = [f"alg1-n={n}" for n in (10, 20, 50, 100, 199)]
+    assert float(summary.p_best.sel(approach="alg1 (best n)")) == pytest.approx(float(dec.p_best.sel(candidate=sizes).sum()))
+    assert "approach" in out and "alg1 (best n)" in out
     ev = tree["evaluation"].to_dataset()
     assert ev.sizes["trial"] == 2 and ev.sizes["chain"] * ev.sizes["draw"] == 4
     assert (ev["privacy_epsilon"].sel(unit="private") <= 1.0 + 1e-9).all()

@@ -384,4 +384,5 @@ def build(v: dict[str, Any]):
         requirements={"private": Guarantee(eps, 0.0, "replace")}, chains=mo["chains"], tune=mo["tune"],
         datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
         title=f"public + private records: expected {task.loss_name} at total epsilon = {eps:g}",
+        group_of=lambda c: "alg1 (best n)" if str(c).startswith("alg1-n=") else str(c), group_name="approach",
     )
