@@ -155,8 +155,7 @@ def test_select_user_item_example_writes_a_decision_over_k_with_the_same_numbers
     assert float(ds.p_best.sum()) == pytest.approx(1.0)
     assert (tmp_path / "selection.png").stat().st_size > 10_000
     assert tree.attrs["dask"] == "none" and "matrix_chain_rhat" in tree.attrs
-    # the matrices scored on a local cluster of 2 worker processes: the same numbers
-    pytest.importorskip("distributed")
+    # the matrices scored on a local cluster of 2 worker processes: the same numbers (dask is in the test extra)
     code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path / "two"), "--draws",
                           "100", "--workers", "2")
     assert code == 0, err

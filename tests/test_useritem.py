@@ -148,7 +148,7 @@ def test_mismatched_kinds_are_refused(posterior):
 # -- on a dask cluster ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def client():
-    pytest.importorskip("distributed")
+    import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
     from hybridpriv.cluster import local_client
 
     c = local_client(2)  # what --workers 2 starts
