@@ -1,18 +1,16 @@
 """SPEC kind ``hybrid-trust``: parsing, bad input, candidates and weights, the CLI path on the built-in example."""
 
 import math
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.cli import main
 from hybridpriv.privacy import Guarantee
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 from hybridpriv.spec.hybrid_trust import CANDIDATES, make_candidates, requirements
+from _support.cli import run_cli, select_example_in_a_fresh_process
 
 GOOD = """
 kind = "hybrid-trust"
@@ -26,10 +24,7 @@ epsilon = 2.0
 """
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+_run = run_cli
 
 
 def _spec(tmp_path, body, name="s.toml"):
@@ -173,11 +168,7 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
 
 
 def _cli(out, *extra):
-    cmd = [sys.executable, "-m", "hybridpriv.cli", "select", "--example", "salaries", "--out", str(out),
-           "--draws", "16", "--trials", "4", "--quiet", *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return select_example_in_a_fresh_process("salaries", out, 16, 4, *extra)
 
 
 def test_example_in_fresh_processes_gives_the_same_bytes(tmp_path):

@@ -1,14 +1,11 @@
 """SPEC kind ``kmeans``: the example's data, the pilot model, candidates, bad input, the CLI path."""
 
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.cli import main
 from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from hybridpriv.models import KMeansPilotModel, pilot_start
 from hybridpriv.models._base import chain_seeds
@@ -16,6 +13,7 @@ from hybridpriv.privacy import Guarantee
 from hybridpriv.random import rng
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 from hybridpriv.spec.kmeans import ALGORITHMS, make_candidates, requirements
+from _support.cli import run_cli, select_example_in_a_fresh_process
 
 PILOT = [[0.1, 0.2], [0.15, 0.25], [0.2, 0.1], [0.8, 0.9], [0.85, 0.8], [0.9, 0.85]]
 GOOD = """
@@ -31,10 +29,7 @@ pilot = [[0.1, 0.2], [0.15, 0.25], [0.2, 0.1], [0.8, 0.9], [0.85, 0.8], [0.9, 0.
 """
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+_run = run_cli
 
 
 def _spec(tmp_path, body, name="s.toml"):
@@ -189,11 +184,7 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
 
 
 def _cli(out, *extra):
-    cmd = [sys.executable, "-m", "hybridpriv.cli", "select", "--example", "faithful", "--out", str(out),
-           "--draws", "10", "--trials", "3", "--quiet", *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return select_example_in_a_fresh_process("faithful", out, 10, 3, *extra)
 
 
 def _table(text):

@@ -4,17 +4,15 @@ import csv
 import math
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.cli import main
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 from hybridpriv.spec.public_private import CONTRASTS, register_contrast
+from _support.cli import run_cli, select_example_in_a_fresh_process
 
 FIXTURES = builtin_example_path("pima").parent
 
@@ -58,10 +56,7 @@ def _spec(tmp_path, body, name="s.toml"):
     return p
 
 
-def _run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out = capsys.readouterr()
-    return code, out.out, out.err
+_run = run_cli
 
 
 def _fast(problem):
@@ -264,11 +259,7 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
 
 
 def _cli(out, *extra):
-    cmd = [sys.executable, "-m", "hybridpriv.cli", "select", "--example", "pima", "--out", str(out),
-           "--draws", "6", "--trials", "2", "--quiet", *extra]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return select_example_in_a_fresh_process("pima", out, 6, 2, *extra)
 
 
 def _table(text):
