@@ -30,7 +30,8 @@ from . import grouped, useritem
 from . import hybrid_trust
 from . import public_private
 from . import kmeans
-from .schema import Context, SpecError, Table, template as _template
+from .custom import MECHANISMS, attach, template_block
+from .schema import Context, Key, SpecError, Table, tables, template as _template
 
 __all__ = ["EXAMPLES", "KINDS", "Kind", "Spec", "SpecError", "builtin_example_path", "load_spec", "parse_spec",
            "template"]
@@ -46,21 +47,32 @@ class Kind:
     sections: Sequence[tuple[str, Table, bool]]
     check: Callable[[dict[str, Any], Context], dict[str, Any]]
     build: Callable[[dict[str, Any]], Any]
+    #: ``context(values, posterior)``: what a SPEC-named mechanism's constructor may take.
+    context: Callable[[dict[str, Any], Any], dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        # every kind accepts [[mechanisms]]: your own classes beside the built-in candidates
+        key = Key("mechanisms", tables(MECHANISMS), [], doc=MECHANISMS.doc)
+        object.__setattr__(self, "top", Table((*self.top.keys, key), self.top.doc, self.top.examples))
 
 
 KINDS: dict[str, Kind] = {
     "grouped": Kind("grouped", "a mean or median estimator for groups of different epsilons (Ferrando et al.)",
-                    grouped.TOP, grouped.SECTIONS, grouped.check, grouped.build),
+                    grouped.TOP, grouped.SECTIONS, grouped.check, grouped.build,
+                    grouped.context),
     "user-item": Kind("user-item", "k, the items kept per user, for DP item counts (Zeber & Lopatka)",
-                      useritem.TOP, useritem.SECTIONS, useritem.check, useritem.build),
+                      useritem.TOP, useritem.SECTIONS, useritem.check, useritem.build,
+                      useritem.context),
     "hybrid-trust": Kind("hybrid-trust", "a mean estimator for users who trust the curator beside local-DP users "
-                         "(Avent et al.)", hybrid_trust.TOP, hybrid_trust.SECTIONS, hybrid_trust.check, hybrid_trust.build),
+                         "(Avent et al.)", hybrid_trust.TOP, hybrid_trust.SECTIONS, hybrid_trust.check, hybrid_trust.build,
+                         hybrid_trust.context),
     "public-private": Kind("public-private", "an M-estimator of private records helped by public ones: the approach "
                            "and the public subset size (Wang et al.)", public_private.TOP, public_private.SECTIONS,
-                           public_private.check, public_private.build),
+                           public_private.check, public_private.build, public_private.context),
 }
 KINDS["kmeans"] = Kind("kmeans", "DP K-means for users who trust the curator beside local-DP users: the algorithm "
-                       "and its iterations (Avent et al.)", kmeans.TOP, kmeans.SECTIONS, kmeans.check, kmeans.build)
+                       "and its iterations (Avent et al.)", kmeans.TOP, kmeans.SECTIONS, kmeans.check, kmeans.build,
+                       kmeans.context)
 
 #: Built-in examples: name -> (file in hybridpriv/examples, kind).
 EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
@@ -77,10 +89,14 @@ class Spec:
     kind: str
     values: dict[str, Any]
     source: str = "<inline>"
+    #: The SPEC file's folder (a ``[[mechanisms]]`` module may sit beside the file).
+    base_dir: Path | None = None
 
     def problem(self):
         """The :class:`hybridpriv.workflow.Problem` this SPEC describes (the model is built and validated)."""
-        return KINDS[self.kind].build(self.values)
+        kind = KINDS[self.kind]
+        return attach(kind.build(self.values), self.kind, self.values.get("mechanisms", []),
+                      lambda posterior: kind.context(self.values, posterior), self.base_dir)
 
     def config(self) -> dict[str, Any]:
         """The values as JSON data (arrays by checksum), for provenance."""
@@ -105,7 +121,7 @@ def parse_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None, sourc
     ctx = Context(Path(base_dir) if base_dir is not None else Path.cwd())
     k = KINDS[kind]
     values = k.check(k.top.parse(dict(raw), "", ctx), ctx)
-    return Spec(kind, values, source)
+    return Spec(kind, values, source, ctx.base_dir)
 
 
 def load_spec(path: str | Path) -> Spec:
@@ -131,7 +147,8 @@ def template(kind: str) -> str:
     if kind not in KINDS:
         raise SpecError(f"kind must be one of {list(KINDS)}, got {kind!r}")
     k = KINDS[kind]
-    return _template(k.top, k.sections)
+    top = Table(tuple(key for key in k.top.keys if key.name != "mechanisms"), k.top.doc, k.top.examples)
+    return _template(top, k.sections) + "\n".join(template_block()) + "\n"
 
 
 def builtin_example_path(name: str = "grouped") -> Path:

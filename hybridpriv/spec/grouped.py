@@ -152,6 +152,12 @@ def _family(v: dict[str, Any]):
         raise SpecError(f"model.family_options for {v['model']['family']!r}: {exc}") from None
 
 
+def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+    """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
+    return {"groups": v["groups"], "bounds": v["bounds"], "relation": v["relation"], "statistic": v["statistic"],
+            "clamp": v["clamp"], "sigma2": 1.0 if posterior is None else posterior, "posterior": posterior}
+
+
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ..estimators import default_estimators, make_estimator

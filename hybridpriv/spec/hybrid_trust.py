@@ -210,6 +210,12 @@ def make_candidates(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
     return {name: build[name]() for name in v["evaluation"]["candidates"] or CANDIDATES}
 
 
+def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+    """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
+    return {"groups": _groups(v), "bounds": (0.0, v["m"]), "noise": v["noise"], "relation": v["relation"],
+            "posterior": posterior}
+
+
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ..estimators.avent import TCMOnly

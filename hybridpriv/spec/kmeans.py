@@ -180,6 +180,12 @@ def make_candidates(v: dict[str, Any], posterior: Any = None) -> dict[str, Any]:
             for t in v["iterations"]}
 
 
+def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+    """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
+    return {"k": v["k"], "epsilon": v["epsilon"], "bounds": tuple(v["bounds"]),
+            "d": int(v["knowledge"]["pilot"].shape[1]), "posterior": posterior}
+
+
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ..estimators.kmeans import WCSS

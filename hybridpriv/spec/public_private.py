@@ -338,6 +338,11 @@ def make_candidates(v: dict[str, Any], posterior: Any, layout: Any) -> dict[str,
     return out
 
 
+def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+    """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
+    return {"contrast": _contrast(v), "epsilon": v["epsilon"], "posterior": posterior}
+
+
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ..estimators.wang import ParameterError, PredictionError

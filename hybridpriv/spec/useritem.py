@@ -71,6 +71,12 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return v
 
 
+def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+    """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
+    return {"epsilon": v["epsilon"], "m": int(len(v["column_sums"])), "column_sums": v["column_sums"],
+            "posterior": posterior}
+
+
 def build(v: dict[str, Any]):
     """The selection problem: the model of the matrix (validated now), the candidates over k, the task."""
     from ..estimators import ContributionBoundedCounts

@@ -12,6 +12,9 @@ core
     :func:`audit`, :class:`AuditReport`, :class:`NeighbouringPair`, :func:`assert_passes`.
 intervals
     The Clopper-Pearson and Wilson bounds and the event grid.
+conformance
+    :func:`check_mechanism`: what a mechanism class still lacks (protocol, parameters, releases,
+    optionally its audit), scikit-learn's ``check_estimator`` in spirit.
 pairs
     Neighbouring pairs for every data kind of the Mechanism protocol, and :func:`audit_estimator`,
     which audits a mechanism's declaration unit by unit.
@@ -28,6 +31,7 @@ this package.
 
 from __future__ import annotations
 
+from .conformance import MechanismCheckError, check_mechanism, mechanism_problems
 from .core import AuditReport, NeighbouringPair, assert_passes, audit
 from .pairs import (
     Coordinate,
@@ -42,12 +46,15 @@ from .pairs import (
 __all__ = [
     "AuditReport",
     "Coordinate",
+    "MechanismCheckError",
     "NeighbouringPair",
     "absent_value",
     "assert_passes",
     "audit",
     "audit_estimator",
+    "check_mechanism",
     "estimator_mechanism",
+    "mechanism_problems",
     "mechanism_sampler",
     "neighbouring_pair",
     "neighbouring_pairs",

@@ -1,0 +1,205 @@
+"""Your own mechanisms in a SPEC: ``[[mechanisms]]`` names a class, the kind fills in its setting.
+
+Every SPEC kind accepts, beside its built-in candidates, any number of ::
+
+    [[mechanisms]]
+    class = "my_mechanisms:ClippedMean"   # "package.module:Class", or an entry-point name
+    label = "clipped"                     # its coordinate in the results (default: its label)
+    params = { clip = 60.0 }              # constructor arguments
+
+``class`` is either an import path ``"package.module:Class"`` (the module is imported as usual,
+or from the SPEC file's folder if it is not importable) or the name of an entry point in group
+:data:`ENTRY_POINT_GROUP` (``[project.entry-points."hybridpriv.mechanisms"]`` in the author's
+``pyproject.toml``).  The class must be a :class:`hybridpriv.estimators.base.Mechanism` of the
+kind's data kind.  It is built as ``Class(**params, **setting)``, where *setting* holds the
+constructor arguments the class names and ``params`` does not give, taken from the kind's
+context (:data:`CONTEXT`: e.g. ``groups``, ``bounds``, ``relation`` for the grouped kind; the fitted
+``posterior`` for every kind).  The mechanism is then evaluated, selected, audited and released
+like a built-in (one path: :func:`attach` adds it to the problem's candidates).
+
+Everything that can be checked without sampling is checked at load time, naming the entry:
+the class resolves, is a Mechanism of the right data kind, its constructor takes the params,
+every argument it needs is given or in the context, and :func:`hybridpriv.testing.check_mechanism`
+finds nothing missing in an instance built with the context (the posterior not yet fitted).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .schema import Context, Key, SpecError, Table, _show, string
+
+__all__ = ["CONTEXT", "ENTRY_POINT_GROUP", "MECHANISMS", "attach", "load_class", "template_block"]
+
+#: The entry-point group a package registers its mechanisms under.
+ENTRY_POINT_GROUP = "hybridpriv.mechanisms"
+
+#: What each kind offers a custom mechanism's constructor, by argument name.
+CONTEXT: dict[str, dict[str, str]] = {
+    "grouped": {"groups": "the privacy groups (list of hybridpriv.privacy.Group)",
+                "bounds": "the records' bounds (hybridpriv.privacy.Bounds)",
+                "relation": "the neighbouring relation the groups require",
+                "statistic": '"mean" or "median"', "clamp": "whether records are clipped into the bounds",
+                "sigma2": "the fitted model (its variance_posterior_mean is the records' variance)"},
+    "user-item": {"epsilon": "the users' epsilon", "m": "the number of items",
+                  "column_sums": "the public column sums (numpy array)"},
+    "hybrid-trust": {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",
+                     "noise": '"laplace" or "gaussian"', "relation": "the TCM group's neighbouring relation"},
+    "kmeans": {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",
+               "d": "the points' dimension"},
+    "public-private": {"contrast": "the contrast the task scores (numpy array)",
+                       "epsilon": "the private records' total epsilon"},
+}
+for _names in CONTEXT.values():
+    _names["posterior"] = "the fitted model of public knowledge (None while the SPEC is checked)"
+
+
+def _params(value: Any, path: str, ctx: Context) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SpecError(f"{path} must be a table of constructor arguments, got {_show(value)}")
+    return dict(value)
+
+
+MECHANISMS = Table((
+    Key("class", string(), doc='the class: "package.module:Class" or an entry point of group "hybridpriv.mechanisms"',
+        example='"my_mechanisms:ClippedMean"'),
+    Key("label", string(), None, doc="its coordinate in the results (default: the instance's label)"),
+    Key("params", _params, {}, doc="constructor arguments (the others are taken from the kind's context by name)",
+        example="{ clip = 60.0 }"),
+), doc="your own mechanisms, compared beside the built-in candidates")
+
+
+def load_class(ref: str, base_dir: Path | None = None, where: str = "class") -> type:
+    """The class named by ``ref`` (``"package.module:Class"`` or an entry-point name)."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise SpecError(f"{where} must name a class, got {ref!r}")
+    if ":" not in ref:
+        found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == ref]
+        if not found:
+            known = sorted(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
+            raise SpecError(f"{where} = {ref!r} is neither \"package.module:Class\" nor an installed entry point of "
+                            f"group {ENTRY_POINT_GROUP!r} (installed: {known or 'none'})")
+        try:
+            return found[0].load()
+        except Exception as exc:  # the author's import error, named
+            raise SpecError(f"{where} = {ref!r}: loading the entry point failed: {type(exc).__name__}: {exc}") from None
+    module_name, _, attr = ref.partition(":")
+    try:
+        module = _import(module_name, base_dir)
+    except ModuleNotFoundError as exc:
+        raise SpecError(f"{where} = {ref!r}: no module {exc.name!r} (importable, or beside the SPEC file)") from None
+    except Exception as exc:
+        raise SpecError(f"{where} = {ref!r}: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise SpecError(f"{where} = {ref!r}: module {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _import(name: str, base_dir: Path | None):
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if base_dir is None or exc.name != name.split(".")[0]:
+            raise
+    sys.path.insert(0, str(base_dir))  # a module beside the SPEC file
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(base_dir))
+
+
+def _check_class(cls: Any, kind: str, data_kind: str, params: Mapping[str, Any], where: str) -> None:
+    from ..estimators.base import Mechanism
+
+    if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
+        raise SpecError(f"{where}: {cls!r} is not a subclass of hybridpriv.estimators.base.Mechanism (see "
+                        "hybridpriv.testing.check_mechanism for what a mechanism needs)")
+    if cls.data_kind != data_kind:
+        raise SpecError(f"{where}: {cls.__name__}.data_kind = {cls.data_kind!r}, but kind {kind!r} evaluates "
+                        f"{data_kind!r} data")
+    sig = inspect.signature(cls.__init__)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    names = [n for n in list(sig.parameters)[1:] if sig.parameters[n].kind not in (sig.parameters[n].VAR_KEYWORD,
+                                                                                   sig.parameters[n].VAR_POSITIONAL)]
+    unknown = sorted(set(params) - set(names))
+    if unknown and not takes_any:
+        raise SpecError(f"{where}.params: {cls.__name__} takes no argument(s) {unknown}; it takes {names}")
+    missing = [n for n in names if sig.parameters[n].default is inspect.Parameter.empty
+               and n not in params and n not in CONTEXT[kind]]
+    if missing:
+        raise SpecError(f"{where}: {cls.__name__} needs {missing}, which neither params nor the {kind} kind's context "
+                        f"gives (context: {sorted(CONTEXT[kind])})")
+
+
+def _instance(cls: type, entry: Mapping[str, Any], context: Mapping[str, Any], where: str):
+    sig = inspect.signature(cls.__init__)
+    kwargs = {n: context[n] for n in list(sig.parameters)[1:] if n in context and n not in entry["params"]}
+    try:
+        mech = cls(**entry["params"], **kwargs)
+    except Exception as exc:  # the author's constructor refused: say which entry and why
+        raise SpecError(f"{where}: {cls.__name__}({', '.join(sorted({**entry['params'], **kwargs}))}) failed: "
+                        f"{type(exc).__name__}: {exc}") from None
+    if entry["label"] is not None:
+        mech.label = entry["label"]
+    return mech
+
+
+def attach(problem: Any, kind: str, entries: list[dict[str, Any]], context: Callable[[Any], dict[str, Any]],
+           base_dir: Path | None = None) -> Any:
+    """Add the SPEC's ``[[mechanisms]]`` to ``problem``'s candidates (checked now, built after the fit).
+
+    ``context(posterior)`` gives the kind's setting (:data:`CONTEXT`); it is called with ``None``
+    for the load-time check.
+    """
+    if not entries:
+        return problem
+    from ..testing.conformance import mechanism_problems
+
+    data_kind = problem.task.data_kind
+    classes = []
+    for i, entry in enumerate(entries):
+        where = f"mechanisms[{i}]"
+        cls = load_class(entry["class"], base_dir, f"{where}.class")
+        _check_class(cls, kind, data_kind, entry["params"], where)
+        mech = _instance(cls, entry, context(None), where)
+        data = None
+        if data_kind == "grouped" and hasattr(mech, "groups") and hasattr(mech, "bounds"):
+            from ..testing.matrix import base_data
+
+            data = base_data(mech)  # its releases can be checked before any sampling too
+        problems = mechanism_problems(mech, data)
+        if problems:
+            raise SpecError(f"{where}: {cls.__name__} is not a usable mechanism: " + "; ".join(problems))
+        classes.append(cls)
+    builtin = problem.candidates
+
+    def candidates(posterior: Any) -> dict[Any, Any]:
+        out = dict(builtin(posterior))
+        setting = context(posterior)
+        for i, (cls, entry) in enumerate(zip(classes, entries)):
+            mech = _instance(cls, entry, setting, f"mechanisms[{i}]")
+            coord = mech.label
+            if coord in out:
+                raise SpecError(f"mechanisms[{i}]: label {coord!r} is already a candidate; give a label")
+            out[coord] = mech
+        return out
+
+    problem.candidates = candidates
+    return problem
+
+
+def template_block() -> list[str]:
+    """The commented ``[[mechanisms]]`` block of every kind's template."""
+    lines = ["", f"# {MECHANISMS.doc} (optional; see docs/custom-mechanisms.md)", "# [[mechanisms]]"]
+    for key in MECHANISMS.keys:
+        lines += [f"#   {key.doc}", f"# {key.name} = {key.example}" if key.example else f"# {key.name} = ..."]
+    return lines
