@@ -292,3 +292,18 @@ def test_every_kind_accepts_mechanisms_and_documents_its_context():
     with pytest.raises(SpecError, match=r"mechanisms\[0\] must be a table"):
         parse_spec({"kind": "user-item", "column_sums": [3, 2], "epsilon": 1.0, "k": [1, 2],
                     "mechanisms": ["oops"]})
+
+
+def test_an_entry_point_names_the_class(tmp_path, monkeypatch):
+    """A package registering its mechanism under group hybridpriv.mechanisms (a dist-info on sys.path)."""
+    (tmp_path / "ep_mechanisms.py").write_text(MODULE)
+    info = tmp_path / "ep_mechanisms-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-mechanisms\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[hybridpriv.mechanisms]\npooled-mean = ep_mechanisms:PooledMean\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from hybridpriv.spec.custom import load_class
+
+    assert load_class("pooled-mean").__name__ == "PooledMean"
+    with pytest.raises(SpecError, match=r"installed: \['pooled-mean'\]"):
+        load_class("pooled")
