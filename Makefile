@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 OUT    ?= out
 
-.PHONY: example test clean
+.PHONY: example test test-fast clean
 
 $(BIN)/hybridpriv: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,12 @@ $(BIN)/hybridpriv: pyproject.toml
 example: $(BIN)/hybridpriv
 	$(BIN)/hybridpriv select --example grouped --out $(OUT)/example
 
-# The full test suite on both cores.
+# The full test suite on both cores (pytest alone runs the fast inner loop: -m "not slow").
 test: $(BIN)/hybridpriv
+	$(BIN)/python -m pytest -n 2 -q -m "slow or not slow"
+
+# The fast inner loop: every test not marked slow (tests/conftest.py lists the slow ones).
+test-fast: $(BIN)/hybridpriv
 	$(BIN)/python -m pytest -n 2 -q
 
 clean:

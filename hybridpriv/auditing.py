@@ -44,6 +44,7 @@ def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int
     ``epsilon_lower_bound`` and ``violation`` (bool; NaN / False where a unit is public), with
     ``attrs`` naming the base data of each candidate.
     """
+    from .progress import phase
     from .testing import audit_estimator
 
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 200:
@@ -68,12 +69,14 @@ def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int
     shape = (len(candidates), len(units))
     eps, dlt, low = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
     bases = {}
-    for i, (key, mech) in enumerate(candidates.items()):
-        data, bases[key] = _base_data(mech, posterior, seed)
-        say(f"auditing {key} ({samples:,} releases per dataset, {bases[key]}) ...")
-        for unit, report in audit_estimator(mech, data, samples=samples, confidence=confidence, seed=seed).items():
-            j = units.index(unit)
-            eps[i, j], dlt[i, j], low[i, j] = report.epsilon, report.delta, report.epsilon_lower_bound
+    with phase("auditing", total=len(candidates), unit="candidates") as update:
+        for i, (key, mech) in enumerate(candidates.items()):
+            data, bases[key] = _base_data(mech, posterior, seed)
+            say(f"auditing {key} ({samples:,} releases per dataset, {bases[key]}) ...")
+            for unit, report in audit_estimator(mech, data, samples=samples, confidence=confidence, seed=seed).items():
+                j = units.index(unit)
+                eps[i, j], dlt[i, j], low[i, j] = report.epsilon, report.delta, report.epsilon_lower_bound
+            update(i + 1)
     violation = np.where(np.isnan(low), False, low > eps)
     return xr.Dataset(
         {"epsilon": (("candidate", "unit"), eps), "delta": (("candidate", "unit"), dlt),
