@@ -59,6 +59,12 @@ class Problem:
         ``group_of(coordinate) -> group``: candidates in groups (e.g. one approach at several subset
         sizes); the selection then also summarises the decision by group
         (:func:`hybridpriv.select.summarize_by`, a dimension named ``group_name``).
+    widen
+        ``widen(decision, posterior) -> {coordinate: mechanism}`` or ``None``: more candidates to
+        evaluate when the decision asks for them (e.g. the best ``k`` sits at the edge of the range
+        searched); they are evaluated on the same datasets with the same streams (the numbers
+        equal those of one evaluation of all candidates) and the decision is taken again, until
+        ``widen`` returns nothing.
     """
 
     kind: str
@@ -79,6 +85,7 @@ class Problem:
     diagnostics: Callable[[Any, int], tuple[list[str], dict[str, Any]]] | None = None
     group_of: Callable[[Any], str] | None = None
     group_name: str = "approach"
+    widen: Callable[[xr.Dataset, Any], Mapping[Any, Any] | None] | None = None
 
     def draws_per_chain(self) -> int:
         """Posterior draws per chain to sample."""
@@ -126,16 +133,29 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
 
     say = log or (lambda _line: None)
     if resume is None:
-        posterior, evaluation, lines, attrs, checks = _fit_and_evaluate(problem, client, progress, say, None,
-                                                                        chunk_size)
+        posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
+            problem, client, progress, say, None, chunk_size)
     else:
         from .checkpoint import Checkpoint
 
         # opened before the fit, so a folder of another run is refused before any sampling
         with Checkpoint(resume, {"run": "select", "kind": problem.kind}) as checkpoint:
-            posterior, evaluation, lines, attrs, checks = _fit_and_evaluate(problem, client, progress, say,
-                                                                            checkpoint, chunk_size)
+            posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
+                problem, client, progress, say, checkpoint, chunk_size)
     decision = decide(evaluation)
+    while problem.widen is not None:
+        extra = problem.widen(decision, posterior)
+        if not extra:
+            break
+        dim = problem.dim
+        line = (f"the best {dim} = {decision.attrs['recommended']} is at the edge of the range searched: "
+                f"evaluating {dim} = {', '.join(str(c) for c in extra)} too")
+        say(line)
+        lines.append(line)
+        attrs["widened"] = ", ".join(filter(None, [attrs.get("widened", ""), *(str(c) for c in extra)]))
+        evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
+                               compat="override", join="outer")
+        decision = decide(evaluation)
     summary = None
     if problem.group_of is not None:
         from .select import summarize_by
@@ -188,4 +208,10 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
     evaluation = evaluate(candidates, source, problem.task, trials=problem.trials, seed=problem.seed,
                           dim=problem.dim, requirements=problem.requirements, progress=progress, client=client,
                           checkpoint=checkpoint, chunk_size=chunk_size)
-    return posterior, evaluation, lines, attrs, checks
+
+    def evaluate_more(extra: Mapping[Any, Any]) -> xr.Dataset:
+        # the same datasets and streams; not kept in the checkpoint (recomputed on a resume, never reused)
+        return evaluate(dict(extra), source, problem.task, trials=problem.trials, seed=problem.seed, dim=problem.dim,
+                        requirements=problem.requirements, progress=progress, client=client, chunk_size=chunk_size)
+
+    return posterior, evaluation, lines, attrs, checks, evaluate_more

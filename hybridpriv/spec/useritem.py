@@ -44,7 +44,8 @@ TOP = Table((
     Key("column_sums", values(), doc="every item's count: a list of integers or a CSV path", example="[1200, 600, 400, 300]"),
     Key("n", _n, None, doc="number of users: an integer, a [low, high] range, or omitted (unknown)", example="1500"),
     Key("epsilon", epsilon(allow_public=False), doc="user-level epsilon of the release", example="1.0"),
-    Key("k", integer_range(1), None, doc="items kept per user to consider: k or a range [low, high] (default 1..min(10, m))",
+    Key("k", integer_range(1), None, doc="items kept per user to consider: k or a range [low, high] (default 1..min(10, m), "
+        "doubled up to m while the best k is the largest searched)",
         example="[1, 4]"),
     Key("loss", choice("squared", "max", "top10"), "squared",
         doc="squared (total, exact), max (largest item error) or top10 (squared, 10 largest items)"),
@@ -64,6 +65,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise SpecError(f"column_sums[{bad[0]}] must be a whole number >= 0, got {float(c[bad[0]]):g}")
     v["column_sums"] = c.astype(np.int64)
     m = int(c.size)
+    v["k_default"] = v["k"] is None  # then the range is widened (up to m) while the best k sits at its edge
     if v["k"] is None:
         v["k"] = list(range(1, min(10, m) + 1))
     if v["k"][-1] > m:
@@ -108,6 +110,16 @@ def build(v: dict[str, Any]):
                 f"{len(starts) or 4} chains from different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f})")
         return [line], {"matrix_chain_rhat": float(mix["rhat"])}
 
+    def widen(decision, posterior) -> dict | None:
+        """When the best k is the largest searched (and k was not given), double the range, up to m."""
+        if not v["k_default"]:
+            return None
+        ks = [int(k) for k in decision.k.values]
+        best, top = int(decision.attrs["recommended"]), max(ks)
+        if best != top or top >= model.m:
+            return None
+        return {k: ContributionBoundedCounts(k, eps) for k in range(top + 1, min(model.m, 2 * top) + 1)}
+
     n_text = f"{lo}" if lo == hi else f"{lo}..{hi}"
     header = [f"m = {model.m} items, {int(v['column_sums'].sum())} reports, n = {n_text} users, "
               f"epsilon = {eps:g}, k = {v['k'][0]}..{v['k'][-1]}, loss = {v['loss']}"]
@@ -118,4 +130,5 @@ def build(v: dict[str, Any]):
         trials=1 if v["loss"] == "squared" else ev["trials"],  # the squared loss is exact: no releases
         seed=ev["seed"], header=header,
         title=f"Choosing k: {v['loss']} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,
+        widen=widen,
     )
