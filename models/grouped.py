@@ -43,8 +43,10 @@ __all__ = [
     "Family",
     "GroupedDataModel",
     "GroupedPosterior",
+    "MixtureFamily",
     "NormalFamily",
     "RELEASE_TAIL",
+    "choose_family",
     "ReleasedMean",
 ]
 
@@ -62,6 +64,10 @@ from ._grouped_families import (  # noqa: F401  (re-exported)
     Params,
     _FAMILIES,
 )
+from ._grouped_choice import choose_family  # noqa: E402
+from ._grouped_mixture import MixtureFamily  # noqa: E402
+
+_FAMILIES = {**_FAMILIES, "mixture": MixtureFamily}
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,11 @@ class GroupedDataModel(KnowledgeModel):
     bounds
         :class:`~hybridpriv.privacy.Bounds` or a ``(lower, upper)`` pair.
     family
-        ``"normal"``, ``"beta"`` or a :class:`Family` instance.
+        ``"normal"``, ``"beta"``, ``"mixture"`` (:class:`MixtureFamily`: point masses at the bounds
+        beside a two-component Beta mixture), ``"auto"`` or a :class:`Family` instance.  ``"auto"``
+        chooses among normal, beta and mixture by PSIS-LOO on the public records
+        (:func:`hybridpriv.models.choose_family`; the table is ``family_choice``); with no public
+        records, or a ``known_variance``, it is ``"normal"``.
     public_data
         Mapping group name -> 1-D array of that *public* group's records.  Public groups
         without data are simulated like private ones.
@@ -150,15 +160,18 @@ class GroupedDataModel(KnowledgeModel):
             raise TypeError(f"clamp must be True or False, got {clamp!r}")
         self.clamp = clamp
 
+        self.public_data = self._check_public_data(public_data)
+        self.family_choice = None
+        if family == "auto":
+            family = self._choose_family(known_variance)
         if isinstance(family, str):
             if family not in _FAMILIES:
-                raise ValueError(f"family must be one of {sorted(_FAMILIES)} or a Family instance, got {family!r}")
+                raise ValueError(f"family must be one of {sorted(_FAMILIES) + ['auto']} or a Family instance, "
+                                 f"got {family!r}")
             family = _FAMILIES[family]()
         elif not isinstance(family, Family):
-            raise TypeError(f"family must be 'normal', 'beta' or a Family instance, got {family!r}")
+            raise TypeError(f"family must be 'normal', 'beta', 'mixture', 'auto' or a Family instance, got {family!r}")
         self.family: Family = family.with_bounds(self.bounds)
-
-        self.public_data = self._check_public_data(public_data)
 
         self.known_variance: float | None = None
         self.fixed: dict[str, float] = {}
@@ -168,6 +181,19 @@ class GroupedDataModel(KnowledgeModel):
             self.known_variance = kv
 
         self.released_means = self._check_released(released_means)
+
+    def _choose_family(self, known_variance: object) -> str:
+        """``family="auto"``: normal without public records (no evidence) or with a known variance
+        (only the normal family takes one); otherwise the PSIS-LOO choice on the public records."""
+        records = np.concatenate(list(self.public_data.values())) if self.public_data else np.zeros(0)
+        if known_variance is not None or records.size < 5:
+            return "normal"
+        from ._grouped_choice import choose_family
+        from hybridpriv.progress import phase
+
+        with phase("choosing the data family (PSIS-LOO)", total=None):
+            name, self.family_choice = choose_family(records, self.bounds)
+        return name
 
     # -- validation -------------------------------------------------------------------
 
@@ -292,7 +318,8 @@ class GroupedPosterior(Posterior):
         self.free_params = tuple(n for n in self.param_names if n not in spec.fixed)
         self.convergence_vars = self.free_params
         post = idata["posterior"]
-        self._draws = {n: np.asarray(post[n].transpose("chain", "draw").values, dtype=float) for n in self.free_params}
+        self._draws = {n: np.asarray(post[n].transpose("chain", "draw", ...).values, dtype=float)
+                       for n in self.free_params}
 
     def __repr__(self) -> str:
         return f"GroupedPosterior(family={self.family!r}, groups={[g.name for g in self.groups]}, shape={self.shape})"
@@ -301,7 +328,7 @@ class GroupedPosterior(Posterior):
         """The family parameters at posterior draw ``(chain, draw)`` (fixed ones included)."""
         c, d = self._check_index(chain, draw)
         out = {n: float(self.spec.fixed[n]) for n in self.param_names if n in self.spec.fixed}
-        out.update({n: float(a[c, d]) for n, a in self._draws.items()})
+        out.update({n: float(a[c, d]) if a.ndim == 2 else a[c, d].copy() for n, a in self._draws.items()})
         return {n: out[n] for n in self.param_names}
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:

@@ -48,6 +48,7 @@ SLOW = (
     "tests/release/test_noise.py::test_opendp_gaussian",
     "tests/models/test_useritem.py::test_known_n_and_a_prior_on_n",
     "tests/bad_input/test_useritem.py::test_user_item_model_accepts_feasible_knowledge",
+    "tests/models/test_grouped_mixture.py::test_auto_",
 )
 
 

@@ -41,7 +41,9 @@ RELEASE = Table((
 ), doc="an earlier noisy release of a mean")
 
 MODEL = Table((
-    Key("family", choice("normal", "beta"), "normal", doc="distribution family of the records: normal or beta"),
+    Key("family", choice("normal", "beta", "mixture", "auto"), "normal",
+        doc="distribution family of the records: normal, beta, mixture (point masses at the bounds + two Betas) "
+            "or auto (chosen by PSIS-LOO on the public records; normal without them)"),
     Key("family_options", table(Table((
         Key("mu", pair(number()), None, doc="normal: prior (mean, sd) of mu"),
         Key("sigma_scale", number(0.0, strict=True), None, doc="normal: scale of the half-normal prior on sigma"),
@@ -142,10 +144,15 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def _family(v: dict[str, Any]):
-    from ..models import BetaFamily, NormalFamily
+    from ..models import BetaFamily, MixtureFamily, NormalFamily
 
-    cls = {"normal": NormalFamily, "beta": BetaFamily}[v["model"]["family"]]
     options = {k: x for k, x in v["model"]["family_options"].items() if x is not None}
+    if v["model"]["family"] == "auto":
+        if options:
+            raise SpecError(f"model.family_options {sorted(options)} need a named family (normal or beta), not "
+                            "family = 'auto'")
+        return "auto"
+    cls = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}[v["model"]["family"]]
     try:
         return cls(**options)
     except (TypeError, ValueError) as exc:

@@ -1,0 +1,116 @@
+"""``family="auto"``: the grouped model's data family chosen by PSIS-LOO on the public records.
+
+Each candidate family (clamped normal, Beta, :class:`MixtureFamily`) is fitted to the public
+records alone and scored by its expected log pointwise predictive density, estimated by
+Pareto-smoothed importance-sampling leave-one-out (Vehtari, Gelman & Gabry 2017; ``arviz_stats.loo``).
+Scores are comparable because every family's pointwise log-likelihood is on the data scale: a
+probability for a record exactly on a bound (the censored normal's tail mass, the mixture's point
+mass) and a density in data units elsewhere (the Beta's unit-scale density divided by the width).
+The Beta family cannot put mass on a bound, so it is left out when a record sits on one.
+
+The simplest family (normal, then beta, then mixture) is kept unless a more flexible one improves
+the ELPD by more than :data:`SE_MARGIN` standard errors of the pointwise difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+from hybridpriv.privacy import Bounds
+from hybridpriv.random import stream
+
+__all__ = ["FAMILY_ORDER", "SE_MARGIN", "choose_family"]
+
+#: Candidate families, simplest first.
+FAMILY_ORDER = ("normal", "beta", "mixture")
+#: A more flexible family must beat the chosen one by this many standard errors of the ELPD difference.
+SE_MARGIN = 2.0
+
+
+def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chains: int):
+    import arviz_stats
+
+    from ._base import _strict_sample_kwargs
+
+    import logging
+
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # a choice among families, not the fit the user asked for: no chatter
+    try:
+        return _sample_loo(family, records, seed, draws, tune, chains)
+    finally:
+        logger.setLevel(level)
+
+
+def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains: int):
+    import arviz_stats
+
+    from ._base import _strict_sample_kwargs
+
+    with pm.Model():
+        params = family.priors()
+        family.observe("y", params, records)
+        idata = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=False,
+                          compute_convergence_checks=False, **_strict_sample_kwargs({}))
+        pm.compute_log_likelihood(idata, var_names=["y"], progressbar=False)
+    if family.name == "beta":  # unit-scale density -> data-scale density
+        ll = idata["log_likelihood"].to_dataset()
+        idata["log_likelihood"] = ll.assign(y=ll["y"] - np.log(family.bounds.width))
+    return arviz_stats.loo(idata, pointwise=True, var_name="y")
+
+
+def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates: Sequence[str] = FAMILY_ORDER,
+                  draws: int = 500, tune: int = 500, chains: int = 2) -> tuple[str, xr.Dataset]:
+    """The family of ``candidates`` the public ``records`` support best, and the comparison table.
+
+    Returns
+    -------
+    (name, table)
+        ``table`` over ``family``: ``elpd``, ``se``, ``elpd_diff`` (to the chosen), ``se_diff``,
+        ``max_pareto_k`` (above 0.7 the estimate is unreliable), ``chosen``; families left out
+        (the Beta with records on a bound) are absent.
+    """
+    from ._grouped_families import BetaFamily, NormalFamily
+    from ._grouped_mixture import MixtureFamily
+
+    families = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}
+
+    x = np.asarray(records, dtype=float).ravel()
+    if x.size < 5:
+        raise ValueError(f"choosing a family needs at least 5 public records, got {x.size}")
+    unknown = [c for c in candidates if c not in FAMILY_ORDER]
+    if unknown or not candidates:
+        raise ValueError(f"candidates must be among {FAMILY_ORDER}, got {list(candidates)!r}")
+    on_bound = bool(np.any((x <= bounds.lower) | (x >= bounds.upper)))
+    names = [c for c in FAMILY_ORDER if c in candidates and not (c == "beta" and on_bound)]
+    results = {}
+    for name in names:
+        family = families[name]().with_bounds(bounds)
+        chain_seeds = [int(stream(seed, "family-choice", name, c).generate_state(1, np.uint32)[0]) for c in range(chains)]
+        results[name] = _fit_loo(family, x, chain_seeds, draws, tune, chains)
+    chosen = names[0]
+    for name in names[1:]:
+        diff = np.asarray(results[name].elpd_i).ravel() - np.asarray(results[chosen].elpd_i).ravel()
+        if diff.sum() > SE_MARGIN * np.sqrt(diff.size * diff.var()):
+            chosen = name
+    ref = np.asarray(results[chosen].elpd_i).ravel()
+    rows = []
+    for name in names:
+        r = results[name]
+        diff = np.asarray(r.elpd_i).ravel() - ref
+        rows.append((r.elpd, r.se, diff.sum(), np.sqrt(diff.size * diff.var()), float(np.max(r.pareto_k))))
+    arr = np.array(rows, dtype=float)
+    table = xr.Dataset(
+        {"elpd": ("family", arr[:, 0]), "se": ("family", arr[:, 1]), "elpd_diff": ("family", arr[:, 2]),
+         "se_diff": ("family", arr[:, 3]), "max_pareto_k": ("family", arr[:, 4]),
+         "chosen": ("family", np.array([n == chosen for n in names]))},
+        coords={"family": names},
+        attrs={"rule": f"the simplest family unless a more flexible one gains more than {SE_MARGIN:g} s.e. of ELPD "
+                       "(PSIS-LOO on the public records)", "records": int(x.size)},
+    )
+    return chosen, table

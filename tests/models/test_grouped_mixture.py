@@ -1,0 +1,99 @@
+"""The mixture family (point masses at the bounds + two Betas) and family="auto" (PSIS-LOO)."""
+
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy import integrate
+
+from hybridpriv.models import GroupedDataModel, MixtureFamily, choose_family
+from hybridpriv.privacy import Bounds, Group
+
+BOUNDS = Bounds(0.0, 100.0)
+PARAMS = {"w": np.array([0.15, 0.05, 0.5, 0.3]), "m": np.array([0.2, 0.7]), "kappa": np.array([12.0, 5.0])}
+
+
+def _family():
+    return MixtureFamily().with_bounds(BOUNDS)
+
+
+def test_population_moments_agree_with_a_million_simulated_records():
+    fam = _family()
+    pop = fam.population(PARAMS)
+    x = fam.simulate(PARAMS, 1_000_000, np.random.default_rng(0))
+    se_mean = math.sqrt(x.var() / x.size)
+    assert abs(x.mean() - pop["mean"]) < 4 * se_mean
+    assert pop["variance"] == pytest.approx(x.var(), rel=0.01)  # sd of a variance estimate ~0.1% here
+    assert pop["median"] == pytest.approx(np.median(x), abs=0.2)
+    # the point masses are simulated as exact bound values with their weights
+    assert np.mean(x == 0.0) == pytest.approx(0.15, abs=0.002) and np.mean(x == 100.0) == pytest.approx(0.05, abs=0.002)
+
+
+def test_the_pytensor_moments_equal_the_numpy_ones():
+    fam = _family()
+    mean, var = fam.clamped_moments({k: pm.math.constant(v) for k, v in PARAMS.items()})
+    pop = fam.population(PARAMS)
+    assert float(mean.eval()) == pytest.approx(pop["mean"], rel=1e-12)
+    assert float(var.eval()) == pytest.approx(pop["variance"], rel=1e-12)
+
+
+def test_the_likelihood_is_a_probability_measure():
+    """Point masses plus the integral of the interior density (data scale) make 1."""
+    fam = _family()
+    scalars = [*PARAMS["w"], *PARAMS["m"], *PARAMS["kappa"]]
+    x = pm.math.constant(np.array([0.0, 100.0]))
+    at_bounds = np.exp(fam._logp(x, *scalars).eval())
+    np.testing.assert_allclose(at_bounds, [0.15, 0.05], rtol=1e-12)
+    xs = pt.vector("xs")
+    density = pytensor.function([xs], pt.exp(fam._logp(xs, *scalars)))
+    inside, _ = integrate.quad(lambda t: float(density(np.array([t]))[0]), 1e-9, 100 - 1e-9, limit=200)
+    assert at_bounds.sum() + inside == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def clamped_bimodal():
+    rng = np.random.default_rng(1)
+    return np.concatenate([np.zeros(40), rng.beta(2, 8, 80) * 100, rng.beta(9, 2, 80) * 100])
+
+
+def test_auto_chooses_the_mixture_for_clamped_bimodal_records_and_recovers_them(clamped_bimodal):
+    groups = [Group("panel", 200, math.inf), Group("a", 500, 1.0)]
+    model = GroupedDataModel(groups, BOUNDS, family="auto", public_data={"panel": clamped_bimodal})
+    assert isinstance(model.family, MixtureFamily)
+    table = model.family_choice
+    assert list(table.family.values) == ["normal", "mixture"]  # beta cannot put mass on a bound: left out
+    assert float(table.elpd_diff.sel(family="normal")) < -2 * float(table.se_diff.sel(family="normal"))
+    post = model.fit(draws=300, tune=300, seed=1, on_unconverged="warn")
+    w = np.mean([post.params(c, d)["w"] for c in range(2) for d in range(300)], axis=0)
+    assert w[0] == pytest.approx(0.2, abs=0.06) and w[1] < 0.03  # 20% of the records sit on the lower bound
+    checks = post.predictive_checks(0)
+    assert not bool(checks.flagged.any())  # and the model reproduces the panel
+
+
+def test_auto_keeps_the_normal_family_for_normal_records():
+    x = np.clip(np.random.default_rng(2).normal(50, 10, 200), 0, 100)
+    name, table = choose_family(x, BOUNDS)
+    assert name == "normal"
+    assert set(table.family.values) == {"normal", "beta", "mixture"}
+
+
+def test_auto_without_public_records_or_with_a_known_variance_is_normal():
+    groups = [Group("a", 100, 1.0)]
+    assert GroupedDataModel(groups, BOUNDS, family="auto").family.name == "normal"
+    pub = [Group("panel", 20, math.inf), Group("a", 100, 1.0)]
+    model = GroupedDataModel(pub, BOUNDS, family="auto", public_data={"panel": np.linspace(1, 99, 20)},
+                             known_variance=100.0)
+    assert model.family.name == "normal" and model.family_choice is None
+
+
+def test_bad_choices_are_refused():
+    with pytest.raises(ValueError, match="at least 5 public records"):
+        choose_family(np.ones(3), BOUNDS)
+    with pytest.raises(ValueError, match="candidates must be among"):
+        choose_family(np.linspace(1, 99, 20), BOUNDS, candidates=["gamma"])
+    with pytest.raises(ValueError, match="no fixed parameters"):
+        with pm.Model():
+            _family().priors({"w": 1.0})
