@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
@@ -31,7 +32,7 @@ from hybridpriv.data import BetaSampler, UniformSampler
 from hybridpriv.estimators.avent_summary import improvement_summary
 from hybridpriv.evaluate import evaluate_many
 from hybridpriv.tasks import Statistic
-from hybridpriv.theory.avent import (hybrid_mse, kvh_weight, kvh_weight_heterogeneous, noise_variances,
+from hybridpriv.theory.avent import (hybrid_mse, kvh_weight, kvh_weight_heterogeneous, noise_variances, pwh_weight,
                                      relative_improvement)
 
 from . import _avent as av
@@ -63,7 +64,9 @@ def variance_grid(ns, cs=CS, epsilons=EPSILONS) -> xr.Dataset:
     s_T2, s_L2 = noise_variances("laplace", eps, 1.0, n, c)
     w = kvh_weight_heterogeneous(n, c, vT, vL, s_T2, s_L2)
     order = ("scenario", "n", "c", "epsilon")
+    w_pwh = pwh_weight(n, c, s_T2, s_L2).broadcast_like(vT)
     return xr.Dataset({"R_variance": _R(w, n, c, vT, vL, s_T2, s_L2).transpose(*order),
+                       "R_variance_pwh": _R(w_pwh, n, c, vT, vL, s_T2, s_L2).transpose(*order),
                        "R_homogeneous": _R(kvh_weight(n, c, vT, s_T2, s_L2), n, c, vT, vT, s_T2, s_L2).transpose(*order),
                        "weight_variance": w.transpose(*order), "sigma_T2": vT, "sigma_L2": vL})
 
@@ -75,8 +78,10 @@ def mean_grid(ns, cs=CS, epsilons=EPSILONS, shifts=SHIFTS) -> xr.Dataset:
     s_T2, s_L2 = noise_variances("laplace", eps, MEAN_M, n, c)
     w = kvh_weight(n, c, v, s_T2, s_L2).broadcast_like(t)
     oracle = kvh_weight_heterogeneous(n, c, v, v, s_T2, s_L2, mu_T, mu_L)
+    w_pwh = pwh_weight(n, c, s_T2, s_L2).broadcast_like(t)
     order = ("shift", "n", "c", "epsilon")
     return xr.Dataset({"R_mean": _R(w, n, c, v, v, s_T2, s_L2, mu_T, mu_L).transpose(*order),
+                       "R_mean_pwh": _R(w_pwh, n, c, v, v, s_T2, s_L2, mu_T, mu_L).transpose(*order),
                        "R_mean_oracle": _R(oracle, n, c, v, v, s_T2, s_L2, mu_T, mu_L).transpose(*order),
                        "weight_mean": w.transpose(*order)})
 
@@ -125,8 +130,17 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
                       ("R_homogeneous", "R(KVH) when every user draws from the TCM group's distribution (Fig. 1)"),
                       ("R_diff", "R_variance - R_homogeneous"),
                       ("R_mean", "R of the homogeneous KVH weight (sigma2 = 1/12) under mean shift t"),
-                      ("R_mean_oracle", "R of the heterogeneous KVH weight that knows the means (not in the paper)")):
+                      ("R_mean_oracle", "R of the heterogeneous KVH weight that knows the means (not in the paper)"),
+                      ("R_variance_pwh", "R(PWH) under variance skew (the paper's footnote 1: 'nearly identical')"),
+                      ("R_mean_pwh", "R(PWH) under mean skew (PWH needs no variance)")):
         ds[var].attrs["description"] = text
+    # footnote 1: PWH "nearly identical" to KVH: the ratio R(PWH)/R(KVH) over the grid, and at the peaks
+    ratio = np.concatenate([(ds["R_variance_pwh"] / ds["R_variance"]).values.ravel(),
+                            (ds["R_mean_pwh"] / ds["R_mean"]).values.ravel()])
+    ds.attrs.update({"pwh_over_kvh_min": float(ratio.min()), "pwh_over_kvh_median": float(np.median(ratio)),
+                     "pwh_peak_over_kvh_peak_min": float(min(
+                         (ds["R_variance_pwh"].max(["n", "c", "epsilon"]) / ds["R_variance"].max(["n", "c", "epsilon"])).min(),
+                         (ds["R_mean_pwh"].max(["n", "c", "epsilon"]) / ds["R_mean"].max(["n", "c", "epsilon"])).min()))})
     ds.attrs.update({"noise": "laplace", "draws": draws, "m_variance": 1.0, "m_mean": MEAN_M,
                      "config": {"quick": bool(quick), "n_mc": list(n_mc), "draws": draws}})
     return ds
@@ -141,6 +155,7 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
         for k, (c, eps) in enumerate((c, e) for c in ds.c.values for e in ds.epsilon.values):
             st, sel = av.style(k), {**sel0, "c": c, "epsilon": eps}
             ax.plot(ds.n, ds[var].sel(sel), lw=1.6, label=f"c={100 * c:g}%, eps={eps:g}", **st)
+            ax.plot(ds.n, ds[f"{var}_pwh"].sel(sel), lw=0.9, ls=":", **st)  # the footnote's PWH variant
             if var == "R_variance":
                 ax.plot(ds.n, ds["R_homogeneous"].sel(sel), lw=0.8, ls="--", **st)
             ax.errorbar(ds.n_mc.values * (1 + 0.04 * (k - 1.5)), ds[f"{var}_mc"].sel(sel),
@@ -164,6 +179,6 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
     dens.legend(fontsize=7, ncol=3)
     grid[0, 0].legend(fontsize=7)
     fig.suptitle("Avent et al. Figs. 4-5: R(KVH) under variance skew (m=1, Def. 6.1 weight) and mean skew "
-                 "(m=2, homogeneous weight); lines exact, points Monte Carlo 95% CI", fontsize=10)
+                 "(m=2, homogeneous weight); lines exact, points Monte Carlo 95% CI; dotted: R(PWH)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=72)

@@ -234,6 +234,15 @@ def test_skew_paper_claims(skew):
     assert (last.sel(shift=0.5) < 1).all() and (last.sel(shift=0.25) < 1).all()
     # the oracle (heterogeneous) weight never does worse than the mistaken one
     assert (skew.R_mean_oracle >= skew.R_mean * (1 - 1e-12)).all()
+    # footnote 1's PWH variant: at t = 0 it is Lemma 5.4's E_PWH (the paper's printed closed form)
+    e_pwh = ((1 - c) * c * n**2 * s_T2**2 * (c * s2 + s_L2) + c * n * s_L2 * s_T2 * (2 * (c - 1) * s2 + s_L2)
+             + (1 - c) * s2 * s_L2**2) / (c * n * (s_L2 + (1 - c) * n * s_T2) ** 2)
+    R_pwh = min(_baselines(n, c, s2, s_T2, s_L2)) / e_pwh
+    assert float(skew.R_mean_pwh.sel(shift=0.0, n=n, c=c, epsilon=eps)) == pytest.approx(R_pwh, rel=1e-9)
+    # "nearly identical" holds at the peaks (within 2%) but not everywhere: PWH ignores the variances,
+    # and where they matter its R falls far below KVH's (down to 0.09 x in tcm-high/lm-low)
+    assert skew.attrs["pwh_peak_over_kvh_peak_min"] > 0.98
+    assert skew.attrs["pwh_over_kvh_min"] < 0.2
 
 
 # -- avent-amplification (Figure 7) ---------------------------------------------------------------------
