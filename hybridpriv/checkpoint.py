@@ -144,6 +144,14 @@ class Checkpoint:
             self.manifest = {"config": self.config, "seed": self.config.get("seed"), "sections": {}}
             self._save_manifest()
 
+    def next_call(self) -> int:
+        """The index of this evaluation among those run through this checkpoint since it was opened
+        (0, 1, ...): sections of the k-th call are named apart, so a run with several evaluations
+        (in a fixed order, as a study has) resumes each from its own chunks."""
+        k = self.__dict__.get("_calls", 0)
+        self._calls = k + 1
+        return k
+
     def close(self) -> None:
         """Release the folder for other runs (also done when the object is garbage-collected)."""
         if not self._lock.closed:

@@ -426,14 +426,16 @@ def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, 
         settings.append((coords, job, requirements_of(src, requirements)))
     if not settings:
         raise ValueError("runs must yield at least one setting")
+    checkpoint, owned = _open_checkpoint(checkpoint, seed)
+    call = checkpoint.next_call() if checkpoint is not None else 0
+    prefix = "evaluate" if call == 0 else f"evaluate{call}"  # the k-th evaluation through this checkpoint
     sections = []
     for i, (coords, job, _) in enumerate(settings):
         engine = _engine_settings(job, dim, {k: coords[k] for k in dim_values})
-        sections.append(Section(f"evaluate-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, engine))
+        sections.append(Section(f"{prefix}-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, engine))
     total = sum(sec.n_items for sec in sections)
     shown = Phase("evaluating", total, "datasets") if progress is True else None
     report = shown if shown is not None else (progress or None)
-    checkpoint, owned = _open_checkpoint(checkpoint, seed)
     try:
         results = run_sections(sections, chunk_size, client=client, checkpoint=checkpoint, progress=report)
     finally:

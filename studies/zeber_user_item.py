@@ -6,6 +6,10 @@ state epsilon; we take 1), matrices sampled from the hierarchy of
 counts, so the study uses the documented Zipf-like vector of the ``favorite-sites`` example
 (``c_j = round(1200 / j)``).  Scales: ``--quick`` 100 matrices, default 2,000, ``--full``
 100,000 as in the seed.
+
+The seed's second case, **n unknown** (only ``max c_j <= n <= sum c_j`` is known), runs beside it
+with the seed's default prior (uniform over the sorted row sums given n, n uniform): the ``*_unknown_n``
+variables, at ``min(scale, 2,000)`` matrices, with the posterior of ``n``.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from hybridpriv.select import decide
 __all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
 
 DESCRIPTION = "Zeber & Lopatka: expected squared error of DP item counts against k (n=2000, m=100)"
-#: matrices sampled at each scale
+#: matrices sampled at each scale (n known; the n-unknown run samples at most UNKNOWN_N_MATRICES)
 SCALES = {"quick": 100, "default": 2_000, "full": 100_000}
+UNKNOWN_N_MATRICES = 2_000
 EPSILON = 1.0
 #: the seed's k = 1..10, extended to 20 so the minimum of the curve is inside the range
 KS = list(range(1, 21))
@@ -37,23 +42,46 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     folder (``stages/row-sums.nc``) and read back on resume instead of sampling again; the scored
     matrices are kept chunk by chunk.
     """
-    from hybridpriv.models import UserItemModel, UserItemPosterior
+    from hybridpriv.models import UserItemModel
     from hybridpriv.spec import builtin_example_path, load_spec
 
     scale = "full" if full else ("quick" if quick else "default")
-    per_chain = math.ceil(SCALES[scale] / CHAINS)
-    model = UserItemModel(load_spec(builtin_example_path("favorite-sites")).column_sums, 2000)
+    counts = load_spec(builtin_example_path("favorite-sites")).column_sums
+    ds, dec = _select(UserItemModel(counts, 2000), SCALES[scale], scale, seed, progress, "row-sums", engine)
+    unknown, dec_u = _select(UserItemModel(counts, None), min(SCALES[scale], UNKNOWN_N_MATRICES), scale, seed, progress,
+                             "row-sums-unknown-n", engine)
+    ds = ds.merge(unknown.rename({v: f"{v}_unknown_n" for v in unknown.data_vars}).rename(
+        chain="chain_unknown_n", draw="draw_unknown_n"))
+    ds.attrs = {**ds.attrs, **{f"{k}_unknown_n": v for k, v in unknown.attrs.items()},
+                "recommended_k": int(dec.attrs["recommended"]), "recommended_k_unknown_n": int(dec_u.attrs["recommended"]),
+                "scale": scale, "epsilon": EPSILON, "n": 2000, "m": int(counts.size),
+                "n_range_unknown_n": [int(counts.max()), int(counts.sum())],
+                "config": {"scale": scale, "draws": ds.attrs["matrices"], "k": KS, "epsilon": EPSILON,
+                           "draws_unknown_n": unknown.attrs["matrices"]}}
+    return ds
+
+
+def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, engine) -> tuple[xr.Dataset, xr.Dataset]:
+    """Sample ``matrices`` matrices from ``model``'s posterior (the row sums kept in the resume folder as
+    ``stage``), evaluate every k on them, decide."""
+    from hybridpriv.models import UserItemPosterior
+
+    per_chain = math.ceil(matrices / CHAINS)
     # the row-sum chain: sum(c) single-item moves between kept draws at the full scale (25 sum(c)
     # at the others, where the row-sum level should be close to independent)
-    moves = model.total if scale == "full" else 25 * model.total
-    fit = {"draws": per_chain, "tune": 200, "chains": CHAINS, "seed": int(seed), "moves": moves}
+    moves = model.total if scale == "full" and model.n_known else 25 * model.total
+    # n unknown: the chain on n moves by single users and mixes slowly (R-hat ~1.2 after 1,000 burn-in draws
+    # at this scale, see docs/reproduction-zeber.md): a longer burn-in beyond the quick scale
+    tune = 200 if model.n_known or scale == "quick" else 1000
+    fit = {"draws": per_chain, "tune": tune, "chains": CHAINS, "seed": int(seed), "moves": moves}
+    summaries = ["h", "share_one_item", "max_items"] + ([] if model.n_known else ["n"])
 
     def sample() -> xr.Dataset:
         posterior = model.fit(**fit, cores=CHAINS, on_unconverged="ignore")
-        return posterior.idata["posterior"].to_dataset()[["h", "share_one_item", "max_items"]]
+        return posterior.idata["posterior"].to_dataset()[summaries]
 
     checkpoint = engine.get("checkpoint")
-    rows = sample() if checkpoint is None else checkpoint.dataset("row-sums", {**fit, "model": model.describe_params()},
+    rows = sample() if checkpoint is None else checkpoint.dataset(stage, {**fit, "model": model.describe_params()},
                                                                   sample)
     posterior = UserItemPosterior(model, {"posterior": rows}, seed)
     posterior.check_convergence("warn")
@@ -63,16 +91,13 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     ds = xr.Dataset({"mse": dec["expected_loss"], "mse_mcse": dec["mcse"], "mse_low": dec["risk_low"],
                      "mse_high": dec["risk_high"], "p_best": dec["p_best"], "mse_by_matrix": ev["risk"]})
     ds = ds.drop_vars([c for c in ("label", "mechanism", "params", "exact", "privacy") if c in ds.coords])
-    for name in ("share_one_item", "max_items"):
+    for name in summaries[1:]:
         ds[f"posterior_{name}"] = rows[name]
     ds["mse"].attrs["description"] = "posterior expected total squared error over items (exact conditional risk)"
-    ds.attrs.update({
-        "recommended_k": int(dec.attrs["recommended"]), "scale": scale, "matrices": CHAINS * per_chain,
-        "epsilon": EPSILON, "n": 2000, "m": model.m, "row_sum_moves_per_draw": moves,
-        "trades_per_matrix": model.trades_per_row * 2000, "row_sum_max_rhat": posterior.max_rhat,
-        "config": {"scale": scale, "draws": CHAINS * per_chain, "k": KS, "epsilon": EPSILON},
-    })
-    return ds
+    ds.attrs.update({"matrices": CHAINS * per_chain, "row_sum_moves_per_draw": moves,
+                     "trades_per_matrix": model.trades_per_row * model.n_range[1],
+                     "row_sum_max_rhat": posterior.max_rhat})
+    return ds, dec
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:

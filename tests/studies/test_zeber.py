@@ -24,6 +24,12 @@ def test_quick_study_structure_and_reproducibility(quick):
     assert float(a.mse.sel(k=1)) > a.mse.min() and float(a.mse.sel(k=20)) > a.mse.min()
     assert a["posterior_share_one_item"].dims == ("chain", "draw") and 0 < float(a.posterior_share_one_item.mean()) < 1
     assert np.isfinite(a.attrs["row_sum_max_rhat"])
+    # the seed's second case, n unknown (max c <= n <= sum c), runs beside it on its own posterior
+    assert a["mse_unknown_n"].dims == ("k",) and a.attrs["n_range_unknown_n"] == [1200, 6222]
+    n = a["posterior_n_unknown_n"].values
+    assert n.min() >= 1200 and n.max() <= 6222 and np.ptp(n) > 0
+    np.testing.assert_allclose(a.mse_unknown_n, a.mse_by_matrix_unknown_n.mean(("chain_unknown_n", "draw_unknown_n")))
+    assert np.isfinite(a.attrs["row_sum_max_rhat_unknown_n"])
     b = zeber_user_item.run(quick=True, seed=2)
     np.testing.assert_array_equal(a.mse_by_matrix.values, b.mse_by_matrix.values)
 
@@ -41,7 +47,7 @@ def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(tmp_pa
         first = zeber_user_item.run(quick=True, seed=3, checkpoint=ck, chunk_size=10)  # uninterrupted, keeping its work
     assert (tmp_path / "stages" / "row-sums.nc").exists()
     chunk_files = sorted((tmp_path / "chunks").glob("evaluate-0-*.npz"))
-    assert len(chunk_files) == 10
+    assert len(chunk_files) == 10 and (tmp_path / "stages" / "row-sums-unknown-n.nc").exists()
     chunk_files[-1].unlink()  # as if killed before the last chunk was written
 
     def no_sampling(*args, **kwargs):
