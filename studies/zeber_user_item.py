@@ -95,7 +95,7 @@ def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, e
         ds[f"posterior_{name}"] = rows[name]
     ds["mse"].attrs["description"] = "posterior expected total squared error over items (exact conditional risk)"
     ds.attrs.update({"matrices": CHAINS * per_chain, "row_sum_moves_per_draw": moves,
-                     "trades_per_matrix": model.trades_per_row * model.n_range[1],
+                     "trades_per_row": model.trades_per_row,
                      "row_sum_max_rhat": posterior.max_rhat})
     return ds, dec
 
