@@ -25,9 +25,11 @@ from hybridpriv.theory.avent import (c_crit_laplace, hybrid_mse, kvh_weight, n_c
 
 from . import _avent as av
 
-__all__ = ["CS", "DESCRIPTION", "EPSILONS", "M", "beta_monte_carlo", "formula_grid", "n_grid", "plot", "run"]
+__all__ = ["CS", "DESCRIPTION", "EPSILONS", "M", "PAPER", "beta_monte_carlo", "claims", "formula_grid", "n_grid", "plot",
+           "run"]
 
 DESCRIPTION = "Avent et al. Fig. 1: R(KVH) on Beta data over n, c, epsilon (exact + Monte Carlo)"
+PAPER = "Avent, Dubey, Korolova: The Power of the Hybrid Model for Mean Estimation (PETS 2020)"
 CS = (0.005, 0.05)
 EPSILONS = (0.1, 1.0)
 M = 1.0
@@ -101,3 +103,15 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
     av.plot_beta_curves(ds, path, [("R", "R(KVH)")],
                         "Avent et al. Fig. 1: R(KVH), Laplace, m = 1 (lines: exact; points: Monte Carlo, 95% CI; "
                         "dotted: n_crit)")
+
+
+def claims(ds: xr.Dataset) -> list:
+    """Corollary 4.4 / Fig. 1 on this run's grid."""
+    from ._claims import Claim
+
+    best = float(ds["R"].max())
+    return [
+        Claim("Cor. 4.4, Fig. 1", "max R(KVH) is between 17/8 and 16/7 for epsilon <= 1; 'none are much larger "
+              "than 2'", "17/8 = 2.125 <= sup <= 16/7 = 2.286", f"max on the grid {best:.3f}",
+              "holds" if best <= 16 / 7 else "does not hold"),
+    ]

@@ -23,12 +23,13 @@ from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
 from hybridpriv.evaluate import evaluate
 from hybridpriv.select import decide
 
-__all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
+__all__ = ["DESCRIPTION", "PAPER", "SCALES", "claims", "plot", "run"]
 
 DESCRIPTION = "Zeber & Lopatka: expected squared error of DP item counts against k (n=2000, m=100)"
 #: matrices sampled at each scale (n known; the n-unknown run samples at most UNKNOWN_N_MATRICES)
 SCALES = {"quick": 100, "default": 2_000, "full": 100_000}
 UNKNOWN_N_MATRICES = 2_000
+PAPER = "Zeber & Lopatka (Mozilla): Differentially Private Data Release under Partial Information (slides)"
 EPSILON = 1.0
 #: the seed's k = 1..10, extended to 20 so the minimum of the curve is inside the range
 KS = list(range(1, 21))
@@ -109,3 +110,23 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
                             "loss": "total squared error over items"})
     save_figure(plot_decision(dec, title=f"{int(ds.attrs['matrices']):,} matrices, n=2000, m=100, "
                                          f"eps={ds.attrs['epsilon']:g} (numbers: P(best k))"), path)
+
+
+def claims(ds: xr.Dataset) -> list:
+    """The slides' claims (they show curves, no numbers)."""
+    from ._claims import Claim
+
+    best = int(ds.attrs["recommended_k"])
+    mse = ds["mse"]
+    edge = float(mse.sel(k=1) / mse.sel(k=best)), float(mse.isel(k=-1) / mse.sel(k=best))
+    return [
+        Claim("slides 'Motivation', 'Evaluation results'", "a bad choice of k gives low utility; the error against k "
+              "has a minimum that simulation over sampled datasets finds without touching the private data",
+              "curves only", f"best k = {best} (P(best) {float(ds.p_best.sel(k=best)):.2f}); k = 1: {edge[0]:.2f} x, "
+              f"k = {int(ds.k[-1])}: {edge[1]:.2f} x its error", "holds" if min(edge) > 1 else "does not hold"),
+        Claim("slides 'Generative model: number of rows'", "with n unknown, the column sums still bound it "
+              "(max c <= n <= sum c) and the same selection applies", "-",
+              f"best k = {int(ds.attrs['recommended_k_unknown_n'])} with n unknown vs {best} with n known; row-sum "
+              f"chain R-hat {float(ds.attrs['row_sum_max_rhat_unknown_n']):.2f}",
+              "partly" if float(ds.attrs["row_sum_max_rhat_unknown_n"]) > 1.01 else "holds"),
+    ]

@@ -42,3 +42,19 @@ def test_study_run_all_runs_each_study_and_writes_a_timing_table(tmp_path, capsy
     assert float(rows[-1]["seconds"]) == pytest.approx(sum(float(r["seconds"]) for r in rows[:-1]), abs=0.2)
     assert (tmp_path / "avent-kvh.nc").exists() and (tmp_path / "avent-amplification.png").exists()
     assert "all 2 studies in" in out
+    # the paper claims the studies check, regenerated from this run's numbers, one table per paper
+    report = (tmp_path / "reproduction.md").read_text()
+    assert "### Avent, Dubey, Korolova" in report and "`avent-kvh` (quick scale," in report
+    assert "| Cor. 4.4, Fig. 1 |" in report and "**holds**" in report
+    assert (tmp_path / "avent-kvh.claims.md").read_text().count("| Cor. 4.4") == 1
+
+
+def test_claims_round_trip_and_refuse_an_unknown_verdict():
+    from hybridpriv.studies._claims import Claim, from_attr, markdown, to_attr
+
+    c = [Claim("Fig. 1", "a | b", "1", "2", "holds"), Claim("Sec. 2", "c", "-", "3", "partly")]
+    assert from_attr(to_attr(c)) == c
+    text = markdown("Paper", [("s", x) for x in c], {"s": "quick scale, 1.0 s"})
+    assert "a \\| b" in text and text.count("\n| ") == 3 and "`s` (quick scale, 1.0 s)" in text
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        Claim("x", "y", "z", "w", "confirmed")
