@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..privacy import Guarantee
 
-__all__ = ["DEFAULT_TARGET_DELTA", "Totals", "compose"]
+__all__ = ["DEFAULT_TARGET_DELTA", "Totals", "compose", "plan_totals"]
 
 #: The delta at which the RDP and PLD totals are read unless another is asked for.
 DEFAULT_TARGET_DELTA = 1e-6
@@ -142,3 +142,21 @@ def _rdp(items: list[tuple[float, float]], target_delta: float) -> float:
         curve += np.minimum(e, orders * e * e / 2.0)
     eps, _order = rdp.compute_epsilon(orders, curve, target_delta)
     return float(eps)
+
+
+def plan_totals(mechanism: object, target_delta: float = DEFAULT_TARGET_DELTA) -> dict[str, Totals]:
+    """A multi-release mechanism's total per unit, three ways: its ``ledger_plan()`` composed.
+
+    ``ledger_plan()`` lists every release one run makes, as ``(label, {unit: epsilon})`` (hybrid
+    K-means) or ``(label, epsilon)`` on the one unit ``"private"`` (Wang et al.'s Algorithm 2).
+    The basic total equals the mechanism's declared ``privacy`` epsilon; the RDP and PLD totals
+    (read at ``target_delta``) are what tighter accounting gives the same releases.
+    """
+    plan = getattr(mechanism, "ledger_plan", None)
+    if not callable(plan):
+        raise TypeError(f"mechanism must have a ledger_plan() listing its releases, got {type(mechanism).__name__}")
+    parts: dict[str, list[float]] = {}
+    for _label, spent in plan():
+        for unit, eps in (spent.items() if isinstance(spent, Mapping) else [("private", spent)]):
+            parts.setdefault(unit, []).append(float(eps))
+    return {unit: compose(eps, target_delta) for unit, eps in parts.items()}

@@ -80,3 +80,29 @@ def test_bad_target_delta(bad):
 def test_bad_part():
     with pytest.raises(TypeError, match=r"parts\[1\]"):
         compose([1.0, "x"])
+
+
+def test_plan_totals_of_hybrid_kmeans_and_algorithm2():
+    """Algorithm 2's and hybrid K-means' totals both ways: basic = their declaration; PLD within the
+    heterogeneous advanced-composition bound (Kairouz, Oh & Viswanath 2015, Thm. 3.5), computed here."""
+    from hybridpriv.estimators.kmeans import HybridKMeans
+    from hybridpriv.estimators.wang import Algorithm2
+    from hybridpriv.release.composition import plan_totals
+
+    a2 = Algorithm2("logistic", (0.3, 0.3, 0.4), [10, 20, 40])
+    totals = plan_totals(a2)
+    assert set(totals) == {"private"}
+    assert totals["private"].basic_epsilon == pytest.approx(a2.privacy["private"].epsilon)
+    for tau in (2, 50):
+        km = HybridKMeans(k=3, epsilon=1.0, bounds=(0, 1), d=2, tau=tau)
+        totals = plan_totals(km, target_delta=1e-6)
+        for unit, t in totals.items():
+            assert t.basic_epsilon == pytest.approx(km.privacy[unit].epsilon)
+            parts = [e[unit] for _, e in km.ledger_plan() if unit in e]
+            kov = math.sqrt(2 * math.log(1 / 1e-6) * sum(e * e for e in parts)) + sum(
+                e * math.expm1(e) / (math.exp(e) + 1) for e in parts)
+            assert t.pld_epsilon <= min(t.basic_epsilon, kov) + 1e-3
+    # many small parts: tighter accounting gives a real saving on the TCM unit (basic 1.0)
+    assert plan_totals(HybridKMeans(k=3, epsilon=1.0, bounds=(0, 1), d=2, tau=50))["tcm"].pld_epsilon < 0.9
+    with pytest.raises(TypeError, match="ledger_plan"):
+        plan_totals(object())
