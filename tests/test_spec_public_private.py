@@ -225,7 +225,10 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
         for key in tab.keys:  # every key is in the template, with its docs
             if tab is kind.top and key.name in [s[0] for s in kind.sections]:
                 continue
+            if tab is kind.top and key.name == "mechanisms":  # the commented [[mechanisms]] block, checked below
+                continue
             assert f"# {key.doc}\n" in text and (f"\n{key.name} =" in text or f"\n# {key.name} =" in text), key.name
+    assert "\n# [[mechanisms]]\n" in text and "(optional; see docs/custom-mechanisms.md)" in text
     # as a new user would: their public CSV beside the SPEC, the outcome's "yes" value, fewer datasets
     shutil.copy(FIXTURES / "pima-public.csv", tmp_path / "public.csv")
     filled = (text.replace('# outcome_positive = "Yes"', 'outcome_positive = "Yes"')
