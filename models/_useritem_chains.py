@@ -21,9 +21,9 @@ import numpy as np
 from numba import njit
 
 from ._useritem_checks import ArrayLike, _check_csr, _check_rng, _fmt, _int_scalar, _int_vector
-from ._useritem_feasibility import _c_prefix, _hist_violation
+from ._useritem_feasibility import _c_prefix, _gr_violation, _hist_violation
 
-__all__ = ["curveball", "h_chain"]
+__all__ = ["curveball", "h_chain", "random_start"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -155,6 +155,111 @@ def curveball(indptr: np.ndarray, indices: np.ndarray, n_trades: int, rng: np.ra
     n_trades = _int_scalar(n_trades, "n_trades", 0)
     _check_rng(rng)
     _curveball_kernel(indptr, indices, n_trades, rng, True)
+
+
+@njit(cache=True)
+def _random_start_kernel(r, c, rng):  # pragma: no cover - compiled
+    n = r.shape[0]
+    m = c.shape[0]
+    indptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        indptr[i + 1] = indptr[i] + r[i]
+    indices = np.empty(indptr[n], np.int64)
+    cap = c.copy()
+    cnt = np.zeros(m + 2, np.int64)  # row sums of the rows not yet filled: cnt[k] = #{r_i = k}
+    for v in r:
+        cnt[min(v, m + 1)] += 1
+    left = n
+    w = np.empty(m, np.int64)
+    res = np.empty(m, np.int64)
+    take = np.zeros(m, np.bool_)
+    for i in range(n):
+        k = r[i]
+        if k == 1:  # the rows of one item (all that remain): a uniformly random pairing with what is left
+            stubs = np.empty(indptr[n] - indptr[i], np.int64)
+            s = 0
+            for j in range(m):
+                for _ in range(cap[j]):
+                    stubs[s] = j
+                    s += 1
+            for s in range(stubs.shape[0] - 1, 0, -1):
+                u = _randint(rng, s + 1)
+                t = stubs[s]
+                stubs[s] = stubs[u]
+                stubs[u] = t
+            indices[indptr[i] :] = stubs
+            break
+        cnt[min(k, m + 1)] -= 1
+        left -= 1
+        if k == 0:
+            continue
+        # k distinct items, drawn one by one with probability proportional to their capacity
+        tot = 0
+        for j in range(m):
+            w[j] = cap[j]
+            tot += cap[j]
+        for _ in range(k):
+            x = _randint(rng, tot)
+            j = 0
+            while x >= w[j]:
+                x -= w[j]
+                j += 1
+            take[j] = True
+            tot -= w[j]
+            w[j] = 0
+        ok = True
+        if k > 1 and left > 0:  # Gale-Ryser on what remains (rows come by decreasing sum)
+            for j in range(m):
+                res[j] = cap[j] - (1 if take[j] else 0)
+            res.sort()  # ascending: the p largest are res[m - p:]
+            below = 0
+            lhs = 0
+            rhs = 0
+            for p in range(1, m + 1):
+                below += cnt[p - 1]
+                lhs += left - below
+                rhs += res[m - p]
+                if lhs < rhs:
+                    ok = False
+                    break
+        if not ok:  # the greedy row (the k largest capacities) keeps the rest feasible
+            for j in range(m):
+                take[j] = False
+            order = np.argsort(-cap, kind="mergesort")
+            for t in range(k):
+                take[order[t]] = True
+        w0 = indptr[i]
+        for j in range(m):
+            if take[j]:
+                indices[w0] = j
+                w0 += 1
+                cap[j] -= 1
+                take[j] = False
+    return indptr, indices
+
+
+def random_start(r: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A random binary matrix with row sums ``r`` (non-increasing) and column sums ``c``.
+
+    Rows are filled in order; each takes its ``r_i`` distinct items one by one with probability
+    proportional to their remaining capacity, unless what remains would then violate the
+    Gale-Ryser condition, in which case the row takes the items of largest capacity (the greedy
+    rule, which keeps feasible margins feasible).  Rows of one item always keep the draw: given
+    the rows above them they are then exactly uniform.  Not uniform overall (a sequential
+    importance-sampling proposal, Chen et al. 2005), but random and close to uniform, so a
+    Curveball chain started here needs far fewer trades than one started from the one greedy
+    realization of the margins (``benchmarks/user_item_thinning.py`` measures both).
+
+    ``r``, ``c``: feasible margins, ``r`` sorted in non-increasing order (checked).
+    """
+    _check_rng(rng)
+    rr = _int_vector(r, "r")
+    cc = _int_vector(c, "c")
+    if np.any(np.diff(rr) > 0):
+        raise ValueError(f"r must be sorted in non-increasing order, got {_fmt(rr)}")
+    if rr.sum() != cc.sum() or _gr_violation(rr, np.sort(cc)[::-1].copy()) != -1:
+        raise ValueError(f"r and c must be feasible margins (Gale-Ryser), got r = {_fmt(rr)}, c = {_fmt(cc)}")
+    return _random_start_kernel(rr, cc, rng)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -16,8 +16,9 @@ step method (:class:`RowSumStep`, a compiled Metropolis-Hastings kernel over ``(
 the histogram of row sums, ``h[k-1] = #{users with k items}``); hyperpriors of the parametric
 prior are sampled by PyMC's own samplers beside it.  Level 3 is
 :meth:`UserItemPosterior.generate`: a compiled Curveball chain (Strona et al. 2014) started from
-a realization of the draw's margins, with ``trades_per_row * n`` trades (default 5 n), using
-only the generator the engine passes (stream ``("dataset", chain, draw)`` in
+a random matrix with the draw's margins (``random_start``), with ``trades_per_row * n`` trades
+(default 10 n, a measured choice: ``benchmarks/user_item_thinning.py``), using only the generator
+the engine passes (stream ``("dataset", chain, draw)`` in
 :func:`hybridpriv.evaluate.evaluate`).
 
 With a uniform prior on ``r`` given ``n``, the marginal of ``n`` needs the number of feasible
@@ -42,7 +43,7 @@ from hybridpriv.params import describe
 from hybridpriv.random import as_generator
 
 from ._base import KnowledgeModel, Posterior, _strict_sample_kwargs
-from ._useritem_chains import curveball
+from ._useritem_chains import curveball, random_start
 from ._useritem_feasibility import log_count_cost, log_count_row_sums
 from ._useritem_mixing import mixing_check
 from ._useritem_realize import realize_greedy
@@ -50,12 +51,19 @@ from ._useritem_step import PointFunction, RowSumStep, initial_histogram
 
 __all__ = [
     "MAX_COUNT_CELLS",
+    "STARTS",
+    "TRADES_PER_ROW",
     "NegativeBinomialItems",
     "RowSumStep",
     "UserItemModel",
     "UserItemPosterior",
     "negative_binomial_items",
 ]
+
+#: Default Curveball trades per matrix, per row (measured: ``benchmarks/user_item_thinning.py``).
+TRADES_PER_ROW = 10
+#: Where a matrix's Curveball chain starts (see :class:`UserItemModel`).
+STARTS = ("random", "greedy")
 
 #: Largest dynamic programme (cells) the uniform prior on r given unknown n may run.
 MAX_COUNT_CELLS = 200_000_000
@@ -165,7 +173,13 @@ class UserItemModel(KnowledgeModel):
         (:func:`negative_binomial_items` with default hyperpriors) or a callable that, inside
         the model, creates hyperpriors and returns the log pmf of ``k = 1..m`` items per user.
     trades_per_row
-        Curveball trades between kept matrices, per row (default 5, i.e. 5 n trades).
+        Curveball trades per matrix, per row (default :data:`TRADES_PER_ROW`, i.e. 10 n trades),
+        chosen by a measured criterion (``benchmarks/user_item_thinning.py``, ``docs/user-item.md``).
+    start
+        Where each matrix's Curveball chain starts: ``"random"`` (default; :func:`random_start`, a
+        fresh random matrix with the margins, drawn from the matrix's own generator) or
+        ``"greedy"`` (the one greedy realization of the margins, the same for every matrix with
+        those margins: the sampler before issue 12, which needs far more trades to forget it).
 
     Raises
     ------
@@ -197,7 +211,8 @@ class UserItemModel(KnowledgeModel):
         n: int | tuple[int, int] | None = None,
         n_prior: object = None,
         items_prior: str | Callable | None = None,
-        trades_per_row: int = 5,
+        trades_per_row: int = TRADES_PER_ROW,
+        start: str = "random",
     ) -> None:
         self.column_sums = _check_column_sums(column_sums)
         self.m = int(self.column_sums.size)
@@ -221,6 +236,9 @@ class UserItemModel(KnowledgeModel):
         if not isinstance(trades_per_row, Integral) or isinstance(trades_per_row, bool) or trades_per_row < 1:
             raise ValueError(f"trades_per_row must be an integer >= 1, got {trades_per_row!r}")
         self.trades_per_row = int(trades_per_row)
+        if start not in STARTS:
+            raise ValueError(f"start must be one of {list(STARTS)}, got {start!r}")
+        self.start = start
         # order columns by decreasing sum for the kernels; matrices are returned in the given order
         self._order = np.argsort(-self.column_sums, kind="stable")
         self._c_sorted = self.column_sums[self._order]
@@ -323,10 +341,15 @@ class UserItemModel(KnowledgeModel):
         return realize_greedy(r, self._c_sorted)
 
     def matrix_for(self, h: np.ndarray, rng: np.random.Generator) -> sp.csr_matrix:
-        """A uniform draw (after ``trades_per_row * n`` Curveball trades) of a matrix with row-sum
-        histogram ``h`` and the column sums; rows sorted by decreasing row sum, columns in the
-        given order.  Level 3 of the model (:meth:`UserItemPosterior.generate` calls it)."""
-        indptr, indices = self._realize(h)
+        """A draw of a matrix with row-sum histogram ``h`` and the column sums, uniform up to the
+        chain's burn-in: ``trades_per_row * n`` Curveball trades from the model's ``start`` (a
+        random matrix by default, made with ``rng`` too); rows sorted by decreasing row sum,
+        columns in the given order.  Level 3 of the model (:meth:`UserItemPosterior.generate`)."""
+        if self.start == "random":
+            h = np.asarray(h, dtype=np.int64)
+            indptr, indices = random_start(np.repeat(np.arange(self.m, 0, -1), h[::-1]), self._c_sorted, rng)
+        else:
+            indptr, indices = self._realize(h)
         n = indptr.size - 1
         curveball(indptr, indices, self.trades_per_row * n, rng)
         cols = self._order[indices]  # back to the caller's item order

@@ -17,6 +17,8 @@ __all__ = ["EVALUATION", "SECTIONS", "TOP", "build", "check"]
 
 #: Most Curveball trades per row between kept matrices (beyond it the run would take hours).
 MAX_TRADES_PER_ROW = 10_000
+#: The model's default (``hybridpriv.models.TRADES_PER_ROW``; not imported: that loads PyMC).
+TRADES_PER_ROW = 10
 #: Most Curveball trades in a whole run (about 10 M per second on one core).
 MAX_TOTAL_TRADES = 2e11
 
@@ -49,7 +51,8 @@ TOP = Table((
         example="[1, 4]"),
     Key("loss", choice("squared", "max", "top10"), "squared",
         doc="squared (total, exact), max (largest item error) or top10 (squared, 10 largest items)"),
-    Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), 5, doc="Curveball trades per user between sampled matrices"),
+    Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), TRADES_PER_ROW,
+        doc="Curveball trades per user for each sampled matrix, from a random start"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts")
 
@@ -106,7 +109,7 @@ def build(v: dict[str, Any]):
     def diagnostics(posterior, seed: int) -> tuple[list[str], dict[str, Any]]:
         mix = posterior.mixing_check(rng=seed)
         starts = mix.get("starts", ())
-        line = (f"matrix chain: {v['trades_per_row']} x n trades between kept matrices; R-hat over "
+        line = (f"matrix chain: {v['trades_per_row']} x n trades from a random start per matrix; R-hat over "
                 f"{len(starts) or 4} chains from different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f})")
         note = ("predictive checks: none needed for the column sums and n: every sampled matrix has exactly the "
                 "published margins (the model conditions on them)")

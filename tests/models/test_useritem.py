@@ -12,7 +12,7 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from hybridpriv.models import UserItemModel, UserItemPosterior
+from hybridpriv.models import TRADES_PER_ROW, UserItemModel, UserItemPosterior
 from hybridpriv.models._base import ConvergenceError
 from hybridpriv.random import rng as stream_rng
 
@@ -207,7 +207,7 @@ def test_convergence_vars_mixing_check_and_bad_arguments(fitted):
     assert posterior.convergence_vars == ("share_one_item", "max_items")
     assert set(posterior.convergence) == {"share_one_item", "max_items"}
     mix = posterior.mixing_check(rng=4, chains=4, samples=20)
-    assert mix["draws"].shape == (4, 20) and mix["trades_between"] == 5 * 40
+    assert mix["draws"].shape == (4, 20) and mix["trades_between"] == TRADES_PER_ROW * 40
     assert mix["starts"][:2] == ["greedy", "greedy rows reversed"]
     again = posterior.mixing_check(rng=4, chains=4, samples=20)
     np.testing.assert_array_equal(mix["draws"], again["draws"])

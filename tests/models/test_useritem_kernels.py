@@ -29,25 +29,12 @@ from hybridpriv.models._useritem_feasibility import (
 )
 from hybridpriv.models._useritem_mixing import mixing_check
 from hybridpriv.models._useritem_realize import realize_greedy, realize_networkx
+from _support.matrices import all_matrices
 
 
 # ----------------------------------------------------------------------------------------------
 # brute-force helpers
 # ----------------------------------------------------------------------------------------------
-def all_matrices(r, c):
-    """Every binary matrix with row sums r and column sums c, as tuples of row tuples."""
-    m = len(c)
-    out = []
-    for rows in itertools.product(*(itertools.combinations(range(m), k) for k in r)):
-        cols = [0] * m
-        for row in rows:
-            for j in row:
-                cols[j] += 1
-        if cols == list(c):
-            out.append(rows)
-    return out
-
-
 def sorted_row_sums(c, n):
     """Every m >= r_1 >= ... >= r_n >= 1 with sum(c) that some binary matrix realizes with c.
 
