@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .random import stream
+from .random import rng, stream
 
-__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "pythia_spec", "reliability", "score",
+           "summarize"]
 
 #: Draws (and, for grouped, tuning steps) of the select run's retries, as multiples of the SPEC's,
 #: when the model's convergence check refuses the fit (the refusal's own advice).
@@ -127,25 +128,53 @@ def _seed(seed: int, family: str, i: int, what: str) -> int:
 
 def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = None, realised_draws: int = 8,
                     realised_trials: int = 5000, stage: Callable[[str], Any] = lambda name: None,
-                    client=None, chunk_size: int | None = None) -> dict[str, Any]:
+                    client=None, chunk_size: int | None = None, pythia_share: float = 0.0) -> dict[str, Any]:
     """Run the select path on ``truth``'s public knowledge and score it on the private truth.
 
     ``settings``: SPEC values merged into the truth's SPEC (e.g. ``{"evaluation": {"draws": 100}}``);
     the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
     Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
-    ``stage(name)``: a resume folder per evaluation (or ``None``).
+    ``stage(name)``: a resume folder per evaluation (or ``None``).  ``pythia_share`` > 0 (grouped
+    truths): also run the budget-spending selector of :func:`pythia_spec` with that share of each
+    private group's epsilon, and score its choice against the same oracle (``pythia_*`` keys).
     """
+    raw = {**truth.spec, **{k: v for k, v in (settings or {}).items() if k != "evaluation"}}
+    raw["evaluation"] = {**truth.spec.get("evaluation", {}), **(settings or {}).get("evaluation", {}),
+                         "seed": _seed(seed, truth.family, i, "select")}
+    run = _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size)
+    if run["refused"]:
+        return {"candidates": [], "refused": True, "attempts": run["attempts"], "failures": run["failures"]}
+    dec, dim, realised, se = run["decision"], run["dim"], run["realised"], run["realised_mcse"]
+    coords = [str(c) for c in dec[dim].values]
+    recommended = coords.index(str(dec.attrs["recommended"]))
+    s = score(dec.expected_loss.values, dec.risk_low.values, dec.risk_high.values, dec.p_best.values,
+              dec.meets_requirements.values, realised, recommended)
+    out = {"candidates": coords, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
+           "risk_high": dec.risk_high.values, "p_best": dec.p_best.values,
+           "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
+           **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
+           "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
+           "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
+           "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"]}
+    if pythia_share and truth.family == "grouped":
+        out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
+                           realised_trials, stage, client, chunk_size))
+    return out
+
+
+def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
+                        tag: str = "") -> dict[str, Any]:
+    """The select path on SPEC ``raw`` (retried with more draws when the convergence check refuses),
+    then every candidate's realised risk on the truth (the same seed for every selector of a truth:
+    common random numbers); ``tag`` prefixes the resume folders."""
     from .data import FixedSource
     from .evaluate import evaluate
+    from .models._base import ConvergenceError
     from .spec import parse_spec
     from .stats import mean_with_se
     from .workflow import run_selection
 
-    from .models._base import ConvergenceError
-
-    raw = {**truth.spec, **{k: v for k, v in (settings or {}).items() if k != "evaluation"}}
-    raw["evaluation"] = {**truth.spec.get("evaluation", {}), **(settings or {}).get("evaluation", {}),
-                         "seed": _seed(seed, truth.family, i, "select")}
+    raw = {**raw, "evaluation": dict(raw["evaluation"])}
     first = parse_spec(raw).values
     failures = []
     for attempt, factor in enumerate(RETRIES):  # as the refusal advises: more draws (and tuning)
@@ -154,13 +183,13 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
             raw["model"] = {**raw.get("model", {}), "tune": first["model"]["tune"] * factor}
         problem = parse_spec(raw).problem()
         try:
-            selection = run_selection(problem, client=client, resume=stage(f"select{attempt or ''}"),
+            selection = run_selection(problem, client=client, resume=stage(f"{tag}select{attempt or ''}"),
                                       chunk_size=chunk_size)
             break
         except ConvergenceError as exc:
             failures.append(str(exc))
     else:
-        return {"candidates": [], "refused": True, "attempts": len(RETRIES), "failures": failures}
+        return {"refused": True, "attempts": len(RETRIES), "failures": failures}
     dec = selection.decision
     dim = problem.dim
     groups = getattr(problem.model, "groups", None)
@@ -170,25 +199,53 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     draws, trials = (realised_draws, realised_trials) if mc else (1, 1)
     on_truth = evaluate(problem.candidates(selection.posterior), FixedSource(data, draws, groups=groups), problem.task,
                         trials=trials, seed=_seed(seed, truth.family, i, "realised"), dim=dim,
-                        requirements=problem.requirements, checkpoint=stage("realised"), client=client,
+                        requirements=problem.requirements, checkpoint=stage(f"{tag}realised"), client=client,
                         chunk_size=chunk_size)
-    coords = [str(c) for c in dec[dim].values]
     if "loss" in on_truth and not bool(on_truth["exact"].all()):
         realised, se = mean_with_se(on_truth["loss"], ("chain", "draw", "trial"))
     else:
         realised, se = on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
-    realised, se = realised.sel({dim: dec[dim]}).values, se.sel({dim: dec[dim]}).values
-    recommended = coords.index(str(dec.attrs["recommended"]))
-    s = score(dec.expected_loss.values, dec.risk_low.values, dec.risk_high.values, dec.p_best.values,
-              dec.meets_requirements.values, realised, recommended)
-    return {"candidates": coords, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
-            "risk_high": dec.risk_high.values, "p_best": dec.p_best.values,
-            "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
-            **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
-            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
-            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
-            "attempts": attempt + 1, "failures": failures,
+    return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
+            "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan))}
+
+
+def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
+                rng: np.random.Generator) -> dict[str, Any]:
+    """A budget-spending selector's SPEC (Pythia-style): each private group spends ``share`` of its
+    epsilon on a Laplace release of its mean from the private records, which enters the model as an
+    earlier release (``model.released_means``); the candidates get the rest, ``(1 - share) epsilon``,
+    so the total charged per group is the same as the model-only selector's.  Sensitivity of a mean
+    of ``size`` records in ``bounds``: ``(upper - lower) / size`` (the group sizes are public).
+    Local-trust groups are not probed (their records never reach the curator)."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    lo, hi = raw["bounds"]
+    groups, released = [], list(raw.get("model", {}).get("released_means", []))
+    for g in raw["groups"]:
+        g = dict(g)
+        eps = float(g["epsilon"])
+        if np.isfinite(eps) and g.get("trust", "central") == "central":
+            scale = (hi - lo) / (g["size"] * share * eps)
+            value = float(np.mean(data[g["name"]]) + rng.laplace(0.0, scale))
+            released.append({"group": g["name"], "value": value, "noise_scale": scale})
+            g["epsilon"] = eps * (1.0 - share)
+        groups.append(g)
+    return {**raw, "groups": groups, "model": {**raw.get("model", {}), "released_means": released}}
+
+
+def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_trials, stage, client,
+            chunk_size) -> dict[str, Any]:
+    spec = pythia_spec(raw, truth.data, share, rng(seed, "calibration", truth.family, i, "pythia"))
+    run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
+                              tag="pythia-")
+    if run["refused"]:
+        return {"pythia_recommended": "", "pythia_realised": np.nan, "pythia_regret": np.nan}
+    dec, dim = run["decision"], run["dim"]
+    coords = [str(c) for c in dec[dim].values]
+    chosen = float(run["realised"][coords.index(str(dec.attrs["recommended"]))])
+    regret = 0.0 if chosen == oracle_risk else (np.inf if oracle_risk == 0 else chosen / oracle_risk - 1.0)
+    return {"pythia_recommended": str(dec.attrs["recommended"]), "pythia_realised": chosen, "pythia_regret": regret}
 
 
 def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str, Any]] | None = None,
@@ -229,6 +286,11 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "oracle_at_edge": [bool(r.get("oracle_at_edge", False)) for r in rows],
         "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
         "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
+        "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
+        "pythia_regret": [r.get("pythia_regret", np.nan) for r in rows],
+        "pythia_realised": [r.get("pythia_realised", np.nan) for r in rows],
+        "recommended_realised": [float(r["realised"][r["candidates"].index(r["recommended"])]) if not r["refused"]
+                                 else np.nan for r in rows],
         "select_attempts": [r["attempts"] for r in rows]}
     ds = xr.Dataset({**{v: (("truth", "candidate"), a) for v, a in grid.items()},
                      **{v: ("truth", np.asarray(a)) for v, a in per_truth.items()}},
@@ -238,6 +300,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     summary = {s: summarize(*_scope(ds, s)) for s in scopes}
     for stat in next(iter(summary.values())):
         ds[stat] = ("scope", [summary[s][stat] for s in scopes])
+    for stat, values in _pythia_summary(ds, scopes).items():
+        ds[stat] = ("scope", values)
     rel = [reliability(*_scope(ds, s, "reliability")) for s in scopes]
     for k, v in enumerate(("reliability_predicted", "reliability_observed", "reliability_count")):
         ds[v] = (("scope", "bin"), np.array([r[k] for r in rel]))
@@ -248,6 +312,27 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     ds["is_best"].attrs["description"] = ("1 if the candidate has the lowest realised risk among the eligible "
                                           "(ties shared)")
     return ds
+
+
+def _pythia_summary(ds: xr.Dataset, scopes: Sequence[str]) -> dict[str, list[float]]:
+    """Per scope, over the truths where both selectors ran: the budget-spending selector's median and
+    90th-percentile regret, the model-only selector's on the same truths, and the share of truths
+    where spending budget to choose gave a lower realised risk (ties count half)."""
+    out: dict[str, list[float]] = {k: [] for k in ("pythia_truths", "pythia_regret_median", "pythia_regret_p90",
+                                                    "model_regret_median", "model_regret_p90", "pythia_wins")}
+    for scope in scopes:
+        keep = np.isfinite(ds["pythia_regret"].values) & np.isfinite(ds["regret"].values)
+        if scope != "overall":
+            keep &= ds["family"].values == scope
+        p, m = ds["pythia_regret"].values[keep], ds["regret"].values[keep]
+        a, b = ds["pythia_realised"].values[keep], ds["recommended_realised"].values[keep]
+        none = not keep.any()
+        out["pythia_truths"].append(float(keep.sum()))
+        for name, v in (("pythia", p), ("model", m)):
+            out[f"{name}_regret_median"].append(np.nan if none else float(np.quantile(v, 0.5)))
+            out[f"{name}_regret_p90"].append(np.nan if none else float(np.quantile(v, 0.9)))
+        out["pythia_wins"].append(np.nan if none else float(np.mean((a < b) + 0.5 * (a == b))))
+    return out
 
 
 def _numbering(truths) -> list[int]:

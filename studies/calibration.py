@@ -6,7 +6,9 @@ skewed, bimodal, heavy-tailed, clamped, shifted groups, heaped; mixture / heavy-
 structured item popularity) plus real datasets shipped in ``hybridpriv/examples``, runs the select
 path on the public knowledge only, and scores every candidate on the private truth
 (:mod:`hybridpriv.calibration`): the regret of the recommendation, the coverage of the reported
-5-95% range, and the reliability of P(best).  Hybrid-trust, Wang and K-means kinds wait for issue 11
+5-95% range, and the reliability of P(best); for grouped truths also a budget-spending (Pythia-style)
+selector that spends 10% of each private group's epsilon on a DP mean of the group before choosing,
+at the same total budget.  Hybrid-trust, Wang and K-means kinds wait for issue 11
 (they have no SPEC kind yet).  Scales: ``--quick`` 3 synthetic + 1 real truth per family (small
 settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
 """
@@ -29,9 +31,10 @@ DESCRIPTION = "Calibration: regret, interval coverage and P(best) reliability of
 SCALES = {
     "quick": {"synthetic": 3, "real": {"grouped": ["faithful-waiting"], "user-item": ["verbagg"]},
               "settings": {"grouped": {"evaluation": {"draws": 100, "trials": 10}}, "user-item": {}},
-              "realised_draws": 4, "realised_trials": 2000},
+              "realised_draws": 4, "realised_trials": 2000, "pythia_share": 0.1},
     "default": {"synthetic": 30, "real": {"grouped": list(REAL_GROUPED), "user-item": list(REAL_USER_ITEM)},
-                "settings": {"grouped": {}, "user-item": {}}, "realised_draws": 8, "realised_trials": 5000},
+                "settings": {"grouped": {}, "user-item": {}}, "realised_draws": 8, "realised_trials": 5000,
+                "pythia_share": 0.1},
 }
 SCALES["full"] = {**SCALES["default"], "synthetic": 100}
 
@@ -60,9 +63,10 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
     cfg = SCALES[scale]
     stage = (lambda name: None) if checkpoint is None else (lambda name: Path(checkpoint.folder) / name)
     ds = calibrate(truths(scale, seed), seed, cfg["settings"], progress=progress, stage=stage, client=client,
-                   chunk_size=chunk_size, realised_draws=cfg["realised_draws"], realised_trials=cfg["realised_trials"])
+                   chunk_size=chunk_size, realised_draws=cfg["realised_draws"], realised_trials=cfg["realised_trials"],
+                   pythia_share=cfg["pythia_share"])
     ds.attrs.update({"scale": scale, "config": {"scale": scale, "synthetic": cfg["synthetic"], "real": cfg["real"],
-                                                "settings": cfg["settings"]}})
+                                                "settings": cfg["settings"], "pythia_share": cfg["pythia_share"]}})
     return ds
 
 

@@ -148,6 +148,50 @@ def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
         assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
 
 
+def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_the_same_oracle(quick):
+    ds = quick
+    grouped = ds.family.values == "grouped"
+    assert np.isfinite(ds.pythia_regret.values[grouped]).all() and np.isnan(ds.pythia_regret.values[~grouped]).all()
+    for j in np.flatnonzero(grouped):
+        row = ds.isel(truth=j)
+        oracle = float(row.realised.sel(candidate=f"estimator:{row.oracle.item()}"))
+        assert float(row.pythia_regret) == pytest.approx(float(row.pythia_realised) / oracle - 1, abs=1e-12)
+        assert float(row.pythia_regret) >= -0.5  # at 0.9 epsilon it can beat the full-budget oracle only by luck
+    keep = grouped
+    wins = np.mean((ds.pythia_realised.values[keep] < ds.recommended_realised.values[keep])
+                   + 0.5 * (ds.pythia_realised.values[keep] == ds.recommended_realised.values[keep]))
+    assert float(ds.pythia_wins.sel(scope="grouped")) == pytest.approx(wins)
+    assert float(ds.pythia_regret_median.sel(scope="grouped")) == pytest.approx(np.median(ds.pythia_regret.values[keep]))
+    assert np.isnan(float(ds.pythia_wins.sel(scope="user-item")))
+
+
+def test_pythia_spec_charges_each_private_group_its_epsilon_in_total():
+    from hybridpriv.calibration import pythia_spec
+
+    t = calibration.truths("quick", 0)[0]
+    draws = [pythia_spec(t.spec, t.data, 0.1, np.random.default_rng(s)) for s in range(4000)]
+    spec = draws[0]
+    before = {g["name"]: g for g in t.spec["groups"]}
+    released = {r["group"]: r for r in spec["model"]["released_means"]}
+    assert set(released) == {g["name"] for g in t.spec["groups"] if np.isfinite(g["epsilon"])}
+    lo, hi = t.spec["bounds"]
+    for g in spec["groups"]:
+        eps = before[g["name"]]["epsilon"]
+        if not np.isfinite(eps):
+            assert g["epsilon"] == eps and g["name"] not in released
+            continue
+        r = released[g["name"]]
+        spent = (hi - lo) / (g["size"] * r["noise_scale"])  # the release's epsilon from its Laplace scale
+        assert spent + g["epsilon"] == pytest.approx(eps) and spent == pytest.approx(0.1 * eps)
+        # the released values: the group's mean plus Laplace noise of that scale (mean and sd within 4 s.e.)
+        v = np.array([d["model"]["released_means"][list(released).index(g["name"])]["value"] for d in draws])
+        truth_mean, sd = float(np.mean(t.data[g["name"]])), np.sqrt(2) * r["noise_scale"]
+        assert abs(v.mean() - truth_mean) < 4 * sd / np.sqrt(v.size)
+        assert abs(v.std() / sd - 1) < 4 * np.sqrt(5 / 4 / v.size)  # Laplace (kurtosis 6): var(s / sd) ~ (6 - 1) / (4 n)
+    with pytest.raises(ValueError, match=r"share must be in \(0, 1\), got 1.5"):
+        pythia_spec(t.spec, t.data, 1.5, np.random.default_rng(0))
+
+
 def test_the_figure_is_written(quick, tmp_path):
     calibration.plot(quick, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 10_000
