@@ -262,6 +262,72 @@ class HybridTrustPosterior(Posterior):
         var = share * self.sigma_T2[c, d] + (1 - share) * self.sigma_L2[c, d] + share * (1 - share) * gap**2
         return {"mean": float(share * mu_T + (1 - share) * mu_L), "variance": float(var)}
 
+    def _beta(self, chain: int, draw: int, m: float) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Each group's Beta shape parameters ``(p kappa, (1 - p) kappa)`` on ``[0, m]`` at ``(chain, draw)``."""
+        out = []
+        for mu, var in ((self._means[0], self.sigma_T2), (self._means[1], self.sigma_L2)):  # type: ignore[index]
+            p = float(np.clip(mu[chain, draw] / m, 1e-12, 1 - 1e-12))
+            v = float(np.clip(var[chain, draw] / (m * m * p * (1 - p)), 1e-12, 1 - 1e-12))  # the variance fraction
+            kappa = 1.0 / v - 1.0
+            out.append((p * kappa, (1 - p) * kappa))
+        return out[0], out[1]
+
+    def predictive_checks(self, seed: int = 0, draws: int = 400):
+        """Posterior predictive checks of the public knowledge (:mod:`hybridpriv.criticism`).
+
+        For ``draws`` posterior draws (spread evenly): each group's pilot records replicated (as
+        many, ``m * Beta`` of that draw), with the statistics of
+        :func:`~hybridpriv.models._grouped_checks.record_statistics` (mean, sd, 10/50/90% quantiles,
+        share at each bound: a Beta puts no mass on a bound, so pilot records piled there are
+        flagged); each earlier release replicated as the model generates it (the group's mean plus
+        its sampling error and Laplace noise).  Randomness: stream ``("predictive-check", seed)``.
+        ``None`` when neither pilot records nor releases are public.
+        """
+        from hybridpriv.criticism import predictive_check
+        from hybridpriv.random import rng as stream_rng
+
+        from ._grouped_checks import record_statistics
+
+        model = self.model_spec
+        if model is None or self._means is None:
+            return None
+        m = float(model.m)
+        pilots = {name: rec for name, rec in (("pilot_T", model.pilot_T), ("pilot_L", model.pilot_L))
+                  if rec is not None}
+        releases = list(model.released_means)
+        if not pilots and not releases:
+            return None
+        observed: dict[str, float] = {}
+        for name, rec in pilots.items():
+            observed.update({f"{name}.{k}": v for k, v in record_statistics(rec, 0.0, m).items()})
+        for i, r in enumerate(releases):
+            observed[f"release_{i}({r.group or 'both'})"] = float(r.value)
+        replicated: dict[str, list[float]] = {k: [] for k in observed}
+        rng = stream_rng(seed, "predictive-check")
+        chains, n_draws = self.shape
+        flat = np.linspace(0, chains * n_draws - 1, min(int(draws), chains * n_draws)).round().astype(int)
+        for k in flat:
+            c, d = divmod(int(k), n_draws)
+            shapes = dict(zip(("pilot_T", "pilot_L"), self._beta(c, d, m)))
+            for name, rec in pilots.items():
+                rep = m * rng.beta(*shapes[name], size=rec.size)
+                for stat, v in record_statistics(rep, 0.0, m).items():
+                    replicated[f"{name}.{stat}"].append(v)
+            for i, r in enumerate(releases):
+                n_T, n_L = model.sizes
+                mu_T, mu_L = self._means[0][c, d], self._means[1][c, d]  # type: ignore[index]
+                s_T, s_L = self.sigma_T2[c, d], self.sigma_L2[c, d]
+                mean, var = {"T": (mu_T, s_T / n_T), "L": (mu_L, s_L / n_L),
+                             None: ((n_T * mu_T + n_L * mu_L) / (n_T + n_L),
+                                    (n_T * s_T + n_L * s_L) / (n_T + n_L) ** 2)}[r.group]
+                value = mean + np.sqrt(var) * rng.standard_normal() + rng.laplace(0.0, r.noise_scale)
+                replicated[f"release_{i}({r.group or 'both'})"].append(float(value))
+        # a statistic that cannot vary (a share at a bound the Beta never reaches, observed 0) is not a check
+        keep = [k for k in observed if np.ptp(replicated[k]) > 0 or replicated[k][0] != observed[k]]
+        if not keep:
+            return None
+        return predictive_check({k: observed[k] for k in keep}, {k: np.asarray(replicated[k]) for k in keep})
+
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
         """The dataset of draw ``(chain, draw)``: ``n_T`` TCM records, then ``n_L`` LM records, each
         ``m * Beta(p kappa, (1 - p) kappa)`` with that draw's mean ``m p`` and variance
@@ -271,10 +337,5 @@ class HybridTrustPosterior(Posterior):
         (n_T, n_L), m = self._generating()
         pop = self.population(chain, draw)
         c, d = self._check_index(chain, draw)
-        values = []
-        for mu, var, size in ((self._means[0], self.sigma_T2, n_T), (self._means[1], self.sigma_L2, n_L)):  # type: ignore[index]
-            p = float(np.clip(mu[c, d] / m, 1e-12, 1 - 1e-12))
-            v = float(np.clip(var[c, d] / (m * m * p * (1 - p)), 1e-12, 1 - 1e-12))  # the variance fraction
-            kappa = 1.0 / v - 1.0
-            values.append(m * rng.beta(p * kappa, (1 - p) * kappa, size=size))
-        return GroupedDataset(tuple(values), pop)
+        values = tuple(m * rng.beta(*shape, size=size) for shape, size in zip(self._beta(c, d, m), (n_T, n_L)))
+        return GroupedDataset(values, pop)

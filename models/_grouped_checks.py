@@ -19,9 +19,9 @@ def record_statistics(values: np.ndarray, lower: float, upper: float) -> dict[st
 
 
 def grouped_predictive_checks(posterior: Any, rng: np.random.Generator, draws: int = 400):
+    """The check table, or ``None`` when nothing public can be replicated."""
     from hybridpriv.criticism import predictive_check
 
-    """The check table, or ``None`` when nothing public can be replicated."""
     if not isinstance(draws, int) or draws < 2:
         raise ValueError(f"draws must be an integer >= 2, got {draws!r}")
     spec, family = posterior.spec, posterior.family

@@ -400,6 +400,42 @@ class WangPosterior(Posterior):
         X, y = self.simulate(chain, draw, rng)
         return HybridDesign(np.column_stack([X, y]), self._public_points, columns=self._columns, label="y")
 
+    def predictive_checks(self, seed: int = 0, draws: int = 400):
+        """Posterior predictive checks of the published summaries (:mod:`hybridpriv.criticism`).
+
+        For ``draws`` posterior draws (spread evenly), simulate a private dataset of ``summaries.n``
+        records and compute what was published about the real one: each covariate's mean and
+        variance (``ddof=1``) and the outcome rate.  A flagged statistic is a summary the model
+        cannot reproduce (e.g. an outcome rate out of reach of the public coefficients under
+        ``coef_sd``).  The public records enter only through their logistic fit and are not
+        replicated.  The simulated datasets are the engine's (:meth:`predictive_summaries`: streams
+        ``("dataset", chain, draw)`` of ``seed``).  ``None`` when nothing was published but the size.
+        """
+        from hybridpriv.criticism import predictive_check
+
+        s = self.spec.summaries
+        observed: dict[str, float] = {}
+        for j in range(self.spec.p):
+            if s.covariate_mean is not None:
+                observed[f"x{j} mean (published)"] = float(s.covariate_mean[j])
+            if s.covariate_variance is not None:
+                observed[f"x{j} variance (published)"] = float(s.covariate_variance[j])
+        if s.outcome_rate is not None:
+            observed["outcome rate (published)"] = float(s.outcome_rate)
+        if not observed:
+            return None
+        total = self.shape[0] * self.shape[1]
+        pred = self.predictive_summaries(min(check_integer(draws, "draws", 2), total), seed)
+        replicated: dict[str, np.ndarray] = {}
+        for j in range(self.spec.p):
+            if s.covariate_mean is not None:
+                replicated[f"x{j} mean (published)"] = pred["mean"][:, j]
+            if s.covariate_variance is not None:
+                replicated[f"x{j} variance (published)"] = pred["variance"][:, j]
+        if s.outcome_rate is not None:
+            replicated["outcome rate (published)"] = pred["rate"]
+        return predictive_check(observed, replicated)
+
     def _spread(self, count: object, name: str) -> list[tuple[int, int]]:
         """``count`` posterior draws ``(chain, draw)`` spread evenly over all chains and draws."""
         total = self.shape[0] * self.shape[1]

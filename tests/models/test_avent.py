@@ -416,7 +416,7 @@ def test_clamp_and_bad_fit_arguments():
     for kwargs, error, match in ((dict(draws=0), ValueError, "draws must be an integer >= 1"),
                                  (dict(seed=-1), ValueError, "seed must be"),
                                  (dict(chains=1.5), ValueError, "chains must be an integer"),
-                                 (dict(on_unconverged="never"), ValueError, "on_unconverged\) must be")):
+                                 (dict(on_unconverged="never"), ValueError, r"on_unconverged\) must be")):
         with pytest.raises(error, match=match):
             model.fit(**kwargs)
     with pytest.raises(TypeError, match="not random_seed"):
@@ -429,3 +429,16 @@ def test_weight_formula_directly():
     # w = (c A + B) / (A + s_T2 + B): with A = 0 the weight is the PWH weight, with no noise it is c
     assert bayes_weight_from_moments(100, 0.2, 0.01, 1.0, 0.0, 0.0, 0.0) == pytest.approx(5 / 9)  # 1 / (1 + 0.8)
     assert bayes_weight_from_moments(100, 0.2, 0.0, 0.0, 0.1, 0.3, 0.01) == pytest.approx(0.2)
+
+
+def test_predictive_checks_pass_on_beta_pilots_and_flag_records_piled_at_a_bound(concentrated, pilots):
+    checks = concentrated.predictive_checks(seed=0, draws=200)
+    names = [str(s) for s in checks.statistic.values]
+    assert {"pilot_T.mean", "pilot_T.sd", "pilot_L.q90"} <= set(names)
+    assert not checks.flagged.any(), dict(zip(names, checks.p_value.values))
+    # a third of the TCM pilot answered exactly 0 (a clamped survey): a Beta cannot put mass there
+    piled = np.r_[np.zeros(300), pilots[0][:600]]
+    post = HybridTrustModel(M, pilot_T=piled, pilot_L=pilots[1][:600]).fit(**FIT, seed=2, on_unconverged="ignore")
+    checks = post.predictive_checks(seed=0, draws=200)
+    assert bool(checks.flagged.sel(statistic="pilot_T.share_at_lower"))
+    assert HybridTrustModel(M, sizes=SIZES).prior(draws=50).predictive_checks() is None

@@ -331,3 +331,21 @@ def test_bad_selection_input(same, public):
     with pytest.raises(ValueError, match=r"order must hold indices in \[0, 400\)"):
         select_subset_size(same, "logistic", (10, 50), 1.0, order=[400])
     assert isinstance(same, WangPosterior)
+
+
+def test_predictive_checks_reproduce_consistent_summaries_and_flag_an_unreachable_rate(shifted, public):
+    X, y, summ, post = shifted
+    checks = post.predictive_checks(seed=0, draws=100)
+    assert list(checks.statistic.values) == ["x0 mean (published)", "x0 variance (published)", "x1 mean (published)",
+                                             "x1 variance (published)", "outcome rate (published)"]
+    assert not checks.flagged.any(), checks.p_value.values
+    np.testing.assert_allclose(checks.observed.values, [*np.ravel(np.column_stack(
+        [summ.covariate_mean, summ.covariate_variance])), summ.outcome_rate])
+    # a published rate far from what the public coefficients allow under a tight coef_sd
+    bad = PublishedSummaries(summ.n, summ.covariate_mean, summ.covariate_variance, 0.97)
+    post_bad = WangPrivateModel(*public, bad, coef_sd=0.05, rate_draws=400, seed=3).fit(
+        seed=4, on_unconverged="ignore", **FIT)
+    checks = post_bad.predictive_checks(seed=0, draws=100)
+    assert bool(checks.flagged.sel(statistic="outcome rate (published)")), checks.p_value.values
+    assert WangPrivateModel(*public, PublishedSummaries(summ.n), rate_draws=400, seed=3).fit(
+        seed=4, **FIT).predictive_checks() is None
