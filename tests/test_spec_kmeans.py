@@ -177,6 +177,7 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
     dec = tree["decision"].to_dataset()
     assert list(dec.algorithm.values) == [f"{a}-T{t}" for a in ("hybrid", "tcm", "hybrid-debiased") for t in (1, 2, 3, 5)]
     assert tree.attrs["kind"] == "kmeans" and f"recommended: algorithm = {tree.attrs['recommended']}" in out
+    assert "predictive checks: none can fail here: the Bayesian bootstrap resamples the pilot itself" in out
     ev = tree["evaluation"].to_dataset()
     assert ev.sizes["trial"] == 2 and ev.sizes["chain"] * ev.sizes["draw"] == 6
     np.testing.assert_allclose(dec["expected_loss"].values,

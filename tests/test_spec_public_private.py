@@ -247,6 +247,8 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
     assert list(dec.candidate.values) == ["public-only", "lei", "algorithm2",
                                           *(f"alg1-n={n}" for n in (10, 20, 50, 100, 199))]
     assert tree.attrs["kind"] == "public-private" and f"recommended: candidate = {tree.attrs['recommended']}" in out
+    # the published outcome rate is checked against the simulated private datasets
+    assert "posterior predictive checks of the public knowledge:" in out and "outcome rate (published)" in out
     assert bool(dec["meets_requirements"].all())
     # the decision by approach: Algorithm 1's sizes pooled, each approach with P(best) and an interval
     summary = tree["summary"].to_dataset()

@@ -208,8 +208,15 @@ def build(v: dict[str, Any]):
               f"k = {v['k']} clusters, iterations {v['iterations']}",
               f"public: {kn['pilot'].shape[0]} pilot points (Bayesian bootstrap"
               + (f", smoothed by sd {kn['smoothing']:g}" if kn["smoothing"] else "") + f"), start: {kn['start']}"]
+    def diagnostics(posterior, seed: int) -> tuple[list[str], dict]:
+        note = ("predictive checks: none can fail here: the Bayesian bootstrap resamples the pilot itself, so it "
+                "reproduces the pilot's statistics by construction; what it cannot show is structure the pilot "
+                "lacks (a cluster no pilot point fell in)")
+        return [note], {}
+
     return Problem(
         kind="kmeans", description=v["description"], model=model, candidates=lambda posterior: make_candidates(v, posterior),
+        diagnostics=diagnostics,
         task=WCSS(), dim="algorithm", requirements=requirements(v), chains=kn["chains"], tune=0,
         datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
         title=f"hybrid-trust K-means: expected WCSS (c = {v['c']:.2g}, epsilon = {v['epsilon']:g})",
