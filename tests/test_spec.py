@@ -176,3 +176,12 @@ def test_builtin_flights_example_holds_the_real_matrix_column_sums():
         sums[[int(i) for i in r["items"].split()]] += 1
     assert spec.kind == "user-item" and spec.n == len(rows) == 620
     np.testing.assert_array_equal(spec.column_sums, sums)
+
+
+def test_user_item_items_prior_reaches_the_model_and_a_bad_one_is_named(tmp_path):
+    body = 'kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 6\nepsilon = 1.0\n'
+    assert load_spec(_write(tmp_path, body)).problem().model.items_prior is None
+    problem = load_spec(_write(tmp_path, body + 'items_prior = "negative-binomial"\n')).problem()
+    assert callable(problem.model.items_prior) and "items per user: negative-binomial prior" in problem.header
+    with pytest.raises(ValueError, match=r"spec: items_prior must be 'uniform' or 'negative-binomial', got 'zipf'"):
+        load_spec(_write(tmp_path, body + 'items_prior = "zipf"\n'))

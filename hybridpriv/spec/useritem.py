@@ -51,6 +51,9 @@ TOP = Table((
         example="[1, 4]"),
     Key("loss", choice("squared", "max", "top10"), "squared",
         doc="squared (total, exact), max (largest item error) or top10 (squared, 10 largest items)"),
+    Key("items_prior", choice("uniform", "negative-binomial"), "uniform",
+        doc="prior on the items per user: uniform over feasible row sums (the seed's) or a truncated negative "
+            "binomial with hyperpriors"),
     Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), TRADES_PER_ROW,
         doc="Curveball trades per user for each sampled matrix, from a random start"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
@@ -91,7 +94,8 @@ def build(v: dict[str, Any]):
     from ..workflow import Problem
 
     try:
-        model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"])
+        model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"],
+                              items_prior=None if v["items_prior"] == "uniform" else v["items_prior"])
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
@@ -127,7 +131,8 @@ def build(v: dict[str, Any]):
 
     n_text = f"{lo}" if lo == hi else f"{lo}..{hi}"
     header = [f"m = {model.m} items, {int(v['column_sums'].sum())} reports, n = {n_text} users, "
-              f"epsilon = {eps:g}, k = {v['k'][0]}..{v['k'][-1]}, loss = {v['loss']}"]
+              f"epsilon = {eps:g}, k = {v['k'][0]}..{v['k'][-1]}, loss = {v['loss']}",
+              f"items per user: {v['items_prior']} prior"]
     return Problem(
         kind="user-item", description=v["description"], model=model, candidates=candidates,
         task=ItemCounts(v["loss"]), dim="k", requirements={"users": Guarantee(eps, 0.0, "add-remove")},
