@@ -23,14 +23,18 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
-__all__ = ["LEVEL", "format_checks", "predictive_check"]
+__all__ = ["ADVICE", "LEVEL", "format_checks", "predictive_check"]
 
 #: Tail probability below which a statistic is flagged.
 LEVEL = 0.01
 
 
+#: What the warning advises when a statistic is flagged, unless the model says more specifically.
+ADVICE = "consider another family (e.g. beta for bounded records) or check the knowledge"
+
+
 def predictive_check(observed: Mapping[str, float], replicated: Mapping[str, np.ndarray],
-                     level: float = LEVEL) -> xr.Dataset:
+                     level: float = LEVEL, advice: str = ADVICE) -> xr.Dataset:
     """The check table of ``observed`` statistics against their ``replicated`` draws.
 
     Parameters
@@ -41,6 +45,8 @@ def predictive_check(observed: Mapping[str, float], replicated: Mapping[str, np.
         ``{statistic: draws of T(y_rep)}`` (1-D, the same statistics as ``observed``).
     level
         Flag statistics whose two-sided tail probability is below it (in (0, 1)).
+    advice
+        What the warning tells the user to do when a statistic is flagged (the model knows best).
 
     Returns
     -------
@@ -77,7 +83,7 @@ def predictive_check(observed: Mapping[str, float], replicated: Mapping[str, np.
             "flagged": ("statistic", arr[:, 4] < level),
         },
         coords={"statistic": names},
-        attrs={"level": level, "description": "posterior predictive checks of the public knowledge "
+        attrs={"level": level, "advice": advice, "description": "posterior predictive checks of the public knowledge "
                                               "(two-sided tail probabilities; flagged below level)"},
     )
 
@@ -94,6 +100,6 @@ def format_checks(checks: xr.Dataset) -> list[str]:
     flagged = [str(n) for n in checks.statistic.values[checks.flagged.values]]
     if flagged:
         lines.append(f"warning: the model of public knowledge cannot reproduce {', '.join(flagged)} "
-                     f"(p < {checks.attrs['level']:g}); its simulated datasets may be off there: consider "
-                     f"another family (e.g. beta for bounded records) or check the knowledge")
+                     f"(p < {checks.attrs['level']:g}); its simulated datasets may be off there: "
+                     f"{checks.attrs.get('advice', ADVICE)}")
     return lines

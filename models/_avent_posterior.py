@@ -326,7 +326,10 @@ class HybridTrustPosterior(Posterior):
         keep = [k for k in observed if np.ptp(replicated[k]) > 0 or replicated[k][0] != observed[k]]
         if not keep:
             return None
-        return predictive_check({k: observed[k] for k in keep}, {k: np.asarray(replicated[k]) for k in keep})
+        return predictive_check({k: observed[k] for k in keep}, {k: np.asarray(replicated[k]) for k in keep},
+                                advice="each group's records are modelled as a Beta on [0, m], which cannot pile "
+                                       "records on a bound or follow several modes; check whether the pilots were "
+                                       "clamped, and read the expected losses as approximate")
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
         """The dataset of draw ``(chain, draw)``: ``n_T`` TCM records, then ``n_L`` LM records, each

@@ -434,7 +434,9 @@ class WangPosterior(Posterior):
                 replicated[f"x{j} variance (published)"] = pred["variance"][:, j]
         if s.outcome_rate is not None:
             replicated["outcome rate (published)"] = pred["rate"]
-        return predictive_check(observed, replicated)
+        return predictive_check(observed, replicated,
+                                advice="the prior (shift_sd, log_scale_sd, coef_sd) cannot reach the published "
+                                       "summary from the public records: widen it, or check the summary")
 
     def _spread(self, count: object, name: str) -> list[tuple[int, int]]:
         """``count`` posterior draws ``(chain, draw)`` spread evenly over all chains and draws."""

@@ -38,3 +38,15 @@ def test_format_names_every_flagged_statistic():
 def test_bad_input_is_refused_naming_it(kw, match):
     with pytest.raises(ValueError, match=match):
         predictive_check(**kw)
+
+
+def test_the_warning_gives_the_models_advice():
+    import numpy as np
+
+    from hybridpriv.criticism import ADVICE, format_checks, predictive_check
+
+    rep = {"a": np.linspace(0, 1, 100)}
+    lines = format_checks(predictive_check({"a": 5.0}, rep, advice="widen the prior"))
+    assert lines[-1].startswith("warning: the model of public knowledge cannot reproduce a (p < 0.01)")
+    assert lines[-1].endswith(": widen the prior")
+    assert format_checks(predictive_check({"a": 5.0}, rep))[-1].endswith(ADVICE)
