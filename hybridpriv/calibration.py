@@ -27,7 +27,8 @@ import xarray as xr
 
 from .random import rng, stream
 
-__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "pythia_spec", "reliability", "score",
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "dp_items_histogram", "plot_calibration", "pythia_spec",
+           "pythia_user_item", "reliability", "score",
            "summarize"]
 
 #: Draws (and, for grouped, tuning steps) of the select run's retries, as multiples of the SPEC's,
@@ -134,9 +135,10 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     ``settings``: SPEC values merged into the truth's SPEC (e.g. ``{"evaluation": {"draws": 100}}``);
     the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
     Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
-    ``stage(name)``: a resume folder per evaluation (or ``None``).  ``pythia_share`` > 0 (grouped
-    truths): also run the budget-spending selector of :func:`pythia_spec` with that share of each
-    private group's epsilon, and score its choice against the same oracle (``pythia_*`` keys).
+    ``stage(name)``: a resume folder per evaluation (or ``None``).  ``pythia_share`` > 0: also run the
+    budget-spending selector (:func:`pythia_spec` for grouped truths, :func:`pythia_user_item` for
+    user-item ones) with that share of the budget, and score its choice against the same oracle
+    (``pythia_*`` keys).
     """
     raw = {**truth.spec, **{k: v for k, v in (settings or {}).items() if k != "evaluation"}}
     raw["evaluation"] = {**truth.spec.get("evaluation", {}), **(settings or {}).get("evaluation", {}),
@@ -156,14 +158,14 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"]}
-    if pythia_share and truth.family == "grouped":
+    if pythia_share:
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
                            realised_trials, stage, client, chunk_size))
     return out
 
 
 def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
-                        tag: str = "") -> dict[str, Any]:
+                        tag: str = "", adjust: Callable[[Any], Any] | None = None) -> dict[str, Any]:
     """The select path on SPEC ``raw`` (retried with more draws when the convergence check refuses),
     then every candidate's realised risk on the truth (the same seed for every selector of a truth:
     common random numbers); ``tag`` prefixes the resume folders."""
@@ -182,6 +184,8 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
         if truth.family == "grouped":
             raw["model"] = {**raw.get("model", {}), "tune": first["model"]["tune"] * factor}
         problem = parse_spec(raw).problem()
+        if adjust is not None:
+            problem = adjust(problem)
         try:
             selection = run_selection(problem, client=client, resume=stage(f"{tag}select{attempt or ''}"),
                                       chunk_size=chunk_size)
@@ -234,11 +238,50 @@ def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
     return {**raw, "groups": groups, "model": {**raw.get("model", {}), "released_means": released}}
 
 
+def dp_items_histogram(matrix: Any, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+    """The number of users with ``k = 1..m`` items, each count plus Laplace(1 / epsilon) noise:
+    epsilon-DP under adding or removing a user (who adds 1 to one count).  Simulation noise
+    (NumPy), for the calibration study, not for a release."""
+    m = matrix.shape[1]
+    counts = np.bincount(np.diff(matrix.indptr), minlength=m + 1)[1 : m + 1]
+    return counts + rng.laplace(0.0, 1.0 / epsilon, m)
+
+
+def pythia_user_item(raw: dict[str, Any], matrix: Any, share: float,
+                     rng: np.random.Generator) -> tuple[dict[str, Any], Any]:
+    """A budget-spending selector for user-item counts: ``share`` of epsilon buys a Laplace histogram of
+    the items per user (each user adds 1 to one bin: sensitivity 1 under add-remove), whose
+    clipped, smoothed shape (+0.5 per bin) becomes a fixed prior on items per user
+    (:class:`hybridpriv.models.useritem.FixedItems`); the candidates get ``(1 - share) epsilon``.
+    Returns the SPEC and the prior."""
+    from .models.useritem import FixedItems
+
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    noisy = dp_items_histogram(matrix, share * raw["epsilon"], rng)
+    prior = FixedItems(np.log(np.maximum(noisy, 0.0) + 0.5))
+    return {**raw, "epsilon": raw["epsilon"] * (1.0 - share)}, prior
+
+
 def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_trials, stage, client,
             chunk_size) -> dict[str, Any]:
-    spec = pythia_spec(raw, truth.data, share, rng(seed, "calibration", truth.family, i, "pythia"))
+    import dataclasses
+
+    gen = rng(seed, "calibration", truth.family, i, "pythia")
+    adjust = None
+    if truth.family == "grouped":
+        spec = pythia_spec(raw, truth.data, share, gen)
+    else:
+        from .models import UserItemModel
+
+        spec, prior = pythia_user_item(raw, truth.data, share, gen)
+
+        def adjust(problem):
+            mdl = problem.model
+            return dataclasses.replace(problem, model=UserItemModel(mdl.column_sums, mdl.n_range, items_prior=prior,
+                                                                    trades_per_row=mdl.trades_per_row))
     run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
-                              tag="pythia-")
+                              tag="pythia-", adjust=adjust)
     if run["refused"]:
         return {"pythia_recommended": "", "pythia_realised": np.nan, "pythia_regret": np.nan}
     dec, dim = run["decision"], run["dim"]

@@ -50,6 +50,7 @@ from ._useritem_realize import realize_greedy
 from ._useritem_step import PointFunction, RowSumStep, initial_histogram
 
 __all__ = [
+    "FixedItems",
     "MAX_COUNT_CELLS",
     "STARTS",
     "TRADES_PER_ROW",
@@ -151,6 +152,24 @@ def negative_binomial_items(m: int, mu: tuple[float, float] = (1.0, 1.0), alpha:
     return NegativeBinomialItems(m, mu, alpha)
 
 
+class FixedItems:
+    """A fixed prior on items per user: the log pmf of ``k = 1..m`` given as numbers (normalised
+    here), e.g. from a DP histogram of items per user.  No hyperpriors; pickles across processes."""
+
+    def __init__(self, log_pmf: Sequence[float] | np.ndarray) -> None:
+        lp = np.asarray(log_pmf, dtype=float)
+        if lp.ndim != 1 or lp.size == 0 or not np.all(np.isfinite(lp)):
+            raise ValueError(f"log_pmf must be a non-empty 1-D array of finite numbers, got {log_pmf!r}")
+        self.log_pmf = lp - np.logaddexp.reduce(lp)
+
+    def describe_params(self) -> dict:
+        """Its parameters (for :func:`hybridpriv.params.describe`)."""
+        return {"class": type(self).__name__, "log_pmf": [float(x) for x in self.log_pmf]}
+
+    def __call__(self) -> pt.TensorVariable:
+        return pt.as_tensor(self.log_pmf)
+
+
 class UserItemModel(KnowledgeModel):
     """Binary user-item matrices consistent with public column sums.
 
@@ -232,6 +251,9 @@ class UserItemModel(KnowledgeModel):
             raise ValueError(f"items_prior must be None, 'negative-binomial' or a callable, got {items_prior!r}")
         elif items_prior is not None and not callable(items_prior):
             raise TypeError(f"items_prior must be None, 'negative-binomial' or a callable, got {items_prior!r}")
+        if isinstance(items_prior, FixedItems) and items_prior.log_pmf.size != self.m:
+            raise ValueError(f"items_prior: a FixedItems log pmf needs one entry per item count 1..m = {self.m}, "
+                             f"got {items_prior.log_pmf.size}")
         self.items_prior = items_prior
         if not isinstance(trades_per_row, Integral) or isinstance(trades_per_row, bool) or trades_per_row < 1:
             raise ValueError(f"trades_per_row must be an integer >= 1, got {trades_per_row!r}")

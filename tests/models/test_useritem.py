@@ -290,3 +290,27 @@ def test_too_large_count_problem_is_refused_with_advice(monkeypatch):
     monkeypatch.setattr(ui, "MAX_COUNT_CELLS", 10)
     with pytest.raises(ValueError, match="give n, narrow its bounds, or use items_prior='negative-binomial'"):
         UserItemModel([4, 2, 2, 1])
+
+
+def test_a_fixed_items_prior_gives_the_iid_row_sum_law_restricted_to_feasibility():
+    """r_i i.i.d. from a fixed pmf f given n, kept when a matrix exists: P(h) ∝ n! / prod h_k! prod f_k^h_k."""
+    from hybridpriv.models import FixedItems
+
+    c, n = [4, 2, 2, 1], 6
+    f = np.array([0.5, 0.3, 0.15, 0.05])
+    probs = {}
+    for r in _sorted_row_sums(n, sum(c), len(c)):
+        if _matrices(r, c):
+            h = tuple(np.bincount(r, minlength=len(c) + 1)[1:].tolist())
+            probs[h] = math.factorial(n) / math.prod(math.factorial(x) for x in h) * math.prod(f ** np.array(h))
+    z = sum(probs.values())
+    probs = {h: p / z for h, p in probs.items()}
+    post = UserItemModel(c, n, items_prior=FixedItems(np.log(f))).fit(draws=1500, tune=200, chains=2, seed=11,
+                                                                     moves=1000)
+    counts = Counter(tuple(post.histogram(ch, d).tolist()) for ch in range(2) for d in range(1500))
+    p, states = _chisquare(probs, counts, 3000)
+    assert states >= 3 and p > 1e-3, (p, counts, probs)
+    with pytest.raises(ValueError, match=r"items_prior: a FixedItems log pmf needs one entry per item count 1..m = 4, got 3"):
+        UserItemModel(c, n, items_prior=FixedItems([0.0, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="log_pmf must be a non-empty 1-D array of finite numbers"):
+        FixedItems([0.0, np.nan])
