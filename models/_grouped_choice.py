@@ -61,7 +61,35 @@ def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains
     if family.name == "beta":  # unit-scale density -> data-scale density
         ll = idata["log_likelihood"].to_dataset()
         idata["log_likelihood"] = ll.assign(y=ll["y"] - np.log(family.bounds.width))
-    return arviz_stats.loo(idata, pointwise=True, var_name="y")
+    return arviz_stats.loo(idata, pointwise=True, var_name="y"), _loo_pit_p(family, idata, records, seed, list(params))
+
+
+def _loo_pit_p(family, idata, records: np.ndarray, seed, names: Sequence[str]) -> float:
+    """p-value of the uniformity of the records' LOO-PIT values (``arviz_stats.loo_pit``; ArviZ's
+    pointwise-order uniformity test, ``pot_c``): small when the family's leave-one-out predictive
+    distribution misplaces the records (too narrow, too wide, skewed the wrong way).  Replicates
+    are ``family.simulate`` at each posterior draw (data scale, clamped: ties at a bound are
+    randomised by ``loo_pit``)."""
+    import arviz_stats
+    from arviz_base import from_dict
+    from arviz_stats.base import array_stats
+
+    post = idata["posterior"].to_dataset()
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    rng = np.random.default_rng(seed)
+    rep = np.empty((chains, draws, records.size))
+    for c in range(chains):
+        for d in range(draws):
+            p = {n: (float(post[n].values[c, d]) if post[n].ndim == 2 else post[n].values[c, d].copy())
+                 for n in names}
+            rep[c, d] = family.simulate(p, records.size, rng)
+    ll = np.asarray(idata["log_likelihood"]["y"].transpose("chain", "draw", ...).values)
+    dt = from_dict({"posterior": {"dummy": np.zeros((chains, draws))}, "log_likelihood": {"y": ll},
+                    "posterior_predictive": {"y": rep}, "observed_data": {"y": records}},
+                   dims={"y": ["record"]})
+    pit = arviz_stats.loo_pit(dt, var_names="y", random_state=np.random.default_rng(seed))
+    values = np.asarray(pit["y"] if hasattr(pit, "data_vars") else pit).ravel()
+    return float(array_stats.uniformity_test(values)[0])
 
 
 def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates: Sequence[str] = FAMILY_ORDER,
@@ -72,7 +100,9 @@ def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates
     -------
     (name, table)
         ``table`` over ``family``: ``elpd``, ``se``, ``elpd_diff`` (to the chosen), ``se_diff``,
-        ``max_pareto_k`` (above 0.7 the estimate is unreliable), ``chosen``; families left out
+        ``max_pareto_k`` (above 0.7 the estimate is unreliable), ``loo_pit_p`` (p-value of the
+        uniformity of the records' LOO-PIT values: below 0.01 the family misplaces the records
+        even when it is the best of those compared), ``chosen``; families left out
         (the Beta with records on a bound) are absent.
     """
     from ._grouped_families import BetaFamily, NormalFamily
@@ -88,11 +118,11 @@ def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates
         raise ValueError(f"candidates must be among {FAMILY_ORDER}, got {list(candidates)!r}")
     on_bound = bool(np.any((x <= bounds.lower) | (x >= bounds.upper)))
     names = [c for c in FAMILY_ORDER if c in candidates and not (c == "beta" and on_bound)]
-    results = {}
+    results, pit_p = {}, {}
     for name in names:
         family = families[name]().with_bounds(bounds)
         chain_seeds = [int(stream(seed, "family-choice", name, c).generate_state(1, np.uint32)[0]) for c in range(chains)]
-        results[name] = _fit_loo(family, x, chain_seeds, draws, tune, chains)
+        results[name], pit_p[name] = _fit_loo(family, x, chain_seeds, draws, tune, chains)
     chosen = names[0]
     for name in names[1:]:
         diff = np.asarray(results[name].elpd_i).ravel() - np.asarray(results[chosen].elpd_i).ravel()
@@ -103,11 +133,13 @@ def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates
     for name in names:
         r = results[name]
         diff = np.asarray(r.elpd_i).ravel() - ref
-        rows.append((r.elpd, r.se, diff.sum(), np.sqrt(diff.size * diff.var()), float(np.max(r.pareto_k))))
+        rows.append((r.elpd, r.se, diff.sum(), np.sqrt(diff.size * diff.var()), float(np.max(r.pareto_k)),
+                     pit_p[name]))
     arr = np.array(rows, dtype=float)
     table = xr.Dataset(
         {"elpd": ("family", arr[:, 0]), "se": ("family", arr[:, 1]), "elpd_diff": ("family", arr[:, 2]),
          "se_diff": ("family", arr[:, 3]), "max_pareto_k": ("family", arr[:, 4]),
+         "loo_pit_p": ("family", arr[:, 5]),
          "chosen": ("family", np.array([n == chosen for n in names]))},
         coords={"family": names},
         attrs={"rule": f"the simplest family unless a more flexible one gains more than {SE_MARGIN:g} s.e. of ELPD "

@@ -143,6 +143,25 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
     return v
 
 
+def family_choice_lines(table) -> list[str]:
+    """The lines ``select`` prints for ``family = "auto"``: each family's PSIS-LOO ELPD and the
+    uniformity p-value of its LOO-PIT values, the choice, and a warning when even the chosen
+    family misplaces the public records (LOO-PIT p < 0.01)."""
+    if table is None:
+        return []
+    lines = [f"family = auto ({table.attrs['records']} public records; PSIS-LOO ELPD, LOO-PIT uniformity p):"]
+    for name in table.family.values:
+        t = table.sel(family=name)
+        mark = "  <- chosen" if bool(t.chosen) else ""
+        lines.append(f"  {str(name):<8} ELPD {float(t.elpd):10.1f} ± {float(t.se):.1f}   LOO-PIT p {float(t.loo_pit_p):.3f}"
+                     f"{mark}")
+    chosen = table.sel(family=table.family.values[table.chosen.values][0])
+    if float(chosen.loo_pit_p) < 0.01:
+        lines.append(f"warning: even the chosen family ({chosen.family.item()}) misplaces the public records "
+                     f"(LOO-PIT p = {float(chosen.loo_pit_p):.2g}): read its expected losses as approximate")
+    return lines
+
+
 def _family(v: dict[str, Any]):
     from ..models import BetaFamily, MixtureFamily, NormalFamily
 
@@ -203,6 +222,7 @@ def build(v: dict[str, Any]):
         kind = "public" if g.is_public else f"epsilon={g.epsilon:g}" + (f", delta={g.delta:g}" if g.delta else "")
         known = " (records known)" if g.name in v["public_data"] else ""
         header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
+    header += family_choice_lines(model.family_choice)
     return Problem(
         kind="grouped", description=v["description"], model=model, candidates=candidates,
         task=Statistic(ev["target"], ev["loss"]), dim="estimator", requirements=v["relation"],

@@ -66,6 +66,15 @@ def test_auto_chooses_the_mixture_for_clamped_bimodal_records_and_recovers_them(
     table = model.family_choice
     assert list(table.family.values) == ["normal", "mixture"]  # beta cannot put mass on a bound: left out
     assert float(table.elpd_diff.sel(family="normal")) < -2 * float(table.se_diff.sel(family="normal"))
+    # LOO-PIT (arviz_stats.loo_pit + uniformity test): the clamped normal misplaces these records, the mixture not
+    assert float(table.loo_pit_p.sel(family="normal")) < 0.01 < float(table.loo_pit_p.sel(family="mixture"))
+    from hybridpriv.spec.grouped import family_choice_lines
+
+    lines = family_choice_lines(table)  # what select prints with family = "auto"
+    assert lines[0] == "family = auto (200 public records; PSIS-LOO ELPD, LOO-PIT uniformity p):"
+    assert lines[2].startswith("  mixture ") and lines[2].endswith("<- chosen") and not lines[-1].startswith("warning")
+    assert family_choice_lines(table.assign(loo_pit_p=table.loo_pit_p * 0))[-1].startswith(
+        "warning: even the chosen family (mixture) misplaces the public records")
     post = model.fit(draws=300, tune=300, seed=1, on_unconverged="warn")
     w = np.mean([post.params(c, d)["w"] for c in range(2) for d in range(300)], axis=0)
     assert w[0] == pytest.approx(0.2, abs=0.06) and w[1] < 0.03  # 20% of the records sit on the lower bound
@@ -78,6 +87,7 @@ def test_auto_keeps_the_normal_family_for_normal_records():
     name, table = choose_family(x, BOUNDS)
     assert name == "normal"
     assert set(table.family.values) == {"normal", "beta", "mixture"}
+    assert float(table.loo_pit_p.sel(family="normal")) > 0.01  # normal records: uniform LOO-PIT values
 
 
 def test_auto_without_public_records_or_with_a_known_variance_is_normal():
