@@ -195,6 +195,37 @@ class GroupedDataModel(KnowledgeModel):
             name, self.family_choice = choose_family(records, self.bounds)
         return name
 
+    def fit(self, draws: int = 500, tune: int = 500, chains: int = 2, seed: int = 0, progressbar: bool = False,
+            on_unconverged: str = "raise", **sample_kwargs: Any) -> Posterior:
+        """The base class's :meth:`~hybridpriv.models._base.KnowledgeModel.fit`; with ``family="auto"``,
+        a chosen family whose fit (with everything else that is public) does not converge gives way to
+        the next family by PSIS-LOO, with a warning, and ``family_choice.attrs["fallback"]`` says so.
+        The last family left is judged by ``on_unconverged`` as usual."""
+        if self.family_choice is None:
+            return super().fit(draws, tune, chains, seed, progressbar, on_unconverged, **sample_kwargs)
+        import warnings
+
+        from ._base import ConvergenceError
+
+        table = self.family_choice
+        order = [str(f) for f in table.family.values[np.argsort(-table.elpd.values, kind="stable")]]
+        order = [self.family.name] + [f for f in order if f != self.family.name]
+        for k, name in enumerate(order):
+            if name != self.family.name:
+                self.family = _FAMILIES[name]().with_bounds(self.bounds)
+            last = k == len(order) - 1
+            try:
+                return super().fit(draws, tune, chains, seed, progressbar, on_unconverged if last else "raise",
+                                   **sample_kwargs)
+            except ConvergenceError as exc:
+                if last:
+                    raise
+                nxt = order[k + 1]
+                note = f"the {name} family's fit did not converge ({exc}); using {nxt}, the next by PSIS-LOO"
+                table.attrs["fallback"] = "; ".join(filter(None, [table.attrs.get("fallback", ""), note]))
+                warnings.warn(f"family = auto: {note}", UserWarning, stacklevel=2)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     # -- validation -------------------------------------------------------------------
 
     def _group(self, name: object, param: str) -> Group:

@@ -107,3 +107,29 @@ def test_bad_choices_are_refused():
     with pytest.raises(ValueError, match="no fixed parameters"):
         with pm.Model():
             _family().priors({"w": 1.0})
+
+
+def test_auto_falls_back_to_the_next_family_when_the_chosen_one_does_not_converge(clamped_bimodal, monkeypatch):
+    from hybridpriv.models._base import ConvergenceError
+    from hybridpriv.models.grouped import GroupedPosterior
+
+    original = GroupedPosterior.check_convergence
+
+    def mixture_never_converges(self, on_fail="raise"):
+        if self.model_spec.family.name == "mixture":
+            raise ConvergenceError("R-hat of m = 1.86 > 1.1 (simulated)")
+        return original(self, on_fail)
+
+    monkeypatch.setattr(GroupedPosterior, "check_convergence", mixture_never_converges)
+    groups = [Group("panel", 200, math.inf), Group("a", 500, 1.0)]
+    model = GroupedDataModel(groups, BOUNDS, family="auto", public_data={"panel": clamped_bimodal})
+    assert model.family.name == "mixture"
+    with pytest.warns(UserWarning, match=r"family = auto: the mixture family's fit did not converge .*; using normal"):
+        post = model.fit(draws=100, tune=100, seed=1, on_unconverged="warn")
+    assert post.family.name == "normal" and "using normal" in model.family_choice.attrs["fallback"]
+    # a model whose every family fails raises as on_unconverged says, naming the last one tried
+    monkeypatch.setattr(GroupedPosterior, "check_convergence",
+                        lambda self, on_fail="raise": (_ for _ in ()).throw(ConvergenceError("never")))
+    model = GroupedDataModel(groups, BOUNDS, family="auto", public_data={"panel": clamped_bimodal})
+    with pytest.raises(ConvergenceError, match="never"), pytest.warns(UserWarning):
+        model.fit(draws=50, tune=50, seed=1)
