@@ -3,8 +3,10 @@ the paper's statements, each checked by a computation independent of the study's
 
 import numpy as np
 import pytest
+from scipy import optimize, stats
 
 from hybridpriv.studies import avent_amplification, avent_kvh, avent_pwh, avent_salaries, avent_skew
+from hybridpriv.studies._claims import VERDICTS
 
 Z = 4.0  # Monte Carlo agreement: within Z standard errors (so the tests do not flake)
 
@@ -171,6 +173,46 @@ def test_pwh_region_above_one(pwh):
     assert float(((pwh.R > 1) != printed).mean()) > 0.3
 
 
+def test_pwh_claims_recomputed_from_the_dataset(pwh):
+    claims = avent_pwh.claims(pwh)
+    assert len(claims) == 4 and all(c.verdict in VERDICTS for c in claims)
+    assert avent_pwh.PAPER == avent_kvh.PAPER
+    many, noticeably, worse_baseline = claims[0], claims[1], claims[2]
+    dims = ("distribution", "n", "c", "epsilon")
+    R, r, Rk = (pwh[v].transpose(*dims).values for v in ("R", "r", "R_kvh"))
+    # "just above 1" (1 < R <= 1.1) and "competitive with KVH" (R / R_KVH >= 0.95), as shares of the cells
+    just, above, comp = np.mean((R > 1) & (R <= 1.1)), np.mean(R > 1), np.mean(R / Rk >= 0.95)
+    assert f"on {100 * just:.0f}% of the grid (R > 1 on {100 * above:.0f}%)" in many.ours
+    assert f"R(KVH) on {100 * comp:.0f}%" in many.ours
+    # the stated tolerances: "many" regions >= 25% of the cells, "some" / "clear" regions >= 5%
+    assert many.verdict == ("holds" if just >= 0.25 and comp >= 0.05 else
+                            "partly" if just >= 0.25 or comp >= 0.05 else "does not hold")
+    below = np.mean(R < 0.9)
+    i = np.unravel_index(np.argmin(R), R.shape)
+    where = (f"{pwh.distribution.values[i[0]]}, c = {100 * pwh.c.values[i[2]]:g}%, "
+             f"epsilon = {pwh.epsilon.values[i[3]]:g}, n = {int(pwh.n.values[i[1]]):,}")
+    assert noticeably.ours == f"R(PWH) < 0.9 on {100 * below:.0f}% of the grid, down to {R.min():.3f} ({where})"
+    assert noticeably.verdict == ("holds" if below >= 0.05 else "partly" if below > 0 else "does not hold")
+    low = np.median(r[R < 1])
+    assert worse_baseline.ours == f"r(PWH) from {r.min():.3f} to {r.max():.0f}; median {low:.2f} where R(PWH) < 1"
+    assert worse_baseline.verdict == ("holds" if r.min() > 1 and low >= 1.5 else
+                                      "partly" if r.min() > 1 else "does not hold")
+    # at quick scale (the same exact grid as the default): the three qualitative statements hold
+    assert [c.verdict for c in claims[:3]] == ["holds"] * 3
+    # the printed Laplace conditions, in the (1+c)/(c(c-u)) form of test_pwh_region_above_one (m = 1)
+    s2 = pwh.sigma2.values[:, None, None, None]
+    n, c = pwh.n.values[None, :, None, None], pwh.c.values[None, None, :, None]
+    eps = pwh.epsilon.values[None, None, None, :]
+    u = eps**2 * s2 / 2
+    printed = (eps >= np.sqrt(2 / s2)) | (c <= u) | ((c > u) & (n < (1 + c) / (c * (c - u))))
+    derived = (c >= u / (1 + u)) | (n < (1 - c) * (1 + u) / (c * ((1 - c) * u - c)))
+    agree, missed, wrong = np.mean((R > 1) == printed), np.mean((R > 1) & ~printed), np.mean((R <= 1) & printed)
+    text = claims[3].ours
+    assert f"on {100 * agree:.0f}% of the cells" in text and f"fail: {100 * missed:.0f}%" in text
+    assert f"hold: {100 * wrong:.0f}%" in text and f"matches {100 * np.mean((R > 1) == derived):.0f}%" in text
+    assert missed > 0 and wrong > 0 and claims[3].verdict == "does not hold"
+
+
 # -- avent-salaries (Figures 2, 8) ----------------------------------------------------------------------
 def test_salaries_structure_and_monte_carlo(salaries):
     assert salaries["R"].dims == ("estimator", "c", "epsilon")
@@ -261,6 +303,57 @@ def test_amplification_structure_and_claims(amplification):
     assert 0.4 < float(worst.sel(c=1e-3, adversarial_fraction=0.0)) < 0.5
     # the printed formula is the better-off group's epsilon' only (far below what TCM users get)
     assert (e.sel(group="paper") <= worst).all() and float(e.sel(group="paper").max()) < 0.01
+
+
+def _exact_gaussian_epsilon(ratio, delta):
+    """Smallest epsilon with Balle & Wang's delta(epsilon) <= delta, for sensitivity / sigma = ``ratio``."""
+    def excess(e):
+        return stats.norm.cdf(ratio / 2 - e / ratio) - np.exp(e) * stats.norm.cdf(-ratio / 2 - e / ratio) - delta
+    return 0.0 if excess(0.0) <= 0 else optimize.brentq(excess, 0.0, 50.0, xtol=1e-13)
+
+
+def test_amplification_claims_recomputed_from_the_dataset(amplification):
+    ds = amplification
+    claims = avent_amplification.claims(ds)
+    assert len(claims) == 3 and all(c.verdict in VERDICTS for c in claims)
+    assert avent_amplification.PAPER == avent_kvh.PAPER
+    # Theorem 8.1's ingredients written out from the stored weight and noise variances
+    n, m, delta, eps = ds.attrs["n"], ds.attrs["m"], ds.attrs["delta"], ds.attrs["epsilon"]
+    c, f = ds.c.values[:, None], ds.adversarial_fraction.values[None, :]
+    w, s_T2, s_L2 = ds.weight.values[:, None], ds.s_T2.values[:, None], ds.s_L2.values[:, None]
+    k = np.sqrt(2 * np.log(1.25 / delta))
+    a = (1 - w) / ((1 - c) * n)
+    honest = (1 - f) * (1 - c) * n
+    s_T = np.sqrt(w**2 * s_T2 + a**2 * honest * s_L2)  # what a TCM user hides in
+    s_L = np.sqrt(w**2 * s_T2 + a**2 * np.maximum(honest, 1) * s_L2)  # an honest LM user keeps their own noise
+    d_T, d_L = w * m / (c * n), (1 - w) * m / ((1 - c) * n)
+    every = np.maximum(k * d_T / s_T, k * d_L / s_L)  # (c, fraction)
+    # 1: with half the LM users adversarial, significant (<= 0.8 epsilon) only at the smallest c
+    half = every[:, list(ds.adversarial_fraction.values).index(0.5)]
+    j = int(np.argmin(np.abs(ds.c.values - 0.01)))
+    for i in (0, j, -1):
+        assert f"{half[i]:.4f} at c = {100 * ds.c.values[i]:.2g}%" in claims[0].ours
+    sig = half <= 0.8 * eps
+    assert f"only for c <= {100 * ds.c.values[sig].max():.2g}%" in claims[0].ours
+    assert sig.any() and not sig.all() and claims[0].verdict == "partly"
+    # 2: the printed case formula (better-off group's sensitivity) against every user's guarantee
+    printed = k * np.where(w <= c, d_T, d_L) / s_T
+    assert claims[1].paper == f"as printed: {printed.min():.2g} to {printed.max():.2g} on Fig. 7's grid"
+    assert f"every user's epsilon' {every.min():.3f} to {every.max():.3f}" in claims[1].ours
+    assert f"back at {(k * d_T / s_T)[:, -1].min():.3f}" in claims[1].ours
+    assert np.max(np.abs(printed - every) / every) > 0.01 and claims[1].verdict == "does not hold"
+    # 3: the exact epsilon of the classic (1, 1e-7) calibration, and the exact amplified epsilon
+    alone = _exact_gaussian_epsilon(eps / k, delta)  # TCM noise alone: sensitivity / sigma = epsilon / k
+    ca = ds.c_analytic.values
+    fa = ds.fraction_analytic.values
+    rows = [list(ds.c.values).index(x) for x in ca]  # the analytic grid is a subgrid
+    cols = [list(ds.adversarial_fraction.values).index(x) for x in fa]
+    exact = [[max(_exact_gaussian_epsilon(float(d_T[i, 0] / s_T[i, q]), delta),
+                  _exact_gaussian_epsilon(float(d_L[i, 0] / s_L[i, q]), delta)) for q in cols] for i in rows]
+    assert claims[2].paper == f"epsilon = {eps:g}"
+    assert f"same delta): {alone:.3f}; amplified, at best {np.min(exact):.3f} exact vs {every.min():.3f}" \
+        in claims[2].ours
+    assert alone <= eps and claims[2].verdict == "holds"
 
 
 def test_amplification_ingredients_against_the_estimator():

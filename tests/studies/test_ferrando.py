@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from hybridpriv.studies import ferrando_means, ferrando_medians
+from hybridpriv.studies._claims import VERDICTS
 
 
 @pytest.fixture(scope="module")
@@ -43,11 +44,45 @@ def test_means_paper_claims(means):
     assert float(t.sel(estimator="pdp-max", n=100)) == pytest.approx(10.0)
 
 
-def test_medians_structure_and_claim():
-    ds = ferrando_medians.run(quick=True, seed=0)
+@pytest.fixture(scope="module")
+def medians():
+    return ferrando_medians.run(quick=True, seed=0)
+
+
+def test_medians_structure_and_claim(medians):
+    ds = medians
     assert ds["rmse"].dims == ("estimator", "scenario", "share")
     assert list(ds.estimator.values) == ["weighted-median", "pe-median"]
     assert np.isfinite(ds.rmse).all()
     # (0.01, 10) with 90% high-privacy users: the weighted median is far better than PE
     r = ds.rmse.sel(scenario=1, share=0.9)
     assert float(r.sel(estimator="weighted-median")) < 0.5 * float(r.sel(estimator="pe-median"))
+
+
+def test_medians_claims_recomputed_from_the_dataset(medians):
+    ds = medians
+    claims = ferrando_medians.claims(ds)
+    assert len(claims) == 3 and all(c.verdict in VERDICTS for c in claims)
+    assert ferrando_medians.PAPER == ferrando_means.PAPER
+    dims = ("scenario", "share")
+    (w, w_lo, w_hi), (pe, pe_lo, pe_hi) = (
+        [ds[v].sel(estimator=e).transpose(*dims).values for v in ("rmse", "rmse_low", "rmse_high")]
+        for e in ("weighted-median", "pe-median"))
+    # the stated tolerance: better / worse when the two 95% intervals do not overlap
+    better, worse, ratio = w_hi < pe_lo, w_lo > pe_hi, pe / w
+    shares = ds.share.values
+    for k, claim in enumerate(claims[:2]):
+        assert claim.where.startswith("Sec. 3, Fig. 2")
+        eh, el = ds.epsilon_high.values[k], ds.epsilon_low.values[k]
+        assert f"epsilon_H = {eh:g}, epsilon_L = {el:g}" in claim.claim
+        assert claim.ours == (f"RMSE of PE / weighted {ratio[k].min():.2f}-{ratio[k].max():.2f} over the high-privacy "
+                              f"shares {shares[0]:g}-{shares[-1]:g}; weighted better (95% intervals apart) at "
+                              f"{better[k].sum()} of {len(shares)} shares, worse at {worse[k].sum()}")
+        expected = ("holds" if better[k].all() else
+                    "partly" if better[k].any() and not worse[k].any() else "does not hold")
+        assert claim.verdict == expected
+    assert claims[2].ours == (f"weighted worse (95% intervals apart) in {worse.sum()} of {worse.size} settings; "
+                              f"RMSE of PE / weighted at least {ratio.min():.2f}")
+    assert claims[2].verdict == ("does not hold" if worse.any() else "holds")
+    # at quick scale: never worse; clearly better at every share in the (0.01, 10) scenario
+    assert not worse.any() and claims[1].verdict == "holds"
