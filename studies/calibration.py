@@ -1,15 +1,14 @@
 """Calibration: how far today's recommendations can be trusted, on truths the models do not contain.
 
-For each family that ``hybridpriv select`` supports today (``grouped`` means; ``user-item`` counts)
-the study draws held-out truths from generators outside the models (:mod:`hybridpriv.heldout`:
+For two SPEC kinds (``grouped`` means; ``user-item`` counts) the study draws held-out truths from generators outside the models (:mod:`hybridpriv.heldout`:
 skewed, bimodal, heavy-tailed, clamped, shifted groups, heaped; mixture / heavy-tailed row sums with
 structured item popularity) plus real datasets shipped in ``hybridpriv/examples``, runs the select
 path on the public knowledge only, and scores every candidate on the private truth
 (:mod:`hybridpriv.calibration`): the regret of the recommendation, the coverage of the reported
-5-95% range, and the reliability of P(best); for grouped truths also a budget-spending (Pythia-style)
-selector that spends 10% of each private group's epsilon on a DP mean of the group before choosing,
-at the same total budget.  Hybrid-trust, Wang and K-means kinds wait for issue 11
-(they have no SPEC kind yet).  Scales: ``--quick`` 3 synthetic + 1 real truth per family (small
+5-95% range, and the reliability of P(best); beside it a budget-spending (Pythia-style) selector
+that spends 10% of the budget on DP features of the private data before choosing (a Laplace mean per
+private group; a Laplace histogram of items per user), at the same total budget.  The hybrid-trust, public-private and K-means kinds have no held-out
+generators here yet.  Scales: ``--quick`` 3 synthetic + 1 real truth per family (small
 settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
 """
 
