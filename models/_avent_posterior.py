@@ -284,6 +284,7 @@ class HybridTrustPosterior(Posterior):
         ``None`` when neither pilot records nor releases are public.
         """
         from hybridpriv.criticism import predictive_check
+        from hybridpriv.privacy import check_integer
         from hybridpriv.random import rng as stream_rng
 
         from ._grouped_checks import record_statistics
@@ -305,7 +306,8 @@ class HybridTrustPosterior(Posterior):
         replicated: dict[str, list[float]] = {k: [] for k in observed}
         rng = stream_rng(seed, "predictive-check")
         chains, n_draws = self.shape
-        flat = np.linspace(0, chains * n_draws - 1, min(int(draws), chains * n_draws)).round().astype(int)
+        count = min(check_integer(draws, "draws", 2), chains * n_draws)
+        flat = np.linspace(0, chains * n_draws - 1, count).round().astype(int)
         for k in flat:
             c, d = divmod(int(k), n_draws)
             shapes = dict(zip(("pilot_T", "pilot_L"), self._beta(c, d, m)))

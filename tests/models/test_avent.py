@@ -442,3 +442,5 @@ def test_predictive_checks_pass_on_beta_pilots_and_flag_records_piled_at_a_bound
     checks = post.predictive_checks(seed=0, draws=200)
     assert bool(checks.flagged.sel(statistic="pilot_T.share_at_lower"))
     assert HybridTrustModel(M, sizes=SIZES).prior(draws=50).predictive_checks() is None
+    with pytest.raises(ValueError, match="draws must be an integer >= 2, got 0"):
+        concentrated.predictive_checks(draws=0)
