@@ -2,13 +2,14 @@
 
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCKS = [
-    pytest.param(code, id=f"{page.name}:{k}")
+    pytest.param(textwrap.dedent(code), id=f"{page.name}:{k}")  # blocks inside list items are indented
     for page in [*sorted(DOCS.glob("*.md")), DOCS.parent / "README.md"]
     for k, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), re.S))
 ]
