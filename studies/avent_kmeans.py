@@ -25,9 +25,12 @@ from hybridpriv.evaluate import evaluate_many
 from hybridpriv.random import rng
 from hybridpriv.stats import mean_with_ci
 
-__all__ = ["CENTRES", "DESCRIPTION", "candidates", "plot", "run", "summarise"]
+__all__ = ["CENTRES", "DESCRIPTION", "PAPER", "candidates", "claims", "plot", "run", "summarise"]
 
 DESCRIPTION = "Avent et al. Fig. 6: WCSS of hybrid, TCM-only and LM DP K-means over iterations tau"
+PAPER = "Avent, Dubey, Korolova: The Power of the Hybrid Model for Mean Estimation (PETS 2020)"
+#: "approximately equal": the hybrid's mean WCSS within this factor of the better baseline's ...
+APPROX = 1.1
 CENTRES = np.array([[0.25, 0.25], [0.25, 0.75], [0.75, 0.25], [0.75, 0.75]])
 SIGMA, EPSILON, K, BOUNDS, CS = 0.028, 7.0, 4, (0.0, 1.0), (0.001, 0.01)
 
@@ -98,3 +101,37 @@ def plot(ds: xr.Dataset, path: str | Path) -> Figure:
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     return fig
+
+
+def claims(ds: xr.Dataset) -> list:
+    """Section 7's claims about Figure 6 (grid layout, this run's c and tau).  "Approximately equal to the
+    better of the two": the hybrid's mean WCSS is at most :data:`APPROX` times the better baseline's, or
+    the two 95% intervals overlap.  "Better" baseline: the lower mean; *significantly* better: the
+    intervals do not overlap."""
+    from ._claims import Claim
+
+    def pick(a):
+        return (ds["wcss_mean"].sel(algorithm=a, drop=True), ds["wcss_low"].sel(algorithm=a, drop=True),
+                ds["wcss_high"].sel(algorithm=a, drop=True))
+
+    (h, hl, hh), (t, tl, th), (lm, ll, lh) = pick("hybrid"), pick("tcm"), pick("lm")
+    tcm_better = t <= lm
+    b, bl, bh = xr.where(tcm_better, t, lm), xr.where(tcm_better, tl, ll), xr.where(tcm_better, th, lh)
+    ok = (h <= APPROX * b) | ((hl <= bh) & (bl <= hh))
+    ratio = h / b
+    cells = int(ok.size)
+    rows = [Claim("Sec. 7, Fig. 6", "the hybrid algorithm is able to maintain a WCSS approximately equal to the better "
+                  "of the two baselines (TCM-only, LM)", "-",
+                  f"hybrid / better baseline {float(ratio.min()):.2f}-{float(ratio.max()):.2f}; approximately equal "
+                  f"(<= {APPROX:g}x or 95% intervals overlap) in {int(ok.sum())} of {cells} (c, tau) cells",
+                  "holds" if bool(ok.all()) else ("partly" if int(ok.sum()) * 2 >= cells else "does not hold"))]
+    sig_tcm = (th < ll)  # TCM-only significantly better
+    sig_lm = (lh < tl)
+    panels = [("TCM" if bool(sig_tcm.sel(c=c).any()) else "") + ("LM" if bool(sig_lm.sel(c=c).any()) else "")
+              for c in ds.c.values]
+    each = any("TCM" in p for p in panels) and any("LM" in p for p in panels)
+    text = "; ".join(f"c = {100 * float(c):g}%: significantly better at some tau: {p or 'neither'}"
+                     for c, p in zip(ds.c.values, panels))
+    rows.append(Claim("Sec. 7, Fig. 6", "one example of each regime: LM better than TCM-only in one panel, TCM-only "
+                      "better in the other", "-", text, "holds" if each else "does not hold"))
+    return rows
