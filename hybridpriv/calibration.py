@@ -219,18 +219,23 @@ def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
     """A budget-spending selector's SPEC (Pythia-style): each private group spends ``share`` of its
     epsilon on a Laplace release of its mean from the private records, which enters the model as an
     earlier release (``model.released_means``); the candidates get the rest, ``(1 - share) epsilon``,
-    so the total charged per group is the same as the model-only selector's.  Sensitivity of a mean
-    of ``size`` records in ``bounds``: ``(upper - lower) / size`` (the group sizes are public).
-    Local-trust groups are not probed (their records never reach the curator)."""
+    so the total charged per group is the same as the model-only selector's.  The release is a noisy
+    sum divided by the public size, under the SPEC's neighbouring ``relation`` (the candidates'):
+    sensitivity ``max(|lower|, |upper|)`` for ``"add-remove"`` (the default), ``upper - lower`` for
+    ``"replace"``.  Local-trust groups are not probed (their records never reach the curator)."""
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
     lo, hi = raw["bounds"]
+    relation = raw.get("relation", "add-remove")
+    if relation not in ("add-remove", "replace"):
+        raise ValueError(f"relation must be 'add-remove' or 'replace', got {relation!r}")
+    sensitivity = max(abs(lo), abs(hi)) if relation == "add-remove" else hi - lo
     groups, released = [], list(raw.get("model", {}).get("released_means", []))
     for g in raw["groups"]:
         g = dict(g)
         eps = float(g["epsilon"])
         if np.isfinite(eps) and g.get("trust", "central") == "central":
-            scale = (hi - lo) / (g["size"] * share * eps)
+            scale = sensitivity / (g["size"] * share * eps)
             value = float(np.mean(data[g["name"]]) + rng.laplace(0.0, scale))
             released.append({"group": g["name"], "value": value, "noise_scale": scale})
             g["epsilon"] = eps * (1.0 - share)

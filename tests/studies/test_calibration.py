@@ -180,13 +180,20 @@ def test_pythia_spec_charges_each_private_group_its_epsilon_in_total():
             assert g["epsilon"] == eps and g["name"] not in released
             continue
         r = released[g["name"]]
-        spent = (hi - lo) / (g["size"] * r["noise_scale"])  # the release's epsilon from its Laplace scale
+        spent = max(abs(lo), abs(hi)) / (g["size"] * r["noise_scale"])  # its epsilon, from the Laplace scale (add-remove)
         assert spent + g["epsilon"] == pytest.approx(eps) and spent == pytest.approx(0.1 * eps)
         # the released values: the group's mean plus Laplace noise of that scale (mean and sd within 4 s.e.)
         v = np.array([d["model"]["released_means"][list(released).index(g["name"])]["value"] for d in draws])
         truth_mean, sd = float(np.mean(t.data[g["name"]])), np.sqrt(2) * r["noise_scale"]
         assert abs(v.mean() - truth_mean) < 4 * sd / np.sqrt(v.size)
         assert abs(v.std() / sd - 1) < 4 * np.sqrt(5 / 4 / v.size)  # Laplace (kurtosis 6): var(s / sd) ~ (6 - 1) / (4 n)
+    # the candidates' neighbouring relation decides the sensitivity: bounds [40, 100] -> 100 (add-remove), 60 (replace)
+    shifted = {**t.spec, "bounds": [40.0, 100.0], "groups": [g for g in t.spec["groups"] if g["name"] != "panel"]}
+    data = {k: np.clip(v, 40, 100) for k, v in t.data.items()}
+    for relation, sens in (("add-remove", 100.0), ("replace", 60.0)):
+        out = pythia_spec({**shifted, "relation": relation}, data, 0.1, np.random.default_rng(0))
+        g, r = out["groups"][0], out["model"]["released_means"][0]
+        assert r["noise_scale"] == pytest.approx(sens / (g["size"] * 0.1 * before[g["name"]]["epsilon"]))
     with pytest.raises(ValueError, match=r"share must be in \(0, 1\), got 1.5"):
         pythia_spec(t.spec, t.data, 1.5, np.random.default_rng(0))
 
