@@ -400,3 +400,24 @@ def test_plots(name, request, tmp_path):
     path = tmp_path / f"{name}.png"
     module.plot(request.getfixturevalue(name), path)
     assert path.stat().st_size > 10_000
+
+
+def test_salaries_claims_recomputed_from_the_dataset(salaries):
+    from hybridpriv.studies._claims import VERDICTS
+
+    rows = avent_salaries.claims(salaries)
+    assert len(rows) == 5 and all(r.verdict in VERDICTS for r in rows)
+    R = salaries["R"].transpose("estimator", "c", "epsilon").values
+    kvh, pwh = R[list(salaries.estimator.values).index("kvh")], R[list(salaries.estimator.values).index("pwh")]
+    rp = salaries["r"].sel(estimator="pwh").transpose("c", "epsilon").values
+    eps, c = salaries.epsilon.values, salaries.c.values
+    assert f"max {kvh[:, eps <= 1].max():.3f} for epsilon <= 1, {kvh.max():.3f} overall" in rows[0].ours
+    assert f"R(PWH) > 1 on {100 * np.mean(pwh > 1):.0f}% of the grid" in rows[1].ours
+    low = pwh < 0.5
+    assert f"R(PWH) < 0.5 on {100 * low.mean():.1f}% of the grid" in rows[2].ours
+    assert (rows[2].verdict == "holds") == (0 < low.mean() <= 0.1 and c[low.any(axis=1)].min() >= np.sqrt(c.min() * c.max()))
+    mid = np.mean((rp >= 10) & (rp <= 100))
+    assert f"{100 * mid:.0f}% of the grid" in rows[3].ours and rows[3].verdict == ("holds" if mid > 0.5 else "does not hold")
+    big = rp > 1500
+    assert rows[4].verdict == ("holds" if big.any() and eps[big.any(axis=0)].min() >= np.sqrt(eps.min() * eps.max())
+                               else "partly" if big.any() else "does not hold")
