@@ -223,20 +223,19 @@ def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
     sum divided by the public size, under the SPEC's neighbouring ``relation`` (the candidates'):
     sensitivity ``max(|lower|, |upper|)`` for ``"add-remove"`` (the default), ``upper - lower`` for
     ``"replace"``.  Local-trust groups are not probed (their records never reach the curator)."""
+    from .mechanisms import laplace
+    from .privacy import Bounds
+
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
-    lo, hi = raw["bounds"]
-    relation = raw.get("relation", "add-remove")
-    if relation not in ("add-remove", "replace"):
-        raise ValueError(f"relation must be 'add-remove' or 'replace', got {relation!r}")
-    sensitivity = max(abs(lo), abs(hi)) if relation == "add-remove" else hi - lo
+    sensitivity = Bounds.from_pair(raw["bounds"]).sum_sensitivity(raw.get("relation", "add-remove"))
     groups, released = [], list(raw.get("model", {}).get("released_means", []))
     for g in raw["groups"]:
         g = dict(g)
         eps = float(g["epsilon"])
         if np.isfinite(eps) and g.get("trust", "central") == "central":
             scale = sensitivity / (g["size"] * share * eps)
-            value = float(np.mean(data[g["name"]]) + rng.laplace(0.0, scale))
+            value = float(laplace(np.mean(data[g["name"]]), scale, rng))
             released.append({"group": g["name"], "value": value, "noise_scale": scale})
             g["epsilon"] = eps * (1.0 - share)
         groups.append(g)
@@ -247,9 +246,11 @@ def dp_items_histogram(matrix: Any, epsilon: float, rng: np.random.Generator) ->
     """The number of users with ``k = 1..m`` items, each count plus Laplace(1 / epsilon) noise:
     epsilon-DP under adding or removing a user (who adds 1 to one count).  Simulation noise
     (NumPy), for the calibration study, not for a release."""
+    from .mechanisms import laplace
+
     m = matrix.shape[1]
     counts = np.bincount(np.diff(matrix.indptr), minlength=m + 1)[1 : m + 1]
-    return counts + rng.laplace(0.0, 1.0 / epsilon, m)
+    return laplace(counts.astype(float), 1.0 / epsilon, rng)
 
 
 def pythia_user_item(raw: dict[str, Any], matrix: Any, share: float,
