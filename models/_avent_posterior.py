@@ -288,6 +288,7 @@ class HybridTrustPosterior(Posterior):
         from hybridpriv.random import rng as stream_rng
 
         from ._grouped_checks import record_statistics
+        from .avent import released_mean_moments
 
         model = self.model_spec
         if model is None or self._means is None:
@@ -316,12 +317,8 @@ class HybridTrustPosterior(Posterior):
                 for stat, v in record_statistics(rep, 0.0, m).items():
                     replicated[f"{name}.{stat}"].append(v)
             for i, r in enumerate(releases):
-                n_T, n_L = model.sizes
-                mu_T, mu_L = self._means[0][c, d], self._means[1][c, d]  # type: ignore[index]
-                s_T, s_L = self.sigma_T2[c, d], self.sigma_L2[c, d]
-                mean, var = {"T": (mu_T, s_T / n_T), "L": (mu_L, s_L / n_L),
-                             None: ((n_T * mu_T + n_L * mu_L) / (n_T + n_L),
-                                    (n_T * s_T + n_L * s_L) / (n_T + n_L) ** 2)}[r.group]
+                mean, var = released_mean_moments(r.group, self._means[0][c, d], self._means[1][c, d],  # type: ignore[index]
+                                                  self.sigma_T2[c, d], self.sigma_L2[c, d], model.sizes)
                 value = mean + np.sqrt(var) * rng.standard_normal() + rng.laplace(0.0, r.noise_scale)
                 replicated[f"release_{i}({r.group or 'both'})"].append(float(value))
         # a statistic that cannot vary (a share at a bound the Beta never reaches, observed 0) is not a check

@@ -87,6 +87,19 @@ def _check_sizes(sizes: object) -> tuple[int, int] | None:
 # --------------------------------------------------------------------------------------
 
 
+def released_mean_moments(group: str | None, mu_T: Any, mu_L: Any, s_T: Any, s_L: Any,
+                          sizes: tuple[int, int]) -> tuple[Any, Any]:
+    """Mean and sampling variance of the mean of group ``group``'s records (``"T"``, ``"L"``, or
+    ``None`` for both pooled), from the groups' means ``mu``, record variances ``s`` and ``sizes``;
+    numbers or PyTensor variables alike (the model's likelihood and its predictive checks)."""
+    n_T, n_L = sizes
+    if group == "T":
+        return mu_T, s_T / n_T
+    if group == "L":
+        return mu_L, s_L / n_L
+    return (n_T * mu_T + n_L * mu_L) / (n_T + n_L), (n_T * s_T + n_L * s_L) / (n_T + n_L) ** 2
+
+
 class HybridTrustModel(KnowledgeModel):
     """A PyMC model of what the curator knows about the TCM and LM groups' data.
 
@@ -227,8 +240,7 @@ class HybridTrustModel(KnowledgeModel):
         s_L = pm.Deterministic("sigma_L2", m**2 * v_L * p_L * (1 - p_L))
         for i, r in enumerate(self.released_means):
             n_T, n_L = self.sizes  # type: ignore[misc]  (checked: releases need sizes)
-            mean, var = {"T": (mu_T, s_T / n_T), "L": (mu_L, s_L / n_L),
-                         None: ((n_T * mu_T + n_L * mu_L) / (n_T + n_L), (n_T * s_T + n_L * s_L) / (n_T + n_L) ** 2)}[r.group]
+            mean, var = released_mean_moments(r.group, mu_T, mu_L, s_T, s_L, (n_T, n_L))
             z = pm.Normal(f"released_mean_{i}_z", 0.0, 1.0)
             latent = pm.Deterministic(f"released_mean_{i}_latent", mean + pt.sqrt(var) * z)
             pm.Laplace(f"released_mean_{i}", mu=latent, b=r.noise_scale, observed=r.value)
