@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit
 
 from ._useritem_checks import ArrayLike, _check_csr, _check_rng, _fmt, _int_scalar, _int_vector
-from ._useritem_feasibility import _c_prefix, _gr_violation, _hist_violation
+from ._useritem_feasibility import _c_prefix, _gr_counts_violation, _gr_violation, _hist_violation
+from ._useritem_realize import _csr_rows
 
 __all__ = ["curveball", "h_chain", "random_start"]
 
@@ -161,10 +162,7 @@ def curveball(indptr: np.ndarray, indices: np.ndarray, n_trades: int, rng: np.ra
 def _random_start_kernel(r, c, rng):  # pragma: no cover - compiled
     n = r.shape[0]
     m = c.shape[0]
-    indptr = np.zeros(n + 1, np.int64)
-    for i in range(n):
-        indptr[i + 1] = indptr[i] + r[i]
-    indices = np.empty(indptr[n], np.int64)
+    indptr, indices = _csr_rows(r)
     cap = c.copy()
     cnt = np.zeros(m + 2, np.int64)  # row sums of the rows not yet filled: cnt[k] = #{r_i = k}
     for v in r:
@@ -211,17 +209,8 @@ def _random_start_kernel(r, c, rng):  # pragma: no cover - compiled
         if k > 1 and left > 0:  # Gale-Ryser on what remains (rows come by decreasing sum)
             for j in range(m):
                 res[j] = cap[j] - (1 if take[j] else 0)
-            res.sort()  # ascending: the p largest are res[m - p:]
-            below = 0
-            lhs = 0
-            rhs = 0
-            for p in range(1, m + 1):
-                below += cnt[p - 1]
-                lhs += left - below
-                rhs += res[m - p]
-                if lhs < rhs:
-                    ok = False
-                    break
+            res.sort()
+            ok = _gr_counts_violation(cnt, left, res[::-1]) == -1
         if not ok:  # the greedy row (the k largest capacities) keeps the rest feasible
             for j in range(m):
                 take[j] = False

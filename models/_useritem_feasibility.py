@@ -40,10 +40,17 @@ def _gr_violation(r, c_desc):  # pragma: no cover - compiled
     cnt = np.zeros(m + 2, np.int64)  # cnt[k] = #{i: r_i = k}, k > m pooled in cnt[m + 1]
     for v in r:
         cnt[min(v, m + 1)] += 1
+    return _gr_counts_violation(cnt, n, c_desc)
+
+
+@njit(cache=True)
+def _gr_counts_violation(cnt, n, c_desc):  # pragma: no cover - compiled
+    """Gale-Ryser from the row-sum counts ``cnt`` (``cnt[k] = #{i: r_i = k}``) of ``n`` rows: the
+    first ``p`` with ``sum_i min(r_i, p) < `` the ``p`` largest column sums, or -1 (sums not checked)."""
     below = 0  # #{i: r_i < p}
     lhs = 0  # sum_i min(r_i, p) = sum_{q <= p} #{i: r_i >= q}
     rhs = 0  # C_p
-    for p in range(1, m + 1):
+    for p in range(1, c_desc.shape[0] + 1):
         below += cnt[p - 1]
         lhs += n - below
         rhs += c_desc[p - 1]

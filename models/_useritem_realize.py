@@ -18,13 +18,19 @@ __all__ = ["realize_greedy", "realize_networkx"]
 
 
 @njit(cache=True)
+def _csr_rows(r):  # pragma: no cover - compiled
+    """``indptr`` of a CSR matrix with row sums ``r`` and an uninitialised ``indices`` to fill."""
+    indptr = np.zeros(r.shape[0] + 1, np.int64)
+    for i in range(r.shape[0]):
+        indptr[i + 1] = indptr[i] + r[i]
+    return indptr, np.empty(indptr[r.shape[0]], np.int64)
+
+
+@njit(cache=True)
 def _greedy_kernel(r, c):  # pragma: no cover - compiled
     n = r.shape[0]
     m = c.shape[0]
-    indptr = np.zeros(n + 1, np.int64)
-    for i in range(n):
-        indptr[i + 1] = indptr[i] + r[i]
-    indices = np.empty(indptr[n], np.int64)
+    indptr, indices = _csr_rows(r)
     cap = c.copy()
     # items ordered by (remaining capacity desc, index asc); after a row takes the first k,
     # both the first k (all decremented) and the rest stay sorted: merge them in O(m).
