@@ -27,9 +27,8 @@ import xarray as xr
 
 from .random import rng, stream
 
-__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "dp_items_histogram", "plot_calibration", "pythia_spec",
-           "pythia_user_item", "reliability", "score",
-           "summarize"]
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "dp_items_histogram", "noisy_group_mean",
+           "plot_calibration", "pythia_spec", "pythia_user_item", "reliability", "score", "summarize"]
 
 #: Draws (and, for grouped, tuning steps) of the select run's retries, as multiples of the SPEC's,
 #: when the model's convergence check refuses the fit (the refusal's own advice).
@@ -214,6 +213,21 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan))}
 
 
+def noisy_group_mean(records: Any, size: int, bounds: Any, relation: str, epsilon: float, rng: np.random.Generator,
+                     trials: int | None = None) -> tuple[np.ndarray, float]:
+    """An epsilon-DP mean of a group's ``records`` (the budget-spending selector's feature): their sum
+    over the group's public ``size`` plus Laplace noise of scale ``sum_sensitivity / (size epsilon)``
+    (:meth:`hybridpriv.privacy.Bounds.sum_sensitivity` under ``relation``).  ``trials``: that many
+    independent releases (default one).  Returns the release(s) and the noise scale.  Simulation
+    noise (NumPy), not for a release of real data."""
+    from .mechanisms import laplace
+    from .privacy import Bounds
+
+    scale = Bounds.from_pair(bounds).sum_sensitivity(relation) / (size * epsilon)
+    value = np.sum(records) / size
+    return laplace(value if trials is None else np.full(trials, value), scale, rng), scale
+
+
 def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
                 rng: np.random.Generator) -> dict[str, Any]:
     """A budget-spending selector's SPEC (Pythia-style): each private group spends ``share`` of its
@@ -223,19 +237,16 @@ def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
     sum divided by the public size, under the SPEC's neighbouring ``relation`` (the candidates'):
     sensitivity ``max(|lower|, |upper|)`` for ``"add-remove"`` (the default), ``upper - lower`` for
     ``"replace"``.  Local-trust groups are not probed (their records never reach the curator)."""
-    from .mechanisms import laplace
-    from .privacy import Bounds
-
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
-    sensitivity = Bounds.from_pair(raw["bounds"]).sum_sensitivity(raw.get("relation", "add-remove"))
+    relation = raw.get("relation", "add-remove")
     groups, released = [], list(raw.get("model", {}).get("released_means", []))
     for g in raw["groups"]:
         g = dict(g)
         eps = float(g["epsilon"])
         if np.isfinite(eps) and g.get("trust", "central") == "central":
-            scale = sensitivity / (g["size"] * share * eps)
-            value = float(laplace(np.mean(data[g["name"]]), scale, rng))
+            value, scale = noisy_group_mean(data[g["name"]], g["size"], raw["bounds"], relation, share * eps, rng)
+            value = float(value)
             released.append({"group": g["name"], "value": value, "noise_scale": scale})
             g["epsilon"] = eps * (1.0 - share)
         groups.append(g)

@@ -1,0 +1,56 @@
+"""The budget-spending selector's two DP features, audited on neighbouring datasets
+(:func:`hybridpriv.testing.audit`), with bounds that exclude 0, under every relation they offer.
+
+* :func:`hybridpriv.calibration.noisy_group_mean`: add-remove (a record at the bound farthest from 0
+  added: the sum moves by ``max(|lower|, |upper|)``) and replace (a record moved from one bound to the
+  other: the sum moves by ``upper - lower``).  Each audit must pass at the claimed epsilon and fail
+  when the noise is calibrated for the other relation's (smaller) sensitivity.
+* :func:`hybridpriv.calibration.dp_items_histogram`: add-remove only (a user added: one count moves by
+  1).  Under replace a user could move two counts: it does not offer that relation.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from hybridpriv.calibration import dp_items_histogram, noisy_group_mean
+from hybridpriv.testing import NeighbouringPair, audit
+
+BOUNDS = (40.0, 100.0)  # excludes 0: the two relations' sensitivities differ (100 vs 60)
+N = 50
+D = np.r_[np.full(N - 1, 70.0), 40.0]
+PAIRS = {"add-remove": (D, np.r_[D, 100.0]),  # one record at 100 added; the public size stays N
+         "replace": (D, np.r_[D[:-1], 100.0])}  # the record at 40 moved to 100
+
+
+def _mean_release(relation: str, epsilon: float):
+    return lambda data, rng, size: noisy_group_mean(data, N, BOUNDS, relation, epsilon, rng, trials=size)[0]
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "replace"])
+def test_noisy_group_mean_holds_its_epsilon_under_each_relation(relation):
+    report = audit(_mean_release(relation, 1.0), PAIRS[relation], epsilon=1.0, samples=100_000, seed=1)
+    assert report.verdict == "pass", report
+    assert report.epsilon_lower_bound > 0.7  # the audit sees most of the loss: the pair is the worst case
+
+
+def test_noise_calibrated_for_replace_fails_the_add_remove_audit():
+    # replace's sensitivity (60) used against an added record at 100: the true loss is 100/60 = 1.67
+    report = audit(_mean_release("replace", 1.0), PAIRS["add-remove"], epsilon=1.0, samples=100_000, seed=2)
+    assert report.verdict == "violation", report
+
+
+def _matrix(rows, m=4):
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    return sp.csr_matrix((np.ones(indptr[-1]), [j for r in rows for j in r], indptr), shape=(len(rows), m))
+
+
+def test_items_histogram_holds_epsilon_under_add_remove():
+    rows = [[0], [0, 1], [1, 2], [0, 1, 2], [3]]
+    first, second = _matrix(rows), _matrix(rows + [[0, 2]])  # a user with 2 items added: count of 2 moves by 1
+    pair = NeighbouringPair(first, second, "a user with 2 items added", statistic=lambda out: out[:, 1])
+    mech = lambda mat, rng, size: np.stack([dp_items_histogram(mat, 0.5, rng) for _ in range(size)])  # noqa: E731
+    report = audit(mech, pair, epsilon=0.5, samples=20_000, seed=3)
+    assert report.verdict == "pass" and report.epsilon_lower_bound > 0.2, report
+    too_little = lambda mat, rng, size: np.stack([dp_items_histogram(mat, 1.5, rng) for _ in range(size)])  # noqa: E731
+    assert audit(too_little, pair, epsilon=0.5, samples=20_000, seed=4).verdict == "violation"
