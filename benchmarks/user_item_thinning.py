@@ -17,6 +17,7 @@ of a 95% interval of the worst k's relative difference below 0.5%.
 
     python benchmarks/user_item_thinning.py                # about 3-4 minutes on one core
     python benchmarks/user_item_thinning.py --chains 16    # a quick look (~1 minute)
+    python benchmarks/user_item_thinning.py --example flights   # the real NYC flights margins (n = 620, m = 47)
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ def main() -> None:
     ap.add_argument("--histograms", type=int, default=4, help="posterior draws of the row sums")
     ap.add_argument("--chains", type=int, default=40, help="independent chains per histogram")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--example", default="favorite-sites",
+                    help="built-in user-item example whose margins are used (flights: real NYC flights)")
     args = ap.parse_args()
 
     import logging
@@ -75,8 +78,10 @@ def main() -> None:
     from hybridpriv.models import UserItemModel
     from hybridpriv.spec import builtin_example_path, load_spec
 
-    spec = load_spec(builtin_example_path("favorite-sites"))
-    model = UserItemModel(spec.column_sums, 2000)
+    spec = load_spec(builtin_example_path(args.example))
+    n_users, m_items = spec.values["n"], len(spec.column_sums)
+    model = UserItemModel(spec.column_sums, n_users)
+    where = f"{args.example}: n = {n_users:,}, m = {m_items}"
     ks, eps = list(range(1, 11)), 1.0
     t0 = time.perf_counter()
     post = model.fit(draws=args.histograms, tune=300, chains=1, seed=args.seed, on_unconverged="ignore",
@@ -87,7 +92,7 @@ def main() -> None:
     for start in ("greedy", "random"):
         t1 = time.perf_counter()
         risks = trajectories(model, hists, args.chains, checkpoints, ks, eps, args.seed, start)
-        print(f"\nstart: {start}; favorite-sites (n = 2,000, m = 100, epsilon = {eps:g}, k = 1..10): "
+        print(f"\nstart: {start}; {where}, epsilon = {eps:g}, k = 1..10: "
               f"{args.histograms} row-sum draws x {args.chains} chains, {time.perf_counter() - t1:.0f} s")
         print(f"{'trades per row T':>17} | worst k | risk(T n) / risk({LONGER} T n) - 1 | s.e. | 95% upper | verdict")
         chosen = None
@@ -112,7 +117,7 @@ def main() -> None:
     cost = {}
     for label, kw in (("greedy start, 5 n trades (before)", {"trades_per_row": 5, "start": "greedy"}),
                       (f"random start, {TRADES_PER_ROW} n trades (default)", {})):
-        mdl = UserItemModel(spec.column_sums, 2000, **kw)
+        mdl = UserItemModel(spec.column_sums, n_users, **kw)
         gen = stream_rng(args.seed, "thinning-cost")
         mdl.matrix_for(hists[0], gen)  # compile
         t1 = time.perf_counter()
@@ -120,7 +125,7 @@ def main() -> None:
             mdl.matrix_for(hists[0], gen)
         cost[label] = (time.perf_counter() - t1) / 200
     base = next(iter(cost.values()))
-    print("\ncost per matrix (n = 2,000, m = 100), measured side by side:")
+    print(f"\ncost per matrix ({where}), measured side by side:")
     for label, c in cost.items():
         print(f"  {label:<38} {c * 1e3:6.2f} ms  ({c / base:.2f}x the old default)")
     print(f"\nrow-sum draws: {t_fit:.0f} s; total {time.perf_counter() - t0:.0f} s")
