@@ -31,7 +31,7 @@ FAMILY_ORDER = ("normal", "beta", "mixture")
 SE_MARGIN = 2.0
 
 
-def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chains: int):
+def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
     import arviz_stats
 
     from ._base import _strict_sample_kwargs
@@ -42,12 +42,12 @@ def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chai
     level = logger.level
     logger.setLevel(logging.ERROR)  # a choice among families, not the fit the user asked for: no chatter
     try:
-        return _sample_loo(family, records, seed, draws, tune, chains)
+        return _sample_loo(family, records, seed, draws, tune, chains, pit)
     finally:
         logger.setLevel(level)
 
 
-def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains: int):
+def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
     import arviz_stats
 
     from ._base import _strict_sample_kwargs
@@ -61,33 +61,33 @@ def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains
     if family.name == "beta":  # unit-scale density -> data-scale density
         ll = idata["log_likelihood"].to_dataset()
         idata["log_likelihood"] = ll.assign(y=ll["y"] - np.log(family.bounds.width))
-    return arviz_stats.loo(idata, pointwise=True, var_name="y"), _loo_pit_p(family, idata, records, seed, list(params))
+    return arviz_stats.loo(idata, pointwise=True, var_name="y"), _loo_pit_p(family, idata, records, pit, list(params))
 
 
-def _loo_pit_p(family, idata, records: np.ndarray, seed, names: Sequence[str]) -> float:
+def _loo_pit_p(family, idata, records: np.ndarray, pit: np.random.SeedSequence, names: Sequence[str]) -> float:
     """p-value of the uniformity of the records' LOO-PIT values (``arviz_stats.loo_pit``; ArviZ's
     pointwise-order uniformity test, ``pot_c``): small when the family's leave-one-out predictive
     distribution misplaces the records (too narrow, too wide, skewed the wrong way).  Replicates
     are ``family.simulate`` at each posterior draw (data scale, clamped: ties at a bound are
-    randomised by ``loo_pit``)."""
+    randomised by ``loo_pit``).  Randomness: ``pit``, stream ``("family-choice", family, "loo-pit")``."""
     import arviz_stats
     from arviz_base import from_dict
     from arviz_stats.base import array_stats
 
     post = idata["posterior"].to_dataset()
     chains, draws = post.sizes["chain"], post.sizes["draw"]
-    rng = np.random.default_rng(seed)
+    replicates, ties = (np.random.default_rng(s) for s in pit.spawn(2))
     rep = np.empty((chains, draws, records.size))
     for c in range(chains):
         for d in range(draws):
             p = {n: (float(post[n].values[c, d]) if post[n].ndim == 2 else post[n].values[c, d].copy())
                  for n in names}
-            rep[c, d] = family.simulate(p, records.size, rng)
+            rep[c, d] = family.simulate(p, records.size, replicates)
     ll = np.asarray(idata["log_likelihood"]["y"].transpose("chain", "draw", ...).values)
     dt = from_dict({"posterior": {"dummy": np.zeros((chains, draws))}, "log_likelihood": {"y": ll},
                     "posterior_predictive": {"y": rep}, "observed_data": {"y": records}},
                    dims={"y": ["record"]})
-    pit = arviz_stats.loo_pit(dt, var_names="y", random_state=np.random.default_rng(seed))
+    pit = arviz_stats.loo_pit(dt, var_names="y", random_state=ties)
     values = np.asarray(pit["y"] if hasattr(pit, "data_vars") else pit).ravel()
     return float(array_stats.uniformity_test(values)[0])
 
@@ -122,7 +122,8 @@ def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates
     for name in names:
         family = families[name]().with_bounds(bounds)
         chain_seeds = [int(stream(seed, "family-choice", name, c).generate_state(1, np.uint32)[0]) for c in range(chains)]
-        results[name], pit_p[name] = _fit_loo(family, x, chain_seeds, draws, tune, chains)
+        results[name], pit_p[name] = _fit_loo(family, x, chain_seeds, draws, tune, chains,
+                                              stream(seed, "family-choice", name, "loo-pit"))
     chosen = names[0]
     for name in names[1:]:
         diff = np.asarray(results[name].elpd_i).ravel() - np.asarray(results[chosen].elpd_i).ravel()
