@@ -136,8 +136,8 @@ class Family(ABC):
     def clamped_moments(self, params: Mapping[str, TensorVariable]) -> tuple[TensorVariable, TensorVariable]:
         """Clamped mean and variance as pytensor expressions of the parameters."""
         raise ValueError(
-            f"released_means are supported for family='normal' and family='beta' only "
-            f"(closed-form clamped moments), got {self!r}"
+            "released_means need a family with closed-form clamped moments (normal, beta, mixture), "
+            f"got {self!r}"
         )
 
     def known_variance_params(self, known_variance: float) -> dict[str, float]:

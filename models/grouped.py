@@ -123,7 +123,8 @@ class GroupedDataModel(KnowledgeModel):
         A published variance of the (unclamped) data distribution; normal family only
         (``sigma`` is fixed to its square root).
     released_means
-        Earlier DP releases of group means (:class:`ReleasedMean`); normal and beta only.
+        Earlier DP releases of group means (:class:`ReleasedMean`); every family but a custom one
+        without ``supports_released_means``.
     clamp
         Clip public records into the bounds instead of raising on values outside them.
 
@@ -148,7 +149,7 @@ class GroupedDataModel(KnowledgeModel):
         self,
         groups: Sequence[Group],
         bounds: Bounds | tuple[float, float],
-        family: str | Family = "normal",
+        family: str | Family = "auto",
         public_data: Mapping[str, np.ndarray] | None = None,
         known_variance: float | None = None,
         released_means: Sequence[ReleasedMean] = (),
@@ -281,8 +282,8 @@ class GroupedDataModel(KnowledgeModel):
                 )
         if released_means and not self.family.supports_released_means:
             raise ValueError(
-                "released_means are supported for family='normal' and family='beta' only "
-                f"(closed-form clamped moments), got {self.family!r}"
+                "released_means need a family with closed-form clamped moments (normal, beta, mixture), "
+                f"got {self.family!r}"
             )
         return tuple(released_means)
 

@@ -79,6 +79,7 @@ SPEC = textwrap.dedent('''
     epsilon = 0.5
 
     [model]
+    family = "normal"
     chains = 2
     tune = 200
 

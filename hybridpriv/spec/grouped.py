@@ -41,7 +41,7 @@ RELEASE = Table((
 ), doc="an earlier noisy release of a mean")
 
 MODEL = Table((
-    Key("family", choice("normal", "beta", "mixture", "auto"), "normal",
+    Key("family", choice("normal", "beta", "mixture", "auto"), "auto",
         doc="distribution family of the records: normal, beta, mixture (point masses at the bounds + two Betas) "
             "or auto (chosen by PSIS-LOO on the public records; normal without them)"),
     Key("family_options", table(Table((

@@ -43,7 +43,7 @@ def test_chain_seeds_are_the_fit_streams():
 
 def test_an_unconverged_fit_is_refused_by_default():
     x = np.random.default_rng(1).normal(2.0, 1.0, 200).clip(-5, 5)
-    model = GroupedDataModel([Group("pub", 200, math.inf)], (-5, 5), public_data={"pub": x})
+    model = GroupedDataModel([Group("pub", 200, math.inf)], (-5, 5), "normal", public_data={"pub": x})
     with pytest.raises(ConvergenceError, match="GroupedDataModel of public knowledge did not converge"):
         model.fit(draws=8, tune=0, chains=2, seed=0, cores=1)  # no tuning, 8 draws
     post = model.fit(draws=8, tune=0, chains=2, seed=0, cores=1, on_unconverged="ignore")

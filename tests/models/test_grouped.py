@@ -62,7 +62,7 @@ def public_records() -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def normal_posterior(public_records) -> GroupedPosterior:
-    return GroupedDataModel(GROUPS, BOUNDS, public_data={"pub": public_records}).fit(seed=1, **FIT)
+    return GroupedDataModel(GROUPS, BOUNDS, "normal", public_data={"pub": public_records}).fit(seed=1, **FIT)
 
 
 # ----------------------------------------------------------------------------- posteriors
@@ -81,7 +81,7 @@ def test_heavily_clamped_records_are_censored_observations():
     # about 7% of the records sit on the lower bound and 31% on the upper one: treating them
     # as exact values would pull mu below 2.6 and sigma below 1.3
     x = np.clip(np.random.default_rng(12).normal(MU, SIGMA, 400), 0.0, 4.0)
-    post = GroupedDataModel([Group("pub", 400, math.inf)], (0, 4), public_data={"pub": x}).fit(seed=6, **FIT)
+    post = GroupedDataModel([Group("pub", 400, math.inf)], (0, 4), "normal", public_data={"pub": x}).fit(seed=6, **FIT)
     assert _covers(_post(post, "mu"), MU) and _covers(_post(post, "sigma"), SIGMA)
 
 
@@ -167,7 +167,7 @@ def test_variance_posterior_mean(normal_posterior):
 
 
 def test_fit_is_reproducible(public_records):
-    model = GroupedDataModel(GROUPS[:1], BOUNDS, public_data={"pub": public_records})
+    model = GroupedDataModel(GROUPS[:1], BOUNDS, "normal", public_data={"pub": public_records})
     kw = dict(draws=20, tune=20, chains=2, cores=1, on_unconverged="ignore")  # 20 draws: too few to converge
     a, b, c = model.fit(seed=7, **kw), model.fit(seed=7, **kw), model.fit(seed=8, **kw)
     np.testing.assert_array_equal(_post(a, "mu"), _post(b, "mu"))
@@ -233,9 +233,9 @@ def test_released_mean_moves_mu_toward_it():
     groups = [Group("pub", 40, math.inf), Group("priv", 400, 1.0)]
     x = np.clip(np.random.default_rng(3).normal(MU, SIGMA, 40), -10, 10)
     released = 4.5  # a noisy mean of the private records, far from the public records' mean
-    without = GroupedDataModel(groups, BOUNDS, public_data={"pub": x}).fit(seed=4, **FIT)
+    without = GroupedDataModel(groups, BOUNDS, "normal", public_data={"pub": x}).fit(seed=4, **FIT)
     with_rel = GroupedDataModel(
-        groups, BOUNDS, public_data={"pub": x}, released_means=[ReleasedMean(released, 0.05, "priv")]
+        groups, BOUNDS, "normal", public_data={"pub": x}, released_means=[ReleasedMean(released, 0.05, "priv")]
     ).fit(seed=4, **FIT)
     mu0, mu1 = _post(without, "mu").mean(), _post(with_rel, "mu").mean()
     assert abs(mu1 - released) < abs(mu0 - released) - 0.5
@@ -306,7 +306,7 @@ def test_custom_family_deterministic_parameter_is_recorded():
 
 
 def _model(**kw):
-    base = dict(groups=GROUPS, bounds=BOUNDS)
+    base = dict(groups=GROUPS, bounds=BOUNDS, family="normal")
     base.update(kw)
     return GroupedDataModel(**base)
 
@@ -344,7 +344,7 @@ _OK = np.zeros(400)
         (
             dict(family=_normal_custom(), released_means=[ReleasedMean(1.0, 1.0)]),
             ValueError,
-            "released_means are supported for family='normal' and family='beta' only",
+            r"released_means need a family with closed-form clamped moments \(normal, beta, mixture\)",
         ),
         (dict(clamp=1), TypeError, "clamp must be True or False"),
         (dict(bounds=(1, 0)), ValueError, "bounds must satisfy lower < upper"),
