@@ -33,6 +33,13 @@ __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "dp_items_histogra
 #: Draws (and, for grouped, tuning steps) of the select run's retries, as multiples of the SPEC's,
 #: when the model's convergence check refuses the fit (the refusal's own advice).
 RETRIES = (1, 2, 4)
+#: The SPEC section holding the model's tuning steps, per kind (user-item's row-sum chain has none).
+TUNED = {"grouped": "model", "hybrid-trust": "knowledge"}
+#: The kinds the budget-spending selector covers (its DP features: a group mean, a histogram of
+#: items per user); a hybrid-trust truth would need local-DP features of the LM group.
+PYTHIA_KINDS = ("grouped", "user-item")
+#: The candidate coordinate's prefix per kind (its candidate dimension).
+PREFIX = {"grouped": "estimator", "hybrid-trust": "estimator", "user-item": "k"}
 #: Edges of the P(best) bins of the reliability diagram.
 BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
@@ -131,17 +138,20 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
                     client=None, chunk_size: int | None = None, pythia_share: float = 0.0) -> dict[str, Any]:
     """Run the select path on ``truth``'s public knowledge and score it on the private truth.
 
-    ``settings``: SPEC values merged into the truth's SPEC (e.g. ``{"evaluation": {"draws": 100}}``);
+    ``settings``: SPEC values merged into the truth's SPEC, a section's keys into the truth's section
+    (e.g. ``{"evaluation": {"draws": 100}}``, ``{"knowledge": {"homogeneous": True}}``);
     the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
     Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
     ``stage(name)``: a resume folder per evaluation (or ``None``).  ``pythia_share`` > 0: also run the
     budget-spending selector (:func:`pythia_spec` for grouped truths, :func:`pythia_user_item` for
-    user-item ones) with that share of the budget, and score its choice against the same oracle
+    user-item ones; not for hybrid-trust, :data:`PYTHIA_KINDS`) with that share of the budget, and
+    score its choice against the same oracle
     (``pythia_*`` keys).
     """
-    raw = {**truth.spec, **{k: v for k, v in (settings or {}).items() if k != "evaluation"}}
-    raw["evaluation"] = {**truth.spec.get("evaluation", {}), **(settings or {}).get("evaluation", {}),
-                         "seed": _seed(seed, truth.family, i, "select")}
+    raw = dict(truth.spec)
+    for key, value in (settings or {}).items():  # a section's keys are merged into the truth's section
+        raw[key] = {**raw[key], **value} if isinstance(value, dict) and isinstance(raw.get(key), dict) else value
+    raw["evaluation"] = {**raw.get("evaluation", {}), "seed": _seed(seed, truth.family, i, "select")}
     run = _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size)
     if run["refused"]:
         return {"candidates": [], "refused": True, "attempts": run["attempts"], "failures": run["failures"]}
@@ -157,7 +167,7 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"]}
-    if pythia_share:
+    if pythia_share and truth.family in PYTHIA_KINDS:
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
                            realised_trials, stage, client, chunk_size))
     return out
@@ -180,8 +190,9 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     failures = []
     for attempt, factor in enumerate(RETRIES):  # as the refusal advises: more draws (and tuning)
         raw["evaluation"]["draws"] = first["evaluation"]["draws"] * factor
-        if truth.family == "grouped":
-            raw["model"] = {**raw.get("model", {}), "tune": first["model"]["tune"] * factor}
+        if truth.family in TUNED:
+            section = TUNED[truth.family]
+            raw[section] = {**raw.get(section, {}), "tune": first[section]["tune"] * factor}
         problem = parse_spec(raw).problem()
         if adjust is not None:
             problem = adjust(problem)
@@ -326,7 +337,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         name = f"{t.family}-{i}"
         rows.append(calibrate_truth(t, seed, i, (settings or {}).get(t.family),
                                     stage=lambda part, name=name: stage(f"{name}-{part}"), **options))
-    prefix = {"grouped": "estimator", "user-item": "k"}
+    prefix = PREFIX
     cand = list(dict.fromkeys(f"{prefix[t.family]}:{c}" for t, r in zip(truths, rows) for c in r["candidates"]))
     grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
             ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",

@@ -12,13 +12,17 @@ Synthetic generators (none of them is a clamped normal, a beta or a Curveball-un
   (Student t, mass at both bounds), ``clamped`` (log-normal, 5-40% piled at the upper bound),
   ``shifted-groups`` (each group its own mean: the panel misleads), ``heaped`` (answers heaped on
   round values, like hours worked).
+* hybrid-trust (records in ``[0, 100]``): the grouped generators again, the TCM and the LM group
+  sharing one law's parameters (half the truths) or each drawing its own (a mean gap, a different
+  spread); pilot records of both groups are public.
 * user-item: row sums from a two-component ``mixture`` (light and heavy users), a ``heavy-tailed``
   discrete Pareto or a ``geometric`` law, crossed with item popularity ``zipf``, ``tiers`` (a
   popular block) or ``communities`` (users prefer their community's items: items are correlated).
 
 Real datasets (``hybridpriv/examples``; source, licence and preprocessing in its README): grouped
-``acs12-hours``, ``acs12-income``, ``boston-medv``, ``faithful-waiting``; user-item ``insteval``,
-``flights-ua``, ``verbagg``.
+``acs12-hours``, ``acs12-income``, ``boston-medv``, ``faithful-waiting``; hybrid-trust ``salaries``
+(the built-in example's pilots and groups), ``acs12-income``, ``boston-medv``, ``faithful-waiting``
+(records shuffled into pilots and groups); user-item ``insteval``, ``flights-ua``, ``verbagg``.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ import scipy.sparse as sp
 
 from .data import GroupedDataset
 
-__all__ = ["GROUPED_GENERATORS", "REAL_GROUPED", "REAL_USER_ITEM", "ROW_LAWS", "POPULARITY", "Truth",
-           "grouped_truth", "real_grouped_truth", "real_user_item_truth", "user_item_truth"]
+__all__ = ["GROUPED_GENERATORS", "REAL_GROUPED", "REAL_HYBRID_TRUST", "REAL_USER_ITEM", "ROW_LAWS", "POPULARITY",
+           "Truth", "grouped_truth", "hybrid_trust_truth", "real_grouped_truth", "real_hybrid_trust_truth",
+           "real_user_item_truth", "user_item_truth"]
 
 GROUPED_GENERATORS = ("skewed", "bimodal", "heavy-tailed", "clamped", "shifted-groups", "heaped")
 ROW_LAWS = ("mixture", "heavy-tailed", "geometric")
@@ -42,6 +47,10 @@ POPULARITY = ("zipf", "tiers", "communities")
 #: Real grouped datasets: name -> bounds (records are clamped to them; income in $1,000).
 REAL_GROUPED = {"acs12-hours": (0.0, 99.0), "acs12-income": (0.0, 200.0), "boston-medv": (0.0, 50.0),
                 "faithful-waiting": (40.0, 100.0)}
+#: Real hybrid-trust datasets: name -> m (records lie in [0, m]).
+REAL_HYBRID_TRUST = {"salaries": 250.0, "acs12-income": 200.0, "boston-medv": 50.0, "faithful-waiting": 100.0}
+#: Epsilons of a hybrid-trust truth's groups (each group its own).
+TRUST_EPSILONS = (0.5, 1.0, 2.0, 4.0)
 #: Real user-item datasets (users with at least one item).
 REAL_USER_ITEM = ("insteval", "flights-ua", "verbagg")
 #: Epsilons the private groups of a grouped truth are drawn from (three distinct ones per truth).
@@ -55,7 +64,7 @@ class Truth:
     Parameters
     ----------
     family
-        ``"grouped"`` or ``"user-item"`` (the SPEC kind).
+        ``"grouped"``, ``"hybrid-trust"`` or ``"user-item"`` (the SPEC kind).
     source
         ``"synthetic"`` or ``"real"``.
     generator
@@ -63,8 +72,9 @@ class Truth:
     spec
         The public knowledge and settings as a raw SPEC dict (:func:`hybridpriv.spec.parse_spec`).
     data
-        The private truth: a dict ``{group name: records}`` (every group, the public panel too) or
-        a users x items CSR matrix.
+        The private truth: a dict ``{group name: records}`` (grouped: every group, the public panel
+        too; hybrid-trust: ``"tcm"`` and ``"lm"``, the private records only) or a users x items CSR
+        matrix.
     """
 
     family: str
@@ -74,7 +84,10 @@ class Truth:
     data: Any
 
     def dataset(self, groups=None):
-        """The truth as a mechanism reads it (grouped: records in the order of ``groups``)."""
+        """The truth as a mechanism reads it (grouped: records in the order of ``groups``;
+        hybrid-trust: the TCM then the LM records)."""
+        if self.family == "hybrid-trust":
+            return GroupedDataset((np.asarray(self.data["tcm"], dtype=float), np.asarray(self.data["lm"], dtype=float)))
         if self.family == "grouped":
             return GroupedDataset(tuple(np.asarray(self.data[g.name], dtype=float) for g in groups))
         return self.data
@@ -167,6 +180,65 @@ def real_grouped_truth(name: str, rng: np.random.Generator) -> Truth:
     data = {"panel": parts[0], **{f"private-{j}": v for j, v in enumerate(parts[1:])}}
     return Truth("grouped", "real", name, _grouped_spec((lo, hi), parts[0], [v.size for v in parts[1:]],
                                                          (1.0, 0.3, 0.05)), data)
+
+
+def _hybrid_trust_spec(m: float, pilots: tuple[np.ndarray, np.ndarray], sizes, epsilons) -> dict[str, Any]:
+    return {"kind": "hybrid-trust", "m": float(m),
+            "tcm": {"name": "tcm", "size": int(sizes[0]), "epsilon": float(epsilons[0])},
+            "lm": {"name": "lm", "size": int(sizes[1]), "epsilon": float(epsilons[1])},
+            "knowledge": {"pilot_tcm": pilots[0].tolist(), "pilot_lm": pilots[1].tolist()}}
+
+
+def hybrid_trust_truth(i: int, rng: np.random.Generator, quick: bool = False) -> Truth:
+    """Synthetic hybrid-trust truth number ``i`` (its law: ``GROUPED_GENERATORS[i % 6]``), ``m = 100``.
+
+    ``n`` users in 300-3,000 (100-500 at ``quick``), a TCM share ``c`` in 2-50% (at least one user
+    in each group), each group's epsilon from :data:`TRUST_EPSILONS`; the LM group shares the TCM
+    group's law parameters on even-numbered rounds of the six laws and draws its own otherwise
+    (``shifted-groups`` always shifts it).  Public: 10-40 pilot records per group (10-20 at
+    ``quick``), drawn from the group's law beside its private records.
+    """
+    kind = GROUPED_GENERATORS[i % len(GROUPED_GENERATORS)]
+    p_tcm = _grouped_params(kind, rng)
+    p_lm = p_tcm if (i // len(GROUPED_GENERATORS)) % 2 == 0 else _grouped_params(kind, rng)
+    n = int(rng.integers(100, 501) if quick else rng.integers(300, 3001))
+    n_tcm = int(np.clip(round(rng.uniform(0.02, 0.5) * n), 1, n - 1))
+    epsilons = rng.choice(TRUST_EPSILONS, 2)
+    shifts = rng.uniform(-1, 1, 2) * p_tcm.get("spread", 0.0)
+    pilot_n = rng.integers(10, 21, 2) if quick else rng.integers(10, 41, 2)
+    tcm = _draw(kind, n_tcm + int(pilot_n[0]), rng, p_tcm, shifts[0])
+    lm = _draw(kind, n - n_tcm + int(pilot_n[1]), rng, p_lm, shifts[1])
+    pilots = (tcm[:pilot_n[0]], lm[:pilot_n[1]])
+    data = {"tcm": tcm[pilot_n[0]:], "lm": lm[pilot_n[1]:]}
+    return Truth("hybrid-trust", "synthetic", kind,
+                 _hybrid_trust_spec(100.0, pilots, (n_tcm, n - n_tcm), epsilons), data)
+
+
+def real_hybrid_trust_truth(name: str, rng: np.random.Generator) -> Truth:
+    """Real hybrid-trust truth ``name`` (:data:`REAL_HYBRID_TRUST`) at epsilon 1 in both groups.
+
+    ``salaries`` is the built-in example without its earlier release (junior faculty TCM,
+    professors LM; the published pilots, 20 each).  The others are shuffled by ``rng``: 20 + 20
+    pilot records, then 30% of the rest TCM and 70% LM (records clamped to ``[0, m]``).
+    """
+    if name not in REAL_HYBRID_TRUST:
+        raise ValueError(f"name must be one of {list(REAL_HYBRID_TRUST)}, got {name!r}")
+    m = REAL_HYBRID_TRUST[name]
+    if name == "salaries":
+        rows = _read("salaries.csv")
+
+        def part(group, role):
+            return np.array([float(r["salary_k"]) for r in rows if r["group"] == group and r["role"] == role])
+        pilots = (part("junior", "pilot"), part("professors", "pilot"))
+        data = {"tcm": part("junior", "private"), "lm": part("professors", "private")}
+    else:
+        rows = _read("calibration-grouped.csv")
+        x = np.clip(rng.permutation(np.array([float(r["value"]) for r in rows if r["dataset"] == name])), 0.0, m)
+        rest = x[40:]
+        n_tcm = int(round(0.3 * rest.size))
+        pilots, data = (x[:20], x[20:40]), {"tcm": rest[:n_tcm], "lm": rest[n_tcm:]}
+    return Truth("hybrid-trust", "real", name,
+                 _hybrid_trust_spec(m, pilots, (data["tcm"].size, data["lm"].size), (1.0, 1.0)), data)
 
 
 def _matrix(items: list[np.ndarray], m: int) -> sp.csr_matrix:

@@ -1,14 +1,16 @@
 """Calibration: how far today's recommendations can be trusted, on truths the models do not contain.
 
-For two SPEC kinds (``grouped`` means; ``user-item`` counts) the study draws held-out truths from generators outside the models (:mod:`hybridpriv.heldout`:
-skewed, bimodal, heavy-tailed, clamped, shifted groups, heaped; mixture / heavy-tailed row sums with
+For three SPEC kinds (``grouped`` means; ``hybrid-trust`` means; ``user-item`` counts) the study draws held-out truths from generators outside the models (:mod:`hybridpriv.heldout`:
+skewed, bimodal, heavy-tailed, clamped, shifted groups, heaped -- for the hybrid-trust kind with
+the TCM and LM groups sharing a law or not; mixture / heavy-tailed row sums with
 structured item popularity) plus real datasets shipped in ``hybridpriv/examples``, runs the select
 path on the public knowledge only, and scores every candidate on the private truth
 (:mod:`hybridpriv.calibration`): the regret of the recommendation, the coverage of the reported
 5-95% range, and the reliability of P(best); beside it a budget-spending (Pythia-style) selector
 that spends 10% of the budget on DP features of the private data before choosing (a Laplace mean per
-private group; a Laplace histogram of items per user), at the same total budget.  The hybrid-trust, public-private and K-means kinds have no held-out
-generators here yet.  Scales: ``--quick`` 3 synthetic + 1 real truth per family (small
+private group; a Laplace histogram of items per user; not for hybrid-trust, whose LM group would
+need local-DP features), at the same total budget.  The public-private and K-means kinds have no
+held-out generators here yet.  Scales: ``--quick`` 3 synthetic + 1 real truth per family (small
 settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
 """
 
@@ -19,8 +21,8 @@ from pathlib import Path
 import xarray as xr
 
 from hybridpriv.calibration import calibrate, plot_calibration
-from hybridpriv.heldout import (REAL_GROUPED, REAL_USER_ITEM, grouped_truth, real_grouped_truth,
-                                real_user_item_truth, user_item_truth)
+from hybridpriv.heldout import (REAL_GROUPED, REAL_HYBRID_TRUST, REAL_USER_ITEM, grouped_truth, hybrid_trust_truth,
+                                real_grouped_truth, real_hybrid_trust_truth, real_user_item_truth, user_item_truth)
 from hybridpriv.random import rng
 
 __all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
@@ -28,11 +30,15 @@ __all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
 DESCRIPTION = "Calibration: regret, interval coverage and P(best) reliability of select on held-out truths"
 #: per scale: synthetic truths per family, real datasets per family, select settings, realised-risk releases
 SCALES = {
-    "quick": {"synthetic": 3, "real": {"grouped": ["faithful-waiting"], "user-item": ["verbagg"]},
-              "settings": {"grouped": {"evaluation": {"draws": 100, "trials": 10}}, "user-item": {}},
+    "quick": {"synthetic": 3, "real": {"grouped": ["faithful-waiting"], "hybrid-trust": ["salaries"],
+                                       "user-item": ["verbagg"]},
+              "settings": {"grouped": {"evaluation": {"draws": 100, "trials": 10}},
+                           "hybrid-trust": {"evaluation": {"draws": 100, "trials": 10}}, "user-item": {}},
               "realised_draws": 4, "realised_trials": 2000, "pythia_share": 0.1},
-    "default": {"synthetic": 30, "real": {"grouped": list(REAL_GROUPED), "user-item": list(REAL_USER_ITEM)},
-                "settings": {"grouped": {}, "user-item": {}}, "realised_draws": 8, "realised_trials": 5000,
+    "default": {"synthetic": 30, "real": {"grouped": list(REAL_GROUPED), "hybrid-trust": list(REAL_HYBRID_TRUST),
+                                          "user-item": list(REAL_USER_ITEM)},
+                "settings": {"grouped": {}, "hybrid-trust": {}, "user-item": {}}, "realised_draws": 8,
+                "realised_trials": 5000,
                 "pythia_share": 0.1},
 }
 SCALES["full"] = {**SCALES["default"], "synthetic": 100}
@@ -43,12 +49,13 @@ def truths(scale: str, seed: int) -> list:
     cfg, quick = SCALES[scale], scale == "quick"
     out = []
     for family, make, real in (("grouped", grouped_truth, real_grouped_truth),
-                               ("user-item", user_item_truth, real_user_item_truth)):
+                               ("user-item", user_item_truth, real_user_item_truth),
+                               ("hybrid-trust", hybrid_trust_truth, real_hybrid_trust_truth)):
         n = cfg["synthetic"]
         out += [make(i, rng(seed, "calibration", family, i, "truth"), quick=quick) for i in range(n)]
         for j, name in enumerate(cfg["real"][family]):
             r = rng(seed, "calibration", family, n + j, "truth")
-            out.append(real(name, r) if family == "grouped" else real(name))
+            out.append(real(name) if family == "user-item" else real(name, r))
     return out
 
 

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 
 from hybridpriv.calibration import BINS, reliability, score, summarize
-from hybridpriv.heldout import (GROUPED_GENERATORS, POPULARITY, REAL_GROUPED, REAL_USER_ITEM, ROW_LAWS,
-                                grouped_truth, real_grouped_truth, real_user_item_truth, user_item_truth)
+from hybridpriv.heldout import (GROUPED_GENERATORS, POPULARITY, REAL_GROUPED, REAL_HYBRID_TRUST, REAL_USER_ITEM,
+                                ROW_LAWS, grouped_truth, hybrid_trust_truth, real_grouped_truth,
+                                real_hybrid_trust_truth, real_user_item_truth, user_item_truth)
 from hybridpriv.random import rng
 from hybridpriv.studies import calibration
 
@@ -89,6 +90,38 @@ def test_user_item_truths_publish_only_the_margins(i):
     assert t.spec["k"] == [1, min(20, x.shape[1])]
 
 
+@pytest.mark.parametrize("i", range(2 * len(GROUPED_GENERATORS)))
+def test_hybrid_trust_truths_publish_only_pilots_sizes_and_epsilons(i):
+    t = hybrid_trust_truth(i, rng(5, "h", i))
+    assert t.family == "hybrid-trust" and t.generator == GROUPED_GENERATORS[i % 6] and t.spec["m"] == 100.0
+    kn = t.spec["knowledge"]
+    assert set(kn) == {"pilot_tcm", "pilot_lm"} and 10 <= len(kn["pilot_tcm"]) <= 40 and 10 <= len(kn["pilot_lm"]) <= 40
+    for unit in ("tcm", "lm"):
+        assert t.spec[unit]["size"] == t.data[unit].size and set(t.spec[unit]) == {"name", "size", "epsilon"}
+        assert t.data[unit].min() >= 0 and t.data[unit].max() <= 100
+    n = t.data["tcm"].size + t.data["lm"].size
+    assert 300 <= n <= 3000 and 0.02 - 1 / n <= t.data["tcm"].size / n <= 0.5 + 1 / n
+    np.testing.assert_array_equal(t.dataset().values[0], t.data["tcm"])
+    again = hybrid_trust_truth(i, rng(5, "h", i))
+    for unit in ("tcm", "lm"):
+        np.testing.assert_array_equal(t.data[unit], again.data[unit])
+    assert again.spec == t.spec
+
+
+def test_real_hybrid_trust_truths_keep_every_record_once():
+    totals = {"acs12-income": 894, "boston-medv": 506, "faithful-waiting": 272, "salaries": 397}
+    for name, m in REAL_HYBRID_TRUST.items():
+        t = real_hybrid_trust_truth(name, rng(0, "r"))
+        kn = t.spec["knowledge"]
+        n = len(kn["pilot_tcm"]) + len(kn["pilot_lm"]) + t.data["tcm"].size + t.data["lm"].size
+        assert n == totals[name] and t.spec["m"] == m
+        assert all(v.min() >= 0 and v.max() <= m for v in t.data.values())
+    sal = real_hybrid_trust_truth("salaries", rng(0, "r"))
+    assert (sal.spec["tcm"]["size"], sal.spec["lm"]["size"]) == (111, 246)  # the built-in example's groups
+    # the example's private pooled mean (its header: 114.776)
+    assert np.concatenate([sal.data["tcm"], sal.data["lm"]]).mean() == pytest.approx(114.776, abs=5e-4)
+
+
 def test_real_truths_load_with_their_documented_sizes():
     sizes = {"acs12-hours": 959, "acs12-income": 894, "boston-medv": 506, "faithful-waiting": 272}
     for name, (lo, hi) in REAL_GROUPED.items():
@@ -111,7 +144,7 @@ def quick():
 
 def test_quick_study_structure(quick):
     ds = quick
-    assert ds.sizes["truth"] == 8 and list(ds.scope.values) == ["grouped", "user-item", "overall"]
+    assert ds.sizes["truth"] == 12 and list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "overall"]
     assert ds["realised"].dims == ("truth", "candidate") and ds["reliability_observed"].dims == ("scope", "bin")
     assert sorted(set(ds.source.values)) == ["real", "synthetic"]
     for j in range(ds.sizes["truth"]):
@@ -122,14 +155,14 @@ def test_quick_study_structure(quick):
         elig = (row.eligible.values == 1) & have
         names = ds.candidate.values
         best = names[have & elig][np.argmin(row.realised.values[have & elig])]
-        prefix = "estimator" if row.family.item() == "grouped" else "k"
+        prefix = "k" if row.family.item() == "user-item" else "estimator"
         assert best == f"{prefix}:{row.oracle.item()}"
         rec = f"{prefix}:{row.recommended.item()}"
         r = float(row.realised.sel(candidate=rec)) / float(row.realised.sel(candidate=best)) - 1
         assert float(row.regret) == pytest.approx(r, abs=1e-12)
         inside = (row.risk_low <= row.realised) & (row.realised <= row.risk_high)
         np.testing.assert_array_equal(row.covered.values[have], inside.values[have])
-    assert float(ds.truths.sel(scope="overall")) == 8 and not ds.select_refused.any()
+    assert float(ds.truths.sel(scope="overall")) == 12 and not ds.select_refused.any()
     assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
@@ -150,10 +183,12 @@ def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
 
 def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_the_same_oracle(quick):
     ds = quick
-    assert np.isfinite(ds.pythia_regret.values).all()
-    for j in range(ds.sizes["truth"]):
+    spent = ds.family.values != "hybrid-trust"  # no budget-spending selector for hybrid trust
+    assert np.isfinite(ds.pythia_regret.values[spent]).all() and np.isnan(ds.pythia_regret.values[~spent]).all()
+    assert np.isnan(float(ds.pythia_wins.sel(scope="hybrid-trust")))
+    for j in np.flatnonzero(spent):
         row = ds.isel(truth=j)
-        prefix = "estimator" if row.family.item() == "grouped" else "k"
+        prefix = "k" if row.family.item() == "user-item" else "estimator"
         oracle = float(row.realised.sel(candidate=f"{prefix}:{row.oracle.item()}"))
         assert float(row.pythia_regret) == pytest.approx(float(row.pythia_realised) / oracle - 1, abs=1e-12)
     for scope in ("grouped", "user-item"):
@@ -162,6 +197,24 @@ def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_th
                        + 0.5 * (ds.pythia_realised.values[keep] == ds.recommended_realised.values[keep]))
         assert float(ds.pythia_wins.sel(scope=scope)) == pytest.approx(wins)
         assert float(ds.pythia_regret_median.sel(scope=scope)) == pytest.approx(np.median(ds.pythia_regret.values[keep]))
+
+
+def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):
+    """TCM-only releases mean(TCM) + Laplace(m / (n_T epsilon_T)) (replace neighbours): its risk on a
+    truth is (mean(TCM) - mean of all records)^2 + 2 b^2; the study's Monte Carlo within 5 of its
+    standard errors."""
+    truths = calibration.truths("quick", 0)
+    checked = 0
+    for j, t in enumerate(truths):
+        if t.family != "hybrid-trust":
+            continue
+        tcm, everything = t.data["tcm"], np.concatenate([t.data["tcm"], t.data["lm"]])
+        b = t.spec["m"] / (tcm.size * t.spec["tcm"]["epsilon"])
+        want = (tcm.mean() - everything.mean()) ** 2 + 2 * b**2
+        row = quick.isel(truth=j).sel(candidate="estimator:tcm-only")
+        assert abs(float(row.realised) - want) < 5 * float(row.realised_mcse), (t.generator, float(row.realised), want)
+        checked += 1
+    assert checked == 4
 
 
 def test_pythia_spec_charges_each_private_group_its_epsilon_in_total():
