@@ -32,7 +32,7 @@ DESCRIPTION = "Calibration: regret, interval coverage and P(best) reliability of
 SCALES = {
     "quick": {"synthetic": 3, "real": {"grouped": ["faithful-waiting"], "hybrid-trust": ["salaries"],
                                        "user-item": ["verbagg"]},
-              "settings": {"grouped": {"evaluation": {"draws": 100, "trials": 10}},
+              "settings": {"grouped": {"model": {"family": "normal"}, "evaluation": {"draws": 100, "trials": 10}},
                            "hybrid-trust": {"evaluation": {"draws": 100, "trials": 10}}, "user-item": {}},
               "realised_draws": 4, "realised_trials": 2000, "pythia_share": 0.1},
     "default": {"synthetic": 30, "real": {"grouped": list(REAL_GROUPED), "hybrid-trust": list(REAL_HYBRID_TRUST),

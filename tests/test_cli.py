@@ -214,8 +214,15 @@ def test_select_warns_naming_the_public_statistic_its_model_cannot_reproduce(tmp
     panel = np.concatenate([np.full(40, 10.0), rng.uniform(0, 3, 60)]).round(3)
     (tmp_path / "panel.csv").write_text("x\n" + "\n".join(map(str, panel)) + "\n")
     spec = tmp_path / "s.toml"
-    spec.write_text('bounds = [0, 10]\n[[groups]]\nname = "panel"\nsize = 100\nepsilon = inf\ndata = "panel.csv"\n'
-                    '[[groups]]\nname = "priv"\nsize = 500\nepsilon = 1.0\n[evaluation]\nestimators = ["weighted", "public-mean"]\n')
+    text = ('bounds = [0, 10]\n[[groups]]\nname = "panel"\nsize = 100\nepsilon = inf\ndata = "panel.csv"\n'
+            '[[groups]]\nname = "priv"\nsize = 500\nepsilon = 1.0\n[evaluation]\nestimators = ["weighted", "public-mean"]\n')
+    # the default family (auto) picks the mixture, whose point mass at the bound reproduces the panel
+    spec.write_text(text)
+    code, out, err = _run(capsys, "select", str(spec), "--out", str(tmp_path / "auto"), "--draws", "6", "--trials", "2")
+    assert code == 0, err
+    assert "family = auto" in out and "cannot reproduce panel.median" not in out
+    assert xr.open_datatree(tmp_path / "auto" / "selection.nc").attrs.get("predictive_checks_flagged", "") == ""
+    spec.write_text(text + '[model]\nfamily = "normal"\n')
     code, out, err = _run(capsys, "select", str(spec), "--out", str(tmp_path / "o"), "--draws", "6", "--trials", "2")
     assert code == 0, err
     assert "posterior predictive checks of the public knowledge" in out
