@@ -212,8 +212,7 @@ class GroupedDataModel(KnowledgeModel):
         order = [str(f) for f in table.family.values[np.argsort(-table.elpd.values, kind="stable")]]
         order = [self.family.name] + [f for f in order if f != self.family.name]
         for k, name in enumerate(order):
-            if name != self.family.name:
-                self.family = _FAMILIES[name]().with_bounds(self.bounds)
+            self.use_family(name)
             last = k == len(order) - 1
             try:
                 return super().fit(draws, tune, chains, seed, progressbar, on_unconverged if last else "raise",
@@ -226,6 +225,14 @@ class GroupedDataModel(KnowledgeModel):
                 table.attrs["fallback"] = "; ".join(filter(None, [table.attrs.get("fallback", ""), note]))
                 warnings.warn(f"family = auto: {note}", UserWarning, stacklevel=2)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def use_family(self, name: str) -> None:
+        """Switch the data family to the built-in ``name`` (what ``fit``'s fallback does; a release
+        from a selection uses it to rebuild the posterior with the family that selection fitted)."""
+        if name not in _FAMILIES:
+            raise ValueError(f"family must be one of {sorted(_FAMILIES)}, got {name!r}")
+        if name != self.family.name:
+            self.family = _FAMILIES[name]().with_bounds(self.bounds)
 
     # -- validation -------------------------------------------------------------------
 

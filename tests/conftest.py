@@ -27,6 +27,7 @@ SLOW = (
     "tests/test_distributed.py",
     "tests/test_resume.py",
     "tests/release/test_cli.py",
+    "tests/release/test_auto_family.py",
     "tests/test_custom_mechanisms.py::test_a_spec_named_mechanism_is",
     "tests/test_custom_mechanisms.py::test_the_audit",
     "tests/test_docs.py::test_block_runs",

@@ -181,6 +181,8 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         dim = decision.attrs["candidate_dim"]
         name = candidate if candidate is not None else str(attrs["recommended"])
         if spec.kind == "grouped":
+            if "model_family" in attrs:  # the family the selection fitted (family = auto may have fallen back)
+                problem.model.use_family(str(attrs["model_family"]))
             posterior = _posterior(tree, problem, int(attrs["seed"]))
         coords = [str(c) for c in decision[dim].values]
         if name not in coords:

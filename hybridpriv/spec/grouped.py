@@ -223,11 +223,18 @@ def build(v: dict[str, Any]):
         known = " (records known)" if g.name in v["public_data"] else ""
         header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
     header += family_choice_lines(model.family_choice)
+
+    def diagnostics(posterior, seed: int) -> tuple[list[str], dict[str, Any]]:
+        # the family actually fitted (family = auto may have fallen back): a release rebuilds it
+        fallback = model.family_choice.attrs.get("fallback", "") if model.family_choice is not None else ""
+        return [], {"model_family": posterior.family.name, "family_fallback": fallback}
+
     return Problem(
         kind="grouped", description=v["description"], model=model, candidates=candidates,
         task=Statistic(ev["target"], ev["loss"]), dim="estimator", requirements=v["relation"],
         chains=v["model"]["chains"], tune=v["model"]["tune"], datasets=ev["draws"], trials=ev["trials"],
         seed=ev["seed"], header=header, title=f"{v['statistic']} release: expected {ev['loss']} error",
+        diagnostics=diagnostics,
     )
 
 
