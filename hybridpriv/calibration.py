@@ -337,15 +337,14 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         name = f"{t.family}-{i}"
         rows.append(calibrate_truth(t, seed, i, (settings or {}).get(t.family),
                                     stage=lambda part, name=name: stage(f"{name}-{part}"), **options))
-    prefix = PREFIX
-    cand = list(dict.fromkeys(f"{prefix[t.family]}:{c}" for t, r in zip(truths, rows) for c in r["candidates"]))
+    cand = list(dict.fromkeys(f"{PREFIX[t.family]}:{c}" for t, r in zip(truths, rows) for c in r["candidates"]))
     grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
             ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",
              "is_best", "ratio")}
     for j, (t, r) in enumerate(zip(truths, rows)):
         if r["refused"]:
             continue
-        cols = [cand.index(f"{prefix[t.family]}:{c}") for c in r["candidates"]]
+        cols = [cand.index(f"{PREFIX[t.family]}:{c}") for c in r["candidates"]]
         for v in grid:
             grid[v][j, cols] = np.asarray(r[v], dtype=float)
     per_truth = {

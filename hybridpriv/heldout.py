@@ -157,6 +157,12 @@ def _read(name: str) -> list[dict[str, str]]:
     return list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
 
 
+def _shuffled_values(name: str, rng: np.random.Generator) -> np.ndarray:
+    """The records of real dataset ``name`` in ``calibration-grouped.csv``, shuffled by ``rng``."""
+    return rng.permutation(np.array([float(r["value"]) for r in _read("calibration-grouped.csv")
+                                     if r["dataset"] == name]))
+
+
 def real_grouped_truth(name: str, rng: np.random.Generator) -> Truth:
     """Real grouped truth ``name`` (:data:`REAL_GROUPED`), clamped to its bounds.
 
@@ -172,8 +178,7 @@ def real_grouped_truth(name: str, rng: np.random.Generator) -> Truth:
         order = ["panel", "opt-in", "default", "strict"]
         parts = [np.array([float(r["hours"]) for r in rows if r["group"] == g]) for g in order]
     else:
-        rows = _read("calibration-grouped.csv")
-        x = rng.permutation(np.array([float(r["value"]) for r in rows if r["dataset"] == name]))
+        x = _shuffled_values(name, rng)
         cut = np.round(np.cumsum([0.2, 0.4, 0.3]) * x.size).astype(int)
         parts = np.split(x, cut)
     parts = [np.clip(v, lo, hi) for v in parts]
@@ -232,8 +237,7 @@ def real_hybrid_trust_truth(name: str, rng: np.random.Generator) -> Truth:
         pilots = (part("junior", "pilot"), part("professors", "pilot"))
         data = {"tcm": part("junior", "private"), "lm": part("professors", "private")}
     else:
-        rows = _read("calibration-grouped.csv")
-        x = np.clip(rng.permutation(np.array([float(r["value"]) for r in rows if r["dataset"] == name])), 0.0, m)
+        x = np.clip(_shuffled_values(name, rng), 0.0, m)
         rest = x[40:]
         n_tcm = int(round(0.3 * rest.size))
         pilots, data = (x[:20], x[20:40]), {"tcm": rest[:n_tcm], "lm": rest[n_tcm:]}
