@@ -176,8 +176,9 @@ def _select(args: argparse.Namespace) -> int:
         print(f"  {line}")
     _quiet_libraries()
     with _client(args) as client, warnings.catch_warnings():
-        # the predictive checks' warning is printed as a line of the log already
+        # the predictive checks' and the family fallback's warnings are printed as lines of the log already
         warnings.filterwarnings("ignore", message="the model of public knowledge cannot reproduce")
+        warnings.filterwarnings("ignore", message="family = auto: ")
         result = run_selection(problem, client=client, progress=True, log=lambda line: print(line, flush=True),
                                resume=args.resume, chunk_size=args.chunk_size)
         dask = describe_client(client)

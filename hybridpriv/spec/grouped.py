@@ -227,7 +227,8 @@ def build(v: dict[str, Any]):
     def diagnostics(posterior, seed: int) -> tuple[list[str], dict[str, Any]]:
         # the family actually fitted (family = auto may have fallen back): a release rebuilds it
         fallback = model.family_choice.attrs.get("fallback", "") if model.family_choice is not None else ""
-        return [], {"model_family": posterior.family.name, "family_fallback": fallback}
+        lines = [f"warning: family = auto: {fallback}"] if fallback else []
+        return lines, {"model_family": posterior.family.name, "family_fallback": fallback}
 
     return Problem(
         kind="grouped", description=v["description"], model=model, candidates=candidates,
