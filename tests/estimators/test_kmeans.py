@@ -290,6 +290,50 @@ def test_a_batch_of_trials_has_the_distribution_of_single_runs():
         assert ((ratio > 0.75) & (ratio < 1.33)).all(), ratio
 
 
+def _nearest_batch_broadcast(x, c):
+    """The previous batched nearest-centre search (NumPy broadcast over the trial axis), kept as the
+    reference the per-trial SciPy search replaced (3-5x faster, benchmarks/kmeans_trials.py)."""
+    t, k = c.shape[:2]
+    n = x.shape[-2]
+    if n == 0:
+        return np.zeros((t, 0), dtype=np.intp)
+    xb = x[None] if x.ndim == 2 else x
+    best = ((xb - c[:, :1, :]) ** 2).sum(-1)
+    idx = np.zeros((t, n), dtype=np.intp)
+    for j in range(1, k):
+        d2 = ((xb - c[:, j : j + 1, :]) ** 2).sum(-1)
+        closer = d2 < best
+        idx[closer] = j
+        np.minimum(best, d2, out=best)
+    return idx
+
+
+@pytest.mark.parametrize("mech", [HybridKMeans(3, 7.0, 3, B), LMKMeans(3, 2.0, 2, B, debias=True), TCMKMeans(3, 1.0, 4, B)],
+                         ids=lambda m: m.label)
+def test_the_batched_release_draws_what_the_previous_broadcast_search_drew(monkeypatch, mech):
+    # the nearest-centre search changed, the random draws did not: same labels, same releases, bit for bit
+    from hybridpriv.estimators.kmeans import algorithm
+
+    data = cloud(np.arange(len(X)) % 5 == 0, INIT[:3])
+    new = mech.release(data, make_rng(45), trials=30)
+    monkeypatch.setattr(algorithm, "_nearest_batch", _nearest_batch_broadcast)
+    np.testing.assert_array_equal(new, mech.release(data, make_rng(45), trials=30))
+
+
+def test_batched_release_and_one_run_at_a_time_have_the_same_mean_wcss():
+    # the vectorised release (one batch of 400) against the per-trial path (400 releases of one trial,
+    # each from its own generator): two-sample z-test on the mean WCSS.  The setting (epsilon = 7, a
+    # start near the clusters) keeps the WCSS's spread small enough that a 5% difference in the mean
+    # would be found with probability >= 95% at the 1% level, which is checked first
+    data = cloud(np.arange(len(X)) % 5 == 0, np.array([[0.25, 0.25], [0.75, 0.3], [0.5, 0.75]]))
+    mech = HybridKMeans(3, 7.0, 3, B)
+    batch = np.array([wcss(X, c) for c in mech.release(data, make_rng(46), trials=400)])
+    single = np.array([wcss(X, mech.release(data, make_rng(2000 + i))[0]) for i in range(400)])
+    se = math.sqrt(batch.var(ddof=1) / batch.size + single.var(ddof=1) / single.size)
+    assert 0.05 * single.mean() > (2.576 + 1.645) * se, (single.mean(), se)  # power to see 5%
+    assert abs(batch.mean() - single.mean()) < 2.576 * se, (batch.mean(), single.mean(), se)
+
+
 def test_batches_are_split_by_memory_and_stay_reproducible(monkeypatch):
     trusted = np.arange(len(X)) % 5 == 0
     mech = HybridKMeans(4, 2.0, 2, B)
