@@ -37,6 +37,7 @@ __all__ = [
     "gaussian_sigma",
     "interval_exponential_mechanism",
     "laplace",
+    "poisson_subsample_sums",
     "randomized_response",
     "rr_debias_counts",
     "rr_debias_sums",
@@ -331,6 +332,94 @@ def smith_quantile(
         lw = eps * utility / 2.0
     out = interval_exponential_mechanism(edges, np.broadcast_to(lw, edges.shape[:-1] + (n + 1,)), rng)
     return out[0] if squeeze else out
+
+
+# -- Poisson subsampling ---------------------------------------------------------------------------
+#: :func:`poisson_subsample_sums` skips between selected records when the selection probability
+#: (of kept records, or of dropped ones for ``p`` near 1) is at most this; above it, one uniform per
+#: record is cheaper.
+SKIP_BELOW = 0.25
+#: Most geometric gaps drawn at once by :func:`poisson_subsample_sums` (bounds its memory).
+_SKIP_BLOCK = 1 << 20
+
+
+def poisson_subsample_sums(
+    values: np.ndarray, p: float, trials: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and count of a Poisson subsample (every record kept independently with probability ``p``).
+
+    Parameters
+    ----------
+    values
+        Shape ``(rows, n)`` with ``rows`` 1 (one set of records, subsampled afresh in every trial)
+        or ``trials`` (trial ``i`` subsamples row ``i``); or ``(n,)``.
+    p
+        Keep probability in ``[0, 1]``.
+    trials
+        Number of independent subsamples.
+    rng
+        Random generator.
+
+    Returns
+    -------
+    sums, counts
+        Shape ``(trials,)`` each: the kept records' sum and their number.
+
+    Notes
+    -----
+    With ``q = min(p, 1 - p)`` at most :data:`SKIP_BELOW`, the selected records (the kept ones, or
+    the dropped ones when ``p > 1/2``: ``sum = total - dropped``) are found by skipping: the gaps
+    between successive selected records of an independent Bernoulli(``q``) sequence are independent
+    Geometric(``q``) variables (drawn as ``floor(E / -log(1 - q)) + 1``, ``E`` standard exponential),
+    so drawing the gaps gives exactly the same joint law of the selection at about ``n q`` draws per
+    trial instead of ``n``.  Otherwise one uniform per record and trial,
+    ``rng.random((trials, n)) < p`` (for ``p = 1``: everything, no draws).
+    """
+    check_rng(rng)
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"p must be a probability in [0, 1], got {p!r}")
+    if not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p!r}")
+    p = float(p)
+    trials = check_integer(trials, "trials", 1)
+    x = check_real_array(values, "values")
+    x = x[np.newaxis, :] if x.ndim == 1 else x
+    if x.ndim != 2 or x.shape[0] not in (1, trials):
+        raise ValueError(f"values must have shape (n,), (1, n) or (trials, n) = ({trials}, n), got {x.shape}")
+    rows, n = x.shape
+    if p >= 1.0:
+        return np.broadcast_to(x.sum(axis=1), (trials,)).copy(), np.full(trials, float(n))
+    q = min(p, 1.0 - p)
+    if q > SKIP_BELOW or n == 0:
+        keep = rng.random((trials, n)) < p
+        return np.where(keep, x, 0.0).sum(axis=1), keep.sum(axis=1).astype(float)
+    sums, counts = np.zeros(trials), np.zeros(trials)
+    if q > 0.0:
+        padded = np.concatenate([x, np.zeros((rows, 1))], axis=1)  # index n: past the end, adds 0
+        m = n * q
+        width = max(int(math.ceil(m + 3.0 * math.sqrt(m) + 2.0)), 1)  # covers the group in one block mostly
+        rate = -math.log1p(-q)  # floor(E / rate) + 1 with E ~ Exp(1) is Geometric(q) on {1, 2, ...}
+        position = np.zeros(trials, dtype=np.int64)  # records passed so far (1-based end of the last gap)
+        active = np.arange(trials)
+        step = max(_SKIP_BLOCK // width, 1)
+        while active.size:
+            for start in range(0, active.size, step):
+                rows_ = active[start:start + step]
+                gaps = rng.standard_exponential((rows_.size, width))
+                gaps /= rate
+                np.minimum(gaps, n, out=gaps)  # a gap past the group ends it, however long (no int overflow)
+                ends = position[rows_, None] + np.cumsum(gaps.astype(np.int64) + 1, axis=1)
+                picked = np.minimum(ends - 1, n)  # 0-based index of each selected record; n: beyond the group
+                if rows > 1:
+                    sums[rows_] += np.take_along_axis(padded[rows_], picked, axis=1).sum(axis=1)
+                else:
+                    sums[rows_] += np.take(padded[0], picked).sum(axis=1)
+                counts[rows_] += (ends <= n).sum(axis=1)
+                position[rows_] = ends[:, -1]
+            active = active[position[active] < n]
+    if p > 0.5:  # the selection was of dropped records
+        return x.sum(axis=1) - sums, n - counts
+    return sums, counts
 
 
 # -- K-ary randomized response ---------------------------------------------------------------------

@@ -25,7 +25,8 @@ from ..mechanisms import check_rng
 from ..params import Parametrized
 from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_group_data, check_groups, check_positive
 
-__all__ = ["Estimator", "Mechanism", "check_trials", "resolve_sigma2"]
+__all__ = ["Estimator", "GroupedStatistics", "Mechanism", "check_trials", "grouped_statistics", "per_trial",
+           "resolve_sigma2"]
 
 
 def check_trials(trials: object, name: str = "trials") -> int:
@@ -78,12 +79,89 @@ def resolve_sigma2(sigma2: object) -> float:
     return check_positive(sigma2, "sigma2")
 
 
+class GroupedStatistics:
+    """Validated grouped data and the statistics the grouped estimators compute from it.
+
+    Every array has a leading axis of ``rows``: 1 for one dataset (what :meth:`Estimator.release`
+    builds; its statistics broadcast against the trial axis of the noise, so a release costs its
+    noise draw plus O(groups)), or ``trials`` for one dataset per trial (:meth:`Estimator.estimate`
+    on batched data).  The statistics are computed once, when first asked for.
+
+    Parameters
+    ----------
+    values
+        One validated float array per group, each of shape ``(rows, n_i)``.
+    """
+
+    def __init__(self, values: Sequence[np.ndarray]) -> None:
+        self.values = list(values)
+        self.rows = int(self.values[0].shape[0])
+        self._sums: np.ndarray | None = None
+        self._sorted: dict[Any, np.ndarray] = {}
+
+    @property
+    def sums(self) -> np.ndarray:
+        """Each group's sum, shape ``(rows, groups)``."""
+        if self._sums is None:
+            self._sums = np.stack([x.sum(axis=1) for x in self.values], axis=1)
+        return self._sums
+
+    def pooled(self, groups: Sequence[int] | None = None) -> np.ndarray:
+        """The records of ``groups`` (indices; default all) side by side, shape ``(rows, n)``."""
+        idx = range(len(self.values)) if groups is None else groups
+        return np.concatenate([self.values[k] for k in idx], axis=1)
+
+    def sorted(self, groups: Sequence[int] | None = None) -> np.ndarray:
+        """:meth:`pooled` sorted along the records, shape ``(rows, n)`` (cached)."""
+        key = None if groups is None else tuple(groups)
+        if key not in self._sorted:
+            self._sorted[key] = np.sort(self.pooled(groups), axis=-1)
+        return self._sorted[key]
+
+    def broadcast(self, trials: int) -> list[np.ndarray]:
+        """The values with ``trials`` rows (read-only views when ``rows`` is 1)."""
+        return [np.broadcast_to(x, (trials, x.shape[-1])) for x in self.values]
+
+
+def per_trial(values: np.ndarray, trials: int) -> np.ndarray:
+    """A release computed once per row of :class:`GroupedStatistics` (shape ``(rows,)``) as ``(trials,)``."""
+    values = np.asarray(values, dtype=float)
+    return np.repeat(values, trials) if values.shape == (1,) and trials != 1 else values
+
+
+def grouped_statistics(
+    data: Any, groups: Sequence[Group], bounds: Bounds, clamp: bool = False
+) -> GroupedStatistics:
+    """:class:`GroupedStatistics` of one dataset (one row), validated for the setting.
+
+    ``data`` is one 1-D array per group or a :class:`~hybridpriv.data.GroupedDataset`; for the
+    latter the result is kept in the dataset's ``statistics_cache`` (by group sizes, bounds and
+    ``clamp``), so every candidate evaluated on the dataset validates, sums and sorts it once.
+    """
+    cache = getattr(data, "statistics_cache", None)
+    key = (tuple(g.size for g in groups), bounds.lower, bounds.upper, clamp)
+    if cache is not None and key in cache:
+        return cache[key]
+    values = getattr(data, "values", data)
+    arrays, batched = check_group_data(values, groups, bounds, clamp)
+    if batched:
+        raise ValueError("release takes one dataset (one 1-D array per group); pass trials= for repeats")
+    stats = GroupedStatistics(arrays)
+    if cache is not None:
+        cache[key] = stats
+    return stats
+
+
 class Estimator(Mechanism):
     """Base class of the grouped estimators (a scalar release from one array per group).
 
     Subclasses set ``statistic`` (what they estimate: ``"mean"`` or ``"median"``), a
     ``label`` (used as the coordinate in results), implement :meth:`_estimate` on validated
     arrays and declare :attr:`privacy` (one :class:`~hybridpriv.privacy.Guarantee` per group).
+    The built-in estimators implement :meth:`_release` on :class:`GroupedStatistics` instead: a
+    release on one dataset then reads the dataset's statistics (shared by every candidate) and
+    draws only the noise for each trial.  A subclass that overrides :meth:`_estimate` is run on
+    the records repeated for every trial, as before.
 
     Parameters
     ----------
@@ -126,12 +204,11 @@ class Estimator(Mechanism):
         """``trials`` independent estimates on one dataset (one 1-D array per group, or a
         :class:`~hybridpriv.data.GroupedDataset`); shape ``(trials,)``."""
         trials = check_trials(trials)
-        values = getattr(data, "values", data)
-        arrays, batched = check_group_data(values, self.groups, self.bounds, self.clamp)
-        if batched:
-            raise ValueError("release takes one dataset (one 1-D array per group); pass trials= for repeats")
-        batch = [np.broadcast_to(a, (trials, a.shape[-1])) for a in arrays]
-        return self._checked(self._estimate(batch, check_rng(rng)), trials)
+        stats = grouped_statistics(data, self.groups, self.bounds, self.clamp)
+        rng = check_rng(rng)
+        if type(self)._estimate is Estimator._estimate:  # the statistics path (every built-in)
+            return self._checked(self._release(stats, rng, trials), trials)
+        return self._checked(self._estimate(stats.broadcast(trials), rng), trials)
 
     #: Largest noise scale of a released value, in units of the bounds' width: a mechanism whose noise
     #: is a trillion times the data range releases nothing useful, and its squared loss would
@@ -179,9 +256,17 @@ class Estimator(Mechanism):
         out = self._checked(self._estimate(arrays, check_rng(rng)), arrays[0].shape[0])
         return out if batched else float(out[0])
 
-    @abstractmethod
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        """Compute on validated float arrays of shape ``(trials, n_i)``; return shape ``(trials,)``."""
+        """Compute on validated float arrays of shape ``(trials, n_i)``; return shape ``(trials,)``.
+
+        Subclasses implement this or :meth:`_release`; by default it is :meth:`_release` on the
+        statistics of the rows."""
+        return self._release(GroupedStatistics(data), rng, data[0].shape[0])
+
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
+        """``trials`` releases from ``stats`` (``stats.rows`` is 1, or ``trials``: one dataset per
+        trial); shape ``(trials,)``.  Draw the same noise whatever ``stats.rows`` is."""
+        raise NotImplementedError(f"{type(self).__name__} must implement _estimate(data, rng) or _release(stats, rng, trials)")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(label={self.label!r}, groups={[g.name for g in self.groups]})"

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..mechanisms import smith_quantile
 from ..privacy import Bounds, Group, Guarantee, smallest_private_epsilon
-from .base import Estimator
+from .base import Estimator, GroupedStatistics, per_trial
 
 __all__ = ["PublicMean", "PublicMedian", "UniformMean", "UniformMedian"]
 
@@ -38,13 +38,13 @@ class UniformMean(_Uniform):
     statistic = "mean"
     label = "uniform-mean"
 
-    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        total = sum(x.sum(axis=1) for x in data)
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
+        total = sum(stats.sums[:, k] for k in range(len(self.groups)))
         n = float(self.sizes.sum())
         if np.isinf(self.epsilon):
-            return total / n
+            return per_trial(total / n, trials)
         scale = self.bounds.sum_sensitivity(self.relation) / self.epsilon
-        return (total + scale * rng.laplace(size=total.shape)) / n
+        return (total + scale * rng.laplace(size=trials)) / n
 
 
 class UniformMedian(_Uniform):
@@ -56,11 +56,11 @@ class UniformMedian(_Uniform):
     statistic = "median"
     label = "uniform-median"
 
-    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        x = np.concatenate(data, axis=1)
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
+        x = stats.pooled()
         if np.isinf(self.epsilon):
-            return np.median(x, axis=1)
-        return smith_quantile(x, 0.5, self.epsilon, self.bounds, rng)
+            return per_trial(np.median(x, axis=1), trials)
+        return smith_quantile(np.broadcast_to(x, (trials, x.shape[1])), 0.5, self.epsilon, self.bounds, rng)
 
 
 class _Public(Estimator):
@@ -82,8 +82,8 @@ class PublicMean(_Public):
     statistic = "mean"
     label = "public-mean"
 
-    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        return np.concatenate([data[k] for k in self._public], axis=1).mean(axis=1)
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
+        return per_trial(stats.pooled(self._public).mean(axis=1), trials)
 
 
 class PublicMedian(_Public):
@@ -92,5 +92,5 @@ class PublicMedian(_Public):
     statistic = "median"
     label = "public-median"
 
-    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        return np.median(np.concatenate([data[k] for k in self._public], axis=1), axis=1)
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
+        return per_trial(np.median(stats.pooled(self._public), axis=1), trials)

@@ -9,7 +9,7 @@ import numpy as np
 from ..mechanisms import smith_quantile
 from ..privacy import Bounds, Group, Guarantee
 from ..theory import mixed_mean_weights
-from .base import Estimator, resolve_sigma2
+from .base import Estimator, GroupedStatistics, resolve_sigma2
 
 __all__ = ["WeightedMean", "WeightedMedian"]
 
@@ -68,11 +68,10 @@ class WeightedMean(_Mixed):
     statistic = "mean"
     label = "weighted"
 
-    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        sums = np.stack([x.sum(axis=1) for x in data], axis=1)  # (T, G)
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
         eps = self.epsilons
         scale = np.where(np.isinf(eps), 0.0, self.sensitivity / np.where(np.isinf(eps), 1.0, eps))
-        noisy = sums + scale * rng.laplace(size=sums.shape)
+        noisy = stats.sums + scale * rng.laplace(size=(trials, len(self.groups)))  # (T, G)
         return (noisy / self.sizes) @ self.weights
 
 
@@ -97,11 +96,11 @@ class WeightedMedian(_Mixed):
     statistic = "median"
     label = "weighted-median"
 
-    def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        medians = np.empty((data[0].shape[0], len(data)))
-        for k, (g, x) in enumerate(zip(self.groups, data)):
+    def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
+        medians = np.empty((trials, len(self.groups)))
+        for k, (g, x) in enumerate(zip(self.groups, stats.values)):
             if g.is_public:
                 medians[:, k] = np.median(x, axis=1)
             else:
-                medians[:, k] = smith_quantile(x, 0.5, g.epsilon, self.bounds, rng)
+                medians[:, k] = smith_quantile(np.broadcast_to(x, (trials, x.shape[1])), 0.5, g.epsilon, self.bounds, rng)
         return medians @ self.weights
