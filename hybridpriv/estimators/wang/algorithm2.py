@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -26,8 +27,7 @@ from ._checks import check_on_zero, same_width
 from .contrasts import Contrast, LogisticContrast, as_contrast
 from .criteria import brier_criterion, criterion_sensitivity_bound, logistic_contrast, prediction_error
 from .mestimation import fit_rows, m_estimate
-from .scaling import rescale
-from .weights import nearest_search, weights_from_counts
+from .weights import weights_from_counts
 
 __all__ = ["Algorithm2Result", "SELECTIONS", "algorithm2", "check_epsilons", "check_subset_sizes", "ledger_plan",
            "noisy_order", "prepare_criterion", "run_algorithm2"]
@@ -205,30 +205,30 @@ def run_algorithm2(
     selection: str,
     truncate: bool,
     on_zero_weights: str,
-    counts_on: Callable[[np.ndarray | None], np.ndarray],
+    counts_on: Callable[[np.ndarray | None, int | None], np.ndarray],
 ) -> dict[str, object]:
     """``trials`` independent runs of Algorithm 2 on validated inputs (no accounting).
 
-    ``counts_on(indices)`` gives the noise-free counts of the private points on the public points
-    ``indices`` (in that order; ties to the earliest; ``None``: all public points).  Random draws,
+    ``counts_on(order, n)`` gives the noise-free counts of the private points on the public points
+    ``order[:n]`` (in that order; ties to the earliest; ``None, None``: all public points).  Random draws,
     in this order: the order's noise ``(trials, n_E)``, each candidate's ``(trials, n_i)``, the
     selection's ``(trials, k)`` -- one run draws exactly what the earlier one-run code drew.
     Returns the arrays of :class:`Algorithm2Result` with a leading trial axis.
     """
     e1, e2, e3 = epsilons
     k, n_d = len(sizes), private.shape[0]
-    order = noisy_order(counts_on(None), n_d, e1, rng, trials)
+    order = noisy_order(counts_on(None, None), n_d, e1, rng, trials)
     d = contrast.n_params(public.shape[1])
     thetas = np.empty((trials, k, d))
     fallback = np.zeros((trials, k), dtype=bool)
     cand_w = []
     for i, n in enumerate(sizes):  # k candidates, not records
         if trials == 1:
-            uniq, inv = order[:, :n], np.zeros(1, dtype=np.intp)
+            uniq, first, inv = order[:, :n], np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
         else:  # runs sharing a subset share its search
-            uniq, inv = np.unique(order[:, :n], axis=0, return_inverse=True)
+            uniq, first, inv = np.unique(order[:, :n], axis=0, return_index=True, return_inverse=True)
             inv = np.asarray(inv).reshape(-1)
-        counts = np.stack([counts_on(row) for row in uniq])[inv]
+        counts = np.stack([counts_on(order[t], n) for t in first])[inv]
         w = weights_from_counts(counts, n_d, e2 / k, rng, truncate)
         for u, row in enumerate(uniq):
             rows = np.flatnonzero(inv == u)
@@ -250,17 +250,15 @@ def run_algorithm2(
             "noisy_criterion": noisy, "scale": scale, "chosen": chosen, "theta": thetas[rows, chosen]}
 
 
-def counts_function(private01: np.ndarray, public01: np.ndarray, method: str = "auto"
-                    ) -> Callable[[np.ndarray | None], np.ndarray]:
-    """``counts_on(indices)`` for :func:`run_algorithm2` on rescaled arrays (each subset searched once)."""
-    cache: dict[bytes, np.ndarray] = {}
+def counts_function(design: Any, method: str = "auto") -> Callable[[np.ndarray | None, int | None], np.ndarray]:
+    """``counts_on(order, n)`` for :func:`run_algorithm2` on a :class:`~hybridpriv.estimators.wang.HybridDesign`'s
+    rescaled points (every size of one order from one search:
+    :meth:`~hybridpriv.estimators.wang.HybridDesign.nearest_prefix`; searches kept by the design)."""
 
-    def counts_on(indices: np.ndarray | None) -> np.ndarray:
-        key = b"all" if indices is None else np.asarray(indices, dtype=np.intp).tobytes()
-        if key not in cache:
-            E = public01 if indices is None else public01[indices]
-            cache[key] = np.bincount(nearest_search(private01, E, method)[0], minlength=E.shape[0]).astype(float)
-        return cache[key]
+    def counts_on(order: np.ndarray | None, n: int | None) -> np.ndarray:
+        if order is None:
+            return design.counts(None, method)
+        return np.bincount(design.nearest_prefix(order, n, method)[0], minlength=n).astype(float)
 
     return counts_on
 
@@ -375,9 +373,11 @@ def algorithm2(
     with acc.transaction():
         for label, e in ledger_plan(eps, sizes, selection):
             acc.spend(e, groups=[group], label=label)
-    d01, e01, _ = rescale(D, E, categorical)
+    from .design import HybridDesign  # Algorithm 1's step 1 and the searches, as the mechanism form keeps them
+
+    design = HybridDesign(D, E, categorical=tuple(categorical or ()))
     out = run_algorithm2(D, E, c, eps, sizes, rng, 1, crit_fn, s, selection, bool(truncate), mode,
-                         counts_function(d01, e01))
+                         counts_function(design))
     chosen = int(out["chosen"][0])  # type: ignore[index]
     order = out["order"][0]  # type: ignore[index]
     noisy = out["noisy_criterion"]

@@ -20,7 +20,8 @@ import numpy as np
 
 from ._checks import points, same_width
 from .scaling import Scaling, check_categorical, fit_scaling
-from .weights import nearest_search
+from .prefix import PrefixNearest, prefix_nearest
+from .weights import KDTREE_MAX_COLUMNS, nearest_search
 
 __all__ = ["HybridData", "HybridDesign", "check_order"]
 
@@ -194,6 +195,22 @@ class HybridDesign:
             self._cache[key] = nearest_search(p01, e01 if subset is None else e01[np.asarray(subset, dtype=np.intp)],
                                               method)
         return self._cache[key]
+
+    def nearest_prefix(self, order: np.ndarray, size: int, method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`nearest` on ``order[:size]``, for many sizes of one public order: above
+        ``KDTREE_MAX_COLUMNS`` columns (or ``method="chunked"``) one pass over the order answers every
+        size (:mod:`~hybridpriv.estimators.wang.prefix`, kept per order); the KD-tree searches each subset."""
+        if not isinstance(method, str) or method not in ("auto", "kdtree", "chunked"):
+            raise ValueError(f"method must be 'auto', 'kdtree' or 'chunked', got {method!r}")
+        order = np.asarray(order, dtype=np.intp)
+        p01, e01, _ = self.rescaled()
+        if method == "kdtree" or (method == "auto" and e01.shape[1] <= KDTREE_MAX_COLUMNS):
+            return self.nearest(order[:size], method)
+        key = ("prefix", order.tobytes())
+        if key not in self._cache:
+            self._cache[key] = prefix_nearest(p01, e01, order)
+        records: PrefixNearest = self._cache[key]
+        return records.query(size)
 
     def counts(self, subset: np.ndarray | None = None, method: str = "auto") -> np.ndarray:
         """``|D_{y_i}|`` of every point of ``subset`` (all public points by default)."""

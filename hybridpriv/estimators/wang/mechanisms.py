@@ -37,6 +37,7 @@ from .algorithm2 import (
     Algorithm2Result,
     check_epsilons,
     check_subset_sizes,
+    counts_function,
     ledger_plan,
     prepare_criterion,
     run_algorithm2,
@@ -46,7 +47,7 @@ from .criteria import logistic_contrast
 from .design import HybridDesign, check_order
 from .lei import lei_cells, lei_fit
 from .mestimation import fit_rows, m_estimate
-from .weights import nearest_search, representation_counts, weights_from_counts
+from .weights import representation_counts, weights_from_counts
 
 __all__ = ["Algorithm1", "Algorithm2", "HybridMEstimator", "LeiHistogram", "PublicOnly"]
 
@@ -137,24 +138,39 @@ class Algorithm1(_PublicPrivate):
     def privacy(self) -> dict[str, Guarantee]:
         return _declaration(self.epsilon)
 
-    def subset(self, data: HybridDesign) -> np.ndarray | None:
-        """The public indices this mechanism releases on ``data`` (a public computation); None: all, as given."""
-        design = self._design(data)
+    def _order(self, design: HybridDesign) -> tuple[np.ndarray | None, int]:
+        """The public order this mechanism reads on ``design`` (None: the points as given) and the subset size."""
         n_e = design.n_public
         if self.order is None:
-            if self.subset_size is None or self.subset_size == n_e:
-                return None
-            base = np.arange(n_e)
+            base = None
         elif isinstance(self.order, str):
             base = design.order(self.order)
         else:
             base = self.order
             if base.max() >= n_e:
                 raise ValueError(f"order holds public index {base.max()}, but the data have n_E = {n_e} public points")
-        n = base.size if self.subset_size is None else self.subset_size
-        if n > base.size:
-            raise ValueError(f"subset_size must be at most the order's length {base.size}, got {n}")
+        length = n_e if base is None else base.size
+        n = length if self.subset_size is None else self.subset_size
+        if n > length:
+            raise ValueError(f"subset_size must be at most the order's length {length}, got {n}")
+        return base, n
+
+    def subset(self, data: HybridDesign) -> np.ndarray | None:
+        """The public indices this mechanism releases on ``data`` (a public computation); None: all, as given."""
+        base, n = self._order(self._design(data))
+        if base is None:
+            return None if n == self._design(data).n_public else np.arange(n)
         return base[:n]
+
+    def nearest(self, data: HybridDesign) -> tuple[np.ndarray, np.ndarray]:
+        """Each private point's nearest point of the released subset (its position there; ties to the
+        earliest) and its distance, on the rescaled points (shared by every candidate on ``data``: one
+        pass per public order answers all its sizes, see :meth:`HybridDesign.nearest_prefix`)."""
+        design = self._design(data)
+        base, n = self._order(design)
+        if base is None:
+            return design.nearest(None if n == design.n_public else np.arange(n))
+        return design.nearest_prefix(base, n)
 
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent releases of ``theta`` on one dataset: ``(trials, d)``."""
@@ -162,7 +178,7 @@ class Algorithm1(_PublicPrivate):
         design = self._design(data)
         idx = self.subset(design)
         public = design.public if idx is None else design.public[idx]
-        counts = design.counts(idx)
+        counts = np.bincount(self.nearest(design)[0], minlength=len(public)).astype(float)
         if math.isinf(self.epsilon):
             theta, _ = fit_rows(public, (counts / design.n_private)[None], self.contrast, self.on_zero_weights)
             return np.repeat(theta, trials, axis=0)
@@ -265,19 +281,8 @@ class Algorithm2(_PublicPrivate):
         D, E = design.private, design.public
         crit, s, _ = prepare_criterion(self.contrast, D, E, self.criterion, self.criterion_sensitivity,
                                        self.reference_ridge)
-        p01, e01, _ = design.rescaled()
-        local: dict[bytes, np.ndarray] = {}
-
-        def counts_on(indices: np.ndarray | None) -> np.ndarray:  # the noisy orders' subsets are this run's own
-            if indices is None:
-                return design.counts()
-            key = np.asarray(indices, dtype=np.intp).tobytes()
-            if key not in local:
-                local[key] = np.bincount(nearest_search(p01, e01[indices])[0], minlength=len(indices)).astype(float)
-            return local[key]
-
         out = run_algorithm2(D, E, self.contrast, self.epsilons, sizes, check_rng(rng), trials, crit, s,
-                             self.selection, self.truncate, self.on_zero_weights, counts_on)
+                             self.selection, self.truncate, self.on_zero_weights, counts_function(design))
         return out, s
 
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:

@@ -130,7 +130,7 @@ class SubsetDistance(Task):
 
     def check(self, mechanism: Any) -> None:
         super().check(mechanism)
-        if not callable(getattr(mechanism, "subset", None)):
+        if not callable(getattr(mechanism, "nearest", None)):
             raise ValueError(f"SubsetDistance scores mechanisms that release on a public subset (Algorithm1), "
                              f"got {type(mechanism).__name__}")
 
@@ -139,7 +139,7 @@ class SubsetDistance(Task):
 
     def _distance(self, mechanism: Any, data: Any) -> float:
         design = _design(data)
-        return float(design.nearest(mechanism.subset(design))[1].mean())
+        return float(mechanism.nearest(design)[1].mean())
 
     def loss(self, mechanism: Any, releases: np.ndarray, data: Any, truth: Mapping[str, float]) -> np.ndarray:
         return np.full(len(releases), self._distance(mechanism, data))
