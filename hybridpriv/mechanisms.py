@@ -255,7 +255,8 @@ def interval_exponential_mechanism(
 
     Returns
     -------
-    Points of shape ``(...)``: an interval is chosen with probability
+    Points of the leading shape of ``edges`` and ``log_weights`` broadcast together (``(...)``;
+    e.g. one row of edges for many trials): an interval is chosen with probability
     ``∝ length_k * exp(log_weights_k)`` (Gumbel-max in log space), then a point uniformly in it.
     """
     e = check_real_array(edges, "edges")
@@ -264,21 +265,25 @@ def interval_exponential_mechanism(
         raise ValueError(f"edges and log_weights must have a last axis, got shapes {e.shape} and {lw.shape}")
     if not np.isfinite(e).all():
         raise ValueError("edges must be finite")
-    if e.shape[:-1] != lw.shape[:-1] or e.shape[-1] != lw.shape[-1] + 1:
+    try:
+        lead = np.broadcast_shapes(e.shape[:-1], lw.shape[:-1])
+    except ValueError:
+        lead = None
+    if lead is None or e.shape[-1] != lw.shape[-1] + 1:
         raise ValueError(f"edges must have one more entry than log_weights on the last axis, got {e.shape} and {lw.shape}")
     lengths = np.diff(e, axis=-1)
     if (lengths < 0).any():
         raise ValueError("edges must be non-decreasing along the last axis")
     with np.errstate(divide="ignore"):
-        total = np.log(lengths) + lw
+        total = np.broadcast_to(np.log(lengths) + lw, lead + lw.shape[-1:])
     k = sample_log_weights(total, rng)
-    left = np.take_along_axis(e, k[..., None], axis=-1)[..., 0]
-    width = np.take_along_axis(lengths, k[..., None], axis=-1)[..., 0]
+    left = np.take_along_axis(np.broadcast_to(e, lead + e.shape[-1:]), k[..., None], axis=-1)[..., 0]
+    width = np.take_along_axis(np.broadcast_to(lengths, lead + lw.shape[-1:]), k[..., None], axis=-1)[..., 0]
     return left + width * rng.random(size=k.shape)
 
 
 def smith_quantile(
-    data: np.ndarray, q: float, epsilon: float, bounds: Bounds, rng: np.random.Generator
+    data: np.ndarray, q: float, epsilon: float, bounds: Bounds, rng: np.random.Generator, trials: int | None = None
 ) -> np.ndarray:
     """The ``epsilon``-DP ``q``-quantile of Smith (2011), exact by intervals.
 
@@ -299,6 +304,10 @@ def smith_quantile(
         The declared range.
     rng
         Random generator.
+    trials
+        With one dataset (``data`` of shape ``(n,)`` or ``(1, n)``): this many independent
+        releases on it, shape ``(trials,)``, the dataset sorted once (the same draws as the
+        dataset repeated ``trials`` times).  ``data`` of shape ``(trials, n)`` is also accepted.
     """
     check_rng(rng)
     if isinstance(q, bool) or not (isinstance(q, (int, float)) and 0.0 <= float(q) <= 1.0):
@@ -306,8 +315,12 @@ def smith_quantile(
     eps = check_epsilon(epsilon)
     bounds = Bounds.from_pair(bounds)
     x = check_real_array(data, "data")
-    squeeze = x.ndim == 1
+    squeeze = x.ndim == 1 and trials is None
     x = np.atleast_2d(x)
+    if trials is not None:
+        trials = check_integer(trials, "trials", 1)
+        if x.ndim != 2 or x.shape[0] not in (1, trials):
+            raise ValueError(f"data must have shape (n,), (1, n) or (trials, n) = ({trials}, n), got {x.shape}")
     if x.shape[-1] == 0:
         raise ValueError("data must hold at least one record")
     x = bounds.check(x)
@@ -316,21 +329,23 @@ def smith_quantile(
     lo = np.full(srt.shape[:-1] + (1,), bounds.lower)
     hi = np.full(srt.shape[:-1] + (1,), bounds.upper)
     edges = np.concatenate([lo, srt, hi], axis=-1)
+    lead = edges.shape[:-1] if trials is None else (trials,)
     utility = -np.abs(np.arange(n + 1) - q * n)
     if math.isinf(eps):
+        edges = np.broadcast_to(edges, lead + (n + 2,))
         best = utility == utility.max()
         lw = np.where(best, 0.0, -np.inf)
         # every maximising interval empty (tied records): the quantile is that record itself
         tied = ~((np.diff(edges, axis=-1) > 0) & best).any(axis=-1)
         if tied.any():
-            out = np.take(edges, int(np.argmax(best)), axis=-1)
+            out = np.take(edges, int(np.argmax(best)), axis=-1).copy()
             if (~tied).any():
                 rows = edges[~tied]
                 out[~tied] = interval_exponential_mechanism(rows, np.broadcast_to(lw, (rows.shape[0], n + 1)), rng)
             return out[0] if squeeze else out
     else:
         lw = eps * utility / 2.0
-    out = interval_exponential_mechanism(edges, np.broadcast_to(lw, edges.shape[:-1] + (n + 1,)), rng)
+    out = interval_exponential_mechanism(edges, np.broadcast_to(lw, lead + (n + 1,)), rng)
     return out[0] if squeeze else out
 
 

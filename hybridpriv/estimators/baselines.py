@@ -60,7 +60,7 @@ class UniformMedian(_Uniform):
         x = stats.pooled()
         if np.isinf(self.epsilon):
             return per_trial(np.median(x, axis=1), trials)
-        return smith_quantile(np.broadcast_to(x, (trials, x.shape[1])), 0.5, self.epsilon, self.bounds, rng)
+        return smith_quantile(x, 0.5, self.epsilon, self.bounds, rng, trials=trials)
 
 
 class _Public(Estimator):

@@ -254,16 +254,20 @@ class PEMedian(Estimator):
         x = stats.pooled()
         if np.isinf(self._record_eps).all():
             return per_trial(np.median(x, axis=1), trials)
-        x = np.broadcast_to(x, (trials, x.shape[1]))
+        # costs and edges once per dataset (stats.rows of them), the draws per trial
         order = np.argsort(x, axis=1, kind="stable")
         xs = np.take_along_axis(x, order, axis=1)
         costs = pe_median_costs(self._record_eps[order])
-        trials = x.shape[0]
+        rows = x.shape[0]
         edges = np.concatenate(
-            [np.full((trials, 1), self.bounds.lower), xs, np.full((trials, 1), self.bounds.upper)], axis=1
+            [np.full((rows, 1), self.bounds.lower), xs, np.full((rows, 1), self.bounds.upper)], axis=1
         )
         lengths = np.diff(edges, axis=1)
         degenerate = ~((lengths > 0) & np.isfinite(costs)).any(axis=1)
+        if not degenerate.any():
+            return interval_exponential_mechanism(edges, np.broadcast_to(-costs / 2.0, (trials, costs.shape[1])), rng)
+        edges, costs = np.broadcast_to(edges, (trials, edges.shape[1])), np.broadcast_to(costs, (trials, costs.shape[1]))
+        degenerate = np.broadcast_to(degenerate, (trials,))
         out = np.empty(trials)
         if (~degenerate).any():
             rows = ~degenerate

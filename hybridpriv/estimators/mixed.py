@@ -102,5 +102,5 @@ class WeightedMedian(_Mixed):
             if g.is_public:
                 medians[:, k] = np.median(x, axis=1)
             else:
-                medians[:, k] = smith_quantile(np.broadcast_to(x, (trials, x.shape[1])), 0.5, g.epsilon, self.bounds, rng)
+                medians[:, k] = smith_quantile(x, 0.5, g.epsilon, self.bounds, rng, trials=trials)
         return medians @ self.weights

@@ -245,3 +245,43 @@ def test_poisson_subsample_sums_refuses_bad_input_naming_it():
     s, m = poisson_subsample_sums(np.ones(2_000), 0.01, 3_000, rng)
     np.testing.assert_array_equal(s, m)
     assert abs(m.mean() - 20.0) < 0.5
+
+
+# -- medians: one sort and one set of interval weights per dataset ------------------------------------
+def test_smith_quantile_with_trials_draws_as_the_repeated_dataset():
+    x = np.random.default_rng(2).uniform(0, 1, 15)
+    tied = np.array([0.2, 0.5, 0.5, 0.5, 0.9])  # at epsilon = inf every maximising interval is empty
+    for data, eps in ((x, 0.7), (x, math.inf), (tied, math.inf), (tied, 2.0)):
+        want = smith_quantile(np.broadcast_to(data, (T, data.size)), 0.5, eps, (0, 1), np.random.default_rng(8))
+        for given in (data, data[None, :]):
+            got = smith_quantile(given, 0.5, eps, (0, 1), np.random.default_rng(8), trials=T)
+            np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="data must have shape"):
+        smith_quantile(np.zeros((3, 4)), 0.5, 1.0, (0, 1), np.random.default_rng(0), trials=5)
+    with pytest.raises(ValueError, match="trials"):
+        smith_quantile(x, 0.5, 1.0, (0, 1), np.random.default_rng(0), trials=0)
+
+
+def test_interval_mechanism_broadcasts_one_row_of_edges_over_trials():
+    edges = np.array([[0.0, 0.1, 0.5, 0.5, 1.0]])
+    lw = np.broadcast_to([0.0, 1.0, 2.0, -1.0], (T, 4))
+    want = interval_exponential_mechanism(np.broadcast_to(edges, (T, 5)), lw, np.random.default_rng(1))
+    np.testing.assert_array_equal(interval_exponential_mechanism(edges, lw, np.random.default_rng(1)), want)
+    with pytest.raises(ValueError, match="one more entry"):
+        interval_exponential_mechanism(np.zeros((3, 5)), np.zeros((2, 4)), np.random.default_rng(1))
+
+
+def test_pe_median_on_ties_is_the_per_record_formula():
+    """Every feasible interval empty (20 tied public records): a point mass, drawn as before."""
+    groups = [Group("pub", 20, math.inf), Group("priv", 1, 1.0)]
+    est = PEMedian(groups, (0.0, 10.0))
+    data = [np.full(20, 3.0), np.array([7.0])]
+    np.testing.assert_array_equal(est.release(data, np.random.default_rng(5), T), 3.0)
+    x = np.concatenate(_rows(data), axis=1)
+    costs = pe_median_costs(np.repeat(est.epsilons, est.sizes)[np.argsort(x, axis=1, kind="stable")])
+    lw = np.where(np.isfinite(costs), -costs / 2.0, -np.inf)
+    k = sample_log_weights(lw, np.random.default_rng(5))
+    r1, r2 = np.random.default_rng(5), np.random.default_rng(5)
+    est.release(data, r1, T)
+    sample_log_weights(lw, r2)
+    assert r1.random() == r2.random() and k.shape == (T,)  # the same draws were consumed
