@@ -385,7 +385,8 @@ def poisson_subsample_sums(
     With ``q = min(p, 1 - p)`` at most :data:`SKIP_BELOW`, the selected records (the kept ones, or
     the dropped ones when ``p > 1/2``: ``sum = total - dropped``) are found by skipping: the gaps
     between successive selected records of an independent Bernoulli(``q``) sequence are independent
-    Geometric(``q``) variables (drawn as ``floor(E / -log(1 - q)) + 1``, ``E`` standard exponential),
+    Geometric(``q``) variables (drawn as ``floor(log(1 - U) / log(1 - q)) + 1``, ``U`` uniform: only
+    ``rng.random``, which the release backend serves from OS entropy),
     so drawing the gaps gives exactly the same joint law of the selection at about ``n q`` draws per
     trial instead of ``n``.  Otherwise one uniform per record and trial,
     ``rng.random((trials, n)) < p`` (for ``p = 1``: everything, no draws).
@@ -413,15 +414,16 @@ def poisson_subsample_sums(
         padded = np.concatenate([x, np.zeros((rows, 1))], axis=1)  # index n: past the end, adds 0
         m = n * q
         width = max(int(math.ceil(m + 3.0 * math.sqrt(m) + 2.0)), 1)  # covers the group in one block mostly
-        rate = -math.log1p(-q)  # floor(E / rate) + 1 with E ~ Exp(1) is Geometric(q) on {1, 2, ...}
+        rate = -math.log1p(-q)  # floor(E / rate) + 1, E = -log(1 - U) ~ Exp(1): Geometric(q) on {1, 2, ...}
         position = np.zeros(trials, dtype=np.int64)  # records passed so far (1-based end of the last gap)
         active = np.arange(trials)
         step = max(_SKIP_BLOCK // width, 1)
         while active.size:
             for start in range(0, active.size, step):
                 rows_ = active[start:start + step]
-                gaps = rng.standard_exponential((rows_.size, width))
-                gaps /= rate
+                gaps = rng.random((rows_.size, width))  # uniforms, not rng.exponential: a release's
+                np.log1p(-gaps, out=gaps)  # OpenDPGenerator serves selection from rng.random only
+                gaps /= -rate
                 np.minimum(gaps, n, out=gaps)  # a gap past the group ends it, however long (no int overflow)
                 ends = position[rows_, None] + np.cumsum(gaps.astype(np.int64) + 1, axis=1)
                 picked = np.minimum(ends - 1, n)  # 0-based index of each selected record; n: beyond the group

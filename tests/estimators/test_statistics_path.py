@@ -285,3 +285,12 @@ def test_pe_median_on_ties_is_the_per_record_formula():
     est.release(data, r1, T)
     sample_log_weights(lw, r2)
     assert r1.random() == r2.random() and k.shape == (T,)  # the same draws were consumed
+
+
+def test_pdp_sample_skipping_draws_only_what_the_release_backend_serves():
+    from hybridpriv.release import probe_noise
+
+    est = PDPSample(GROUPS, BOUNDS, 2.0)
+    assert est.keep_probabilities[2] <= SKIP_BELOW  # group b is subsampled by skipping
+    calls = probe_noise(est, _data())
+    assert set(calls) <= {"laplace", "random"} and calls["laplace"] == 1
