@@ -11,9 +11,10 @@ __all__ = ["assemble", "plot"]
 
 DESCRIPTIONS = {
     "prediction_error": (
-        "||expit(X_D theta) - expit(X_D theta_hat(D))||_2; dp_hybrid: Algorithm 1 at epsilon on an epsilon_1-noisy order "
-        "(Algorithm 2's step 2, one order per repeat shared by every size and method); nonprivate_hybrid: noise-free "
-        "weights; public_only: unweighted public fit; lei: Lei (2011) at epsilon_1 + epsilon_2 (p = 2); "
+        "||expit(X_D theta) - expit(X_D theta_hat(D))||_2; dp_hybrid: Algorithm 1 at 2 epsilon - epsilon_1 on an "
+        "epsilon_1-noisy order (Algorithm 2's step 2, one order per repeat shared by every size and method; 2 epsilon "
+        "in all; its best size is picked in hindsight, an oracle, not a method); nonprivate_hybrid: noise-free "
+        "weights; public_only: unweighted public fit; lei: Lei (2011) at 2 epsilon (p = 2); "
         "budget_free_public_curve / budget_free_summaries_curve: Algorithm 1 at 2 epsilon on that model's order (the "
         "summaries model assumes D's covariate means/variances and outcome rate were published independently before "
         "this release; not charged to this release's epsilon); algorithm2_candidates: Algorithm 1 at epsilon_2 / k on "
@@ -21,14 +22,20 @@ DESCRIPTIONS = {
     "distance": "d(D, E_(i)) (eq. 5) on the rescaled points, on the epsilon_1-noisy order of the curves",
     "expected_error": "budget-free selector's expected prediction error (its model's simulated datasets); NaN for algorithm2",
     "expected_error_mcse": "Monte Carlo standard error of expected_error (hybridpriv.select.decide)",
-    "chosen_size": "released subset size: Algorithm 2 (noisy min) or the budget-free choice",
+    "chosen_size": ("released subset size: Algorithm 2 (algorithm2: Brier criterion, report-noisy-min; "
+                    "algorithm2_as_printed: the paper's criterion and noise) or the budget-free choice"),
     "chosen_error": ("prediction error of the released estimate: Algorithm 2's chosen candidate (weights at "
                      "epsilon_2/k) or Algorithm 1 at 2 epsilon on the budget-free subset"),
     "release_epsilon": (
         "epsilon charged to THIS release, from the candidates' privacy declarations: algorithm2 the accountant's "
-        "epsilon_1+epsilon_2+epsilon_3; budget-free selectors 2 epsilon + 0 (selection cost). Equal for all selectors, "
-        "but budget_free_summaries also relies on exact summaries of D (see uses_published_summaries) that are free "
+        "epsilon_1+epsilon_2+epsilon_3 = 2 epsilon; algorithm2_as_printed epsilon_1+epsilon_2+k epsilon_3 (the "
+        "paper's selection noise Laplace(1/epsilon_3) on each of the k criteria is k epsilon_3-DP, and its criterion's "
+        "sensitivity 1 is the paper's unproven claim); budget-free selectors 2 epsilon + 0 (selection cost); "
+        "budget_free_summaries also relies on exact summaries of D (see uses_published_summaries) that are free "
         "only if they were published independently before this release"),
+    "method_epsilon": ("total epsilon charged by one estimate of each curve of prediction_error (the order's included): "
+                       "2 epsilon for every private curve but algorithm2_candidates (epsilon_1 + epsilon_2 / k: one "
+                       "candidate of Algorithm 2); 0 public_only; inf nonprivate_hybrid"),
     "uses_published_summaries": ("True if the selector also relies on D's exact covariate means/variances and outcome "
                                  "rate, assumed published independently before this release and not charged to "
                                  "release_epsilon"),
@@ -46,7 +53,8 @@ def _risk(ev: xr.Dataset, p) -> tuple[list[str], np.ndarray, np.ndarray]:
     return [str(x) for x in part["candidate"].values[ok]], risk[ok], eps[ok]
 
 
-def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, selectors, uses, knowledge) -> xr.Dataset:
+def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, selectors, uses, knowledge, split
+             ) -> xr.Dataset:
     """The study's variables (see :data:`DESCRIPTIONS`) from the three evaluations and the budget-free choices."""
     ps, R = list(cfg["sizes"]), cfg["repeats"]
     sizes_all = sorted({n for p in ps for n in cfg["sizes"][p]})
@@ -57,7 +65,9 @@ def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, 
     dist = np.full((*shape, len(sizes_all)), np.nan)
     expected, expected_se = (np.full((len(selectors), *shape, len(sizes_all)), np.nan) for _ in range(2))
     size, chosen, release = (np.full((len(selectors), *shape), np.nan) for _ in range(3))
-    rhat, ess = (np.full((len(selectors) - 1, len(ps), R), np.nan) for _ in range(2))
+    models = [s for s in selectors if s.startswith("budget_free")]
+    rhat, ess = (np.full((len(models), len(ps), R), np.nan) for _ in range(2))
+    method_eps = np.full((len(methods), len(ps), len(epsilons)), np.nan)
     declared = {}
     for ip, p in enumerate(ps):
         cols = [col[n] for n in cfg["sizes"][p]]
@@ -69,20 +79,25 @@ def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, 
                 err[methods.index("public_only"), ip][..., cols] = row[None, :, None]
             elif parts[0] == "lei":
                 err[methods.index("lei"), ip, e_ix[parts[1]]][..., cols] = row[:, None]
-            elif parts[0] == "algorithm2":
-                chosen[0, ip, e_ix[parts[1]]] = row
-                release[0, ip, e_ix[parts[1]]] = e_priv
+            elif parts[0] in selectors:  # Algorithm 2's releases
+                chosen[selectors.index(parts[0]), ip, e_ix[parts[1]]] = row
+                release[selectors.index(parts[0]), ip, e_ix[parts[1]]] = e_priv
             else:
                 err[methods.index(parts[0]), ip, e_ix[parts[1]], :, col[int(parts[2])]] = row
+            if parts[0] in methods:  # its declaration, plus epsilon_1 for the curves on the noisy order
+                noisy = parts[0] in ("dp_hybrid", "nonprivate_hybrid", "algorithm2_candidates")
+                where = e_ix[parts[1]] if len(parts) > 1 else slice(None)
+                method_eps[methods.index(parts[0]), ip, where] = e_priv + (split[0] * float(parts[1]) if noisy else 0.0)
         for lab, row, _ in zip(*_risk(ev["distance"], p)):
             e, n = lab.split("|")
             dist[ip, e_ix[e], :, col[int(n)]] = row
         for lab, row, _ in zip(*_risk(ev["size"], p)):
-            size[0, ip, e_ix[lab.split("|")[1]]] = row
-        for isel, sel in enumerate(selectors[1:], start=1):
+            size[selectors.index(lab.split("|")[0]), ip, e_ix[lab.split("|")[1]]] = row
+        for im, sel in enumerate(models):
+            isel = selectors.index(sel)
             for r in range(R):
-                rhat[isel - 1, ip, r] = fits[sel, p, r].max_rhat
-                ess[isel - 1, ip, r] = min(v["ess_bulk"] for v in fits[sel, p, r].convergence.values())
+                rhat[im, ip, r] = fits[sel, p, r].max_rhat
+                ess[im, ip, r] = min(v["ess_bulk"] for v in fits[sel, p, r].convergence.values())
                 for ie, e in enumerate(epsilons):
                     ch = choices[sel, p, r][ie]
                     expected[isel, ip, ie, r, cols] = ch.expected_error
@@ -98,9 +113,10 @@ def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, 
             "chosen_size": (s, size), "chosen_error": (s, chosen), "release_epsilon": (s, release),
             "uses_published_summaries": (("selector",), np.array([uses[x] for x in selectors])),
             "model_max_rhat": (("model", "p", "repeat"), rhat), "model_min_ess": (("model", "p", "repeat"), ess),
+            "method_epsilon": (("method", "p", "epsilon"), method_eps),
         },
         coords={"method": list(methods), "p": ps, "epsilon": list(epsilons), "repeat": np.arange(R),
-                "subset_size": sizes_all, "selector": list(selectors), "model": list(selectors[1:])},
+                "subset_size": sizes_all, "selector": list(selectors), "model": models},
     )
     for name, text in DESCRIPTIONS.items():
         ds[name].attrs["description"] = text
@@ -108,22 +124,23 @@ def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, 
         ds.attrs[f"{sel}_model_knowledge"] = text
     config = {"ps": ps, "repeats": R, "n": cfg["n"], "model": {**cfg["model"], "rate_draws": cfg["rate_draws"]},
               "select": cfg["select"], "sizes": {str(p): list(cfg["sizes"][p]) for p in ps}}
-    ds.attrs.update({"n_private": cfg["n"], "n_public": cfg["n"], "repeats": R, "epsilon_split": "(0.8, 0.2, 1.0)",
+    ds.attrs.update({"n_private": cfg["n"], "n_public": cfg["n"], "repeats": R, "epsilon_split": str(tuple(split)),
                      "lei_bins": 10, "config": config})
     return ds
 
 
 STYLE = {
-    "dp_hybrid": ("tab:red", "o-", "DP hybrid (Alg. 1, eps)"),
+    "dp_hybrid": ("tab:red", "o-", "DP hybrid (eps1 order + Alg. 1; 2 eps)"),
     "nonprivate_hybrid": ("black", ":", "non-private hybrid"),
     "public_only": ("tab:blue", "-", "public only"),
-    "lei": ("tab:pink", "-", "Lei (eps1+eps2)"),
+    "lei": ("tab:pink", "-", "Lei (2 eps)"),
     "budget_free_public_curve": ("tab:olive", "d--", "Alg. 1 at 2 eps, public-only model order"),
     "budget_free_summaries_curve": ("tab:green", "s--", "Alg. 1 at 2 eps, summaries model order*"),
-    "algorithm2_candidates": ("0.6", "-", "Alg. 2 candidates (eps2/k)"),
+    "algorithm2_candidates": ("0.6", "-", "Alg. 2 candidates (eps1 + eps2/k)"),
 }
 MARKERS = {
-    "algorithm2": ("^", "tab:purple", "Alg. 2 release (2 eps)"),
+    "algorithm2": ("^", "tab:purple", "Alg. 2, Brier + noisy min (2 eps)"),
+    "algorithm2_as_printed": ("v", "tab:brown", "Alg. 2 as printed (charged eps1+eps2+k eps3)"),
     "budget_free_public": ("D", "tab:olive", "budget-free, public only (2 eps)"),
     "budget_free_summaries": ("*", "tab:green", "budget-free + D's summaries* (2 eps)"),
 }
@@ -146,6 +163,11 @@ def plot(ds: xr.Dataset, path: str | Path) -> None:
                 if ok.any():
                     color, ls, label = STYLE.get(str(m), ("tab:gray", "-", str(m)))
                     ax.plot(ds.subset_size.values[ok], curve.values[ok], ls, color=color, label=label, ms=2.5, lw=1)
+            best = pe.sel({"method": "dp_hybrid"}).mean("repeat")
+            if np.isfinite(best.values).any():  # the best size in hindsight: an oracle, not a method
+                k = int(np.nanargmin(best.values))
+                ax.scatter(ds.subset_size.values[k], best.values[k], marker="o", s=90, facecolor="none",
+                           edgecolor="tab:red", lw=1.2, zorder=6, label="oracle: DP hybrid at the best size in hindsight")
             for sel in ds.selector.values:
                 marker, color, lab = MARKERS.get(str(sel), ("o", "tab:gray", str(sel)))
                 x = ds.chosen_size.sel(selector=sel, p=p, epsilon=eps).values

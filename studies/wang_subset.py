@@ -25,7 +25,7 @@ from hybridpriv.random import rng, stream
 
 from ._wang_subset_results import assemble, plot
 
-__all__ = ["DESCRIPTION", "EPSILONS", "EPS_SPLIT", "METHODS", "MODEL_KNOWLEDGE", "SELECTORS",
+__all__ = ["BUDGET_FREE", "DESCRIPTION", "EPSILONS", "EPS_SPLIT", "METHODS", "MODEL_KNOWLEDGE", "SELECTORS",
            "USES_PUBLISHED_SUMMARIES", "config", "knowledge", "plot", "run"]
 
 DESCRIPTION = ("Wang et al. Sec. 5.1, Figs. 4-6: prediction error vs released public subset; Algorithm 2 vs "
@@ -33,9 +33,12 @@ DESCRIPTION = ("Wang et al. Sec. 5.1, Figs. 4-6: prediction error vs released pu
 EPSILONS, EPS_SPLIT, LEI_BINS = (0.5, 1.0, 3.0), (0.8, 0.2, 1.0), 10
 METHODS = ("dp_hybrid", "nonprivate_hybrid", "public_only", "lei", "budget_free_public_curve",
            "budget_free_summaries_curve", "algorithm2_candidates")
-SELECTORS = ("algorithm2", "budget_free_public", "budget_free_summaries")
+SELECTORS = ("algorithm2", "algorithm2_as_printed", "budget_free_public", "budget_free_summaries")
+#: The selectors that choose from a model of public knowledge (no budget spent on the choice).
+BUDGET_FREE = ("budget_free_public", "budget_free_summaries")
 #: Whether a selector relies on exact summaries of D assumed published independently before this release.
-USES_PUBLISHED_SUMMARIES = {"algorithm2": False, "budget_free_public": False, "budget_free_summaries": True}
+USES_PUBLISHED_SUMMARIES = {"algorithm2": False, "algorithm2_as_printed": False, "budget_free_public": False,
+                            "budget_free_summaries": True}
 MODEL_KNOWLEDGE = {
     "budget_free_public": "public records and n_D only (n_D is public under replace-one); no summary of D",
     "budget_free_summaries": ("public records, n_D and D's exact covariate means/variances and outcome rate, ASSUMED "
@@ -75,7 +78,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
         src, orders = Section51Source(p, cfg["n"], cfg["n"], cfg["repeats"]), {}
         for r in range(cfg["repeats"]):
             data = src.generate(0, r, rng(seed, "dataset", 0, r))  # the dataset the engine makes
-            for sel in SELECTORS[1:]:
+            for sel in BUDGET_FREE:
                 spec = WangPrivateModel(data.public[:, :-1], data.public[:, -1], knowledge(sel, data),
                                         rate_draws=cfg["rate_draws"], seed=key("fit", p, r, sel))
                 fits[sel, p, r] = fit_kept(spec, **cfg["model"], seed=key("fit", p, r, sel), checkpoint=checkpoint,
@@ -89,21 +92,28 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
         release, dist, size = {"public_only": PublicOnly(c)}, {}, {}
         for e in eps:
             e1, e2, e3 = (f * e for f in EPS_SPLIT)
-            for n in sizes:  # the curves: Algorithm 1 on a public order (epsilon_1-noisy, or a model's)
-                for method, budget, order in (("dp_hybrid", e, f"eps1={e:g}"), ("nonprivate_hybrid", np.inf, f"eps1={e:g}"),
+            for n in sizes:  # the curves: Algorithm 1 on a public order (epsilon_1-noisy, or a model's); every
+                # private curve but the candidates' charges 2 epsilon in all (the order's epsilon_1 included)
+                for method, budget, order in (("dp_hybrid", 2 * e - e1, f"eps1={e:g}"),
+                                              ("nonprivate_hybrid", np.inf, f"eps1={e:g}"),
                                               ("algorithm2_candidates", e2 / len(sizes), f"eps1={e:g}"),
-                                              *((f"{s}_curve", 2 * e, s) for s in SELECTORS[1:])):
+                                              *((f"{s}_curve", 2 * e, s) for s in BUDGET_FREE)):
                     release[f"{method}|{e:g}|{n}"] = Algorithm1(c, budget, n, order=order)
                 dist[f"{e:g}|{n}"] = Algorithm1(c, np.inf, n, order=f"eps1={e:g}")
             if p == 2:
-                release[f"lei|{e:g}"] = LeiHistogram(c, e1 + e2, LEI_BINS)
-            with warnings.catch_warnings():  # the paper's unproven sensitivity 1: see the docs
-                warnings.filterwarnings("ignore", "algorithm2: criterion='paper'", UserWarning)
-                release[f"algorithm2|{e:g}"] = Algorithm2(c, (e1, e2, e3), sizes)
-                size[f"algorithm2|{e:g}"] = Algorithm2(c, (e1, e2, e3), sizes, output="size")
+                release[f"lei|{e:g}"] = LeiHistogram(c, 2 * e, LEI_BINS)
+            # Algorithm 2 with a proven selection step (Brier criterion, report-noisy-min): 2 epsilon in all
+            release[f"algorithm2|{e:g}"] = Algorithm2(c, (e1, e2, e3), sizes, criterion="brier")
+            size[f"algorithm2|{e:g}"] = Algorithm2(c, (e1, e2, e3), sizes, criterion="brier", output="size")
+            with warnings.catch_warnings():  # as printed: the paper's criterion (sensitivity 1 unproven, see the
+                warnings.filterwarnings("ignore", "algorithm2: criterion='paper'", UserWarning)  # docs) and noise
+                release[f"algorithm2_as_printed|{e:g}"] = Algorithm2(c, (e1, e2, e3), sizes, selection="paper")
+                size[f"algorithm2_as_printed|{e:g}"] = Algorithm2(c, (e1, e2, e3), sizes, selection="paper",
+                                                                  output="size")
         for name, cands in (("release", release), ("distance", dist), ("size", size)):
             runs[name].append(({"p": p}, cands, source))
     ev = {name: evaluate_many(runs[name], {"p": list(cfg["sizes"])}, task=task, dim="candidate", seed=seed,
                               progress=progress, checkpoint=stage(name), **engine)
           for name, task in (("release", PredictionError(c)), ("distance", SubsetDistance()), ("size", Released()))}
-    return assemble(cfg, ev, choices, fits, EPSILONS, METHODS, SELECTORS, USES_PUBLISHED_SUMMARIES, MODEL_KNOWLEDGE)
+    return assemble(cfg, ev, choices, fits, EPSILONS, METHODS, SELECTORS, USES_PUBLISHED_SUMMARIES, MODEL_KNOWLEDGE,
+                    EPS_SPLIT)

@@ -44,7 +44,7 @@ def test_structure(quick):
     assert quick["distance"].dims == ("p", "epsilon", "repeat", "subset_size") and np.isfinite(quick["distance"]).all()
     assert set(np.unique(quick.chosen_size)) <= set(quick.subset_size.values.tolist())
     assert np.isfinite(quick.expected_error.sel(selector=["budget_free_public", "budget_free_summaries"])).all()
-    assert np.isnan(quick.expected_error.sel(selector="algorithm2")).all()
+    assert np.isnan(quick.expected_error.sel(selector=["algorithm2", "algorithm2_as_printed"])).all()
     assert (quick.model_max_rhat > 0.9).all() and (quick.model_min_ess > 0).all()
 
 
@@ -53,9 +53,19 @@ def test_equal_release_epsilon_and_summaries_flag(quick):
     # budget-free releases' (2 eps on the weights, nothing on the choice) are the same per epsilon ...
     eps = quick.epsilon
     rel = quick.release_epsilon
-    assert list(quick.selector.values) == ["algorithm2", "budget_free_public", "budget_free_summaries"]
+    assert list(quick.selector.values) == ["algorithm2", "algorithm2_as_printed", "budget_free_public",
+                                           "budget_free_summaries"]
     np.testing.assert_allclose(rel.sel(selector="algorithm2"), (2 * eps).broadcast_like(rel.sel(selector="algorithm2")),
                                rtol=1e-12)
+    # as printed, the selection's Laplace(1/eps3) on each of the k = 5 criteria is charged k eps3
+    np.testing.assert_allclose(rel.sel(selector="algorithm2_as_printed"),
+                               ((0.8 + 0.2 + 5 * 1.0) * eps).broadcast_like(rel.sel(selector="algorithm2")), rtol=1e-12)
+    # every curve of the figure charges 2 eps in all (the noisy order's eps1 included) but the candidates'
+    me = quick.method_epsilon.sel(p=2)
+    for m in ("dp_hybrid", "lei", "budget_free_public_curve", "budget_free_summaries_curve"):
+        np.testing.assert_allclose(me.sel({"method": m}), 2 * eps, rtol=1e-12, err_msg=m)
+    np.testing.assert_allclose(me.sel({"method": "algorithm2_candidates"}), (0.8 + 0.2 / 5) * eps, rtol=1e-12)
+    assert (me.sel({"method": "public_only"}) == 0).all() and np.isinf(me.sel({"method": "nonprivate_hybrid"})).all()
     for sel in ("budget_free_public", "budget_free_summaries"):
         np.testing.assert_allclose(rel.sel(selector=sel), rel.sel(selector="algorithm2"), rtol=1e-12)
     # ... but only the public-only selector is at equal privacy cost: the summaries variant relies
@@ -63,7 +73,7 @@ def test_equal_release_epsilon_and_summaries_flag(quick):
     flags = quick.uses_published_summaries
     assert flags.dtype == bool
     assert flags.sel(selector="budget_free_summaries").item() is True
-    assert not flags.sel(selector="algorithm2").item() and not flags.sel(selector="budget_free_public").item()
+    assert not flags.sel(selector=["algorithm2", "algorithm2_as_printed", "budget_free_public"]).any()
     assert "published independently" in quick.attrs["budget_free_summaries_model_knowledge"]
     # the public-only model's knowledge of D is its size alone
     k = wang_subset.knowledge("budget_free_public", _data(quick, 0))
@@ -118,17 +128,19 @@ def test_cells_recomputed_independently(quick):
                 n = int(quick.chosen_size.sel(selector=sel, p=2, epsilon=eps, repeat=r))
                 assert float(quick.chosen_error.sel(selector=sel, p=2, epsilon=eps, repeat=r)) == float(
                     pe.sel({"method": f"{sel}_curve", "epsilon": eps, "subset_size": n}))
-        # Algorithm 2's release and its chosen size belong to one run: its stream ("mechanism", label, 0, r)
+        # Algorithm 2's release and its chosen size belong to one run: its stream ("mechanism", label, 0, r);
+        # algorithm2: Brier criterion and report-noisy-min; as printed: the paper's criterion and selection noise
         for eps in quick.epsilon.values:
             e1, e2, e3 = (f * eps for f in wang_subset.EPS_SPLIT)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                mech = Algorithm2(c, (e1, e2, e3), list(quick.subset_size.values))
-            res = mech.run(data, stream_rng(0, "mechanism", f"algorithm2|{eps:g}", 0, r))
-            sel = {"selector": "algorithm2", "p": 2, "epsilon": eps, "repeat": r}
-            assert int(quick.chosen_size.sel(sel)) == res.chosen_size
-            want = np.sqrt(((expit(Xd @ res.theta) - expit(Xd @ ref)) ** 2).sum())
-            assert float(quick.chosen_error.sel(sel)) == pytest.approx(want, rel=1e-9)
+            for label, kw in (("algorithm2", {"criterion": "brier"}), ("algorithm2_as_printed", {"selection": "paper"})):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    mech = Algorithm2(c, (e1, e2, e3), list(quick.subset_size.values), **kw)
+                res = mech.run(data, stream_rng(0, "mechanism", f"{label}|{eps:g}", 0, r))
+                sel = {"selector": label, "p": 2, "epsilon": eps, "repeat": r}
+                assert int(quick.chosen_size.sel(sel)) == res.chosen_size
+                want = np.sqrt(((expit(Xd @ res.theta) - expit(Xd @ ref)) ** 2).sum())
+                assert float(quick.chosen_error.sel(sel)) == pytest.approx(want, rel=1e-9)
 
 
 def test_distance_decreases_with_the_subset(quick):
