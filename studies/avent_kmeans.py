@@ -198,7 +198,7 @@ def claims(ds: xr.Dataset) -> list:
                           f"({per_c}); approximately equal (<= {APPROX:g}x or 95% intervals overlap) in {n_ok} of {n} "
                           "(c, tau) cells",
                           "holds" if n_ok == n else ("partly" if 2 * n_ok >= n else "does not hold")))
-        panels = [("TCM" if bool(cl.tcm_sig.sel(c=c).any()) else "") + ("LM" if bool(cl.lm_sig.sel(c=c).any()) else "")
+        panels = [" and ".join(name for name, sig in (("TCM", cl.tcm_sig), ("LM", cl.lm_sig)) if bool(sig.sel(c=c).any()))
                   for c in ds.c.values]
         each = any("TCM" in p for p in panels) and any("LM" in p for p in panels)
         text = "; ".join(f"c = {100 * float(c):g}%: significantly better at some tau: {p or 'neither'}"

@@ -183,7 +183,7 @@ def test_paper_claims_are_computed_from_the_run_per_layout(ds):
         tcm_sig = (hi["tcm"] < lo["lm"]).any(axis=1)  # per c
         lm_sig = (hi["lm"] < lo["tcm"]).any(axis=1)
         for j, c in enumerate(ds.c.values):
-            panel = ("TCM" if tcm_sig[j] else "") + ("LM" if lm_sig[j] else "")
+            panel = " and ".join(name for name, sig in (("TCM", tcm_sig[j]), ("LM", lm_sig[j])) if sig)
             assert f"c = {100 * c:g}%: significantly better at some tau: {panel or 'neither'}" in regimes.ours
         assert regimes.verdict == ("holds" if tcm_sig.any() and lm_sig.any() else "does not hold")
 
