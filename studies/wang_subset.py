@@ -23,13 +23,16 @@ from hybridpriv.evaluate import evaluate_many
 from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel, fit_kept, select_subset_size
 from hybridpriv.random import rng, stream
 
+from ._wang_subset_claims import claims
 from ._wang_subset_results import assemble, plot
 
-__all__ = ["BUDGET_FREE", "DESCRIPTION", "EPSILONS", "EPS_SPLIT", "METHODS", "MODEL_KNOWLEDGE", "SELECTORS",
+__all__ = ["BUDGET_FREE", "DESCRIPTION", "PAPER", "claims", "EPSILONS", "EPS_SPLIT", "METHODS", "MODEL_KNOWLEDGE", "SELECTORS",
            "USES_PUBLISHED_SUMMARIES", "config", "knowledge", "plot", "run"]
 
 DESCRIPTION = ("Wang et al. Sec. 5.1, Figs. 4-6: prediction error vs released public subset; Algorithm 2 vs "
                "budget-free choices (public-only; assumed-published summaries)")
+PAPER = ("Wang, Ji, Kim, Wang, Xiong, Jiang: Selecting Optimal Subset to Release Under Differentially Private "
+         "M-Estimators from Hybrid Datasets (IEEE TKDE 2018)")
 EPSILONS, EPS_SPLIT, LEI_BINS = (0.5, 1.0, 3.0), (0.8, 0.2, 1.0), 10
 METHODS = ("dp_hybrid", "nonprivate_hybrid", "public_only", "lei", "budget_free_public_curve",
            "budget_free_summaries_curve", "algorithm2_candidates")

@@ -176,3 +176,33 @@ def test_config_grids():
     assert cfg["sizes"][2] == tuple(range(10, 3000, 50)) and len(cfg["sizes"][100]) == 9
     assert wang_subset.config(quick=True, ps=(5,), repeats=3)["sizes"][5] == tuple(range(30, 601, 30))
     assert math.isclose(sum(wang_subset.EPS_SPLIT), 2.0)
+
+
+def test_claims_recomputed_from_the_dataset(quick):
+    """The claims' numbers and verdicts against a direct numpy reading of the dataset."""
+    rows = wang_subset.claims(quick)
+    assert [r.where for r in rows] == ["Sec. 4, Fig. 4", "Sec. 5.1, Figs. 5-6", "Sec. 5.1, Figs. 5-6",
+                                       "Sec. 5.1, Figs. 5-6", "Sec. 5.1, Fig. 5", "Sec. 5.1", "Sec. 5.1, Alg. 2"]
+    pe = quick.prediction_error.sel(p=2).values  # (method, epsilon, repeat, size)
+    m = list(quick.method.values)
+    dp, npv, lei = pe[m.index("dp_hybrid")], pe[m.index("nonprivate_hybrid")], pe[m.index("lei")]
+    # Fig. 4: the distance averaged over epsilon and repeats, first and last size
+    d = quick.distance.sel(p=2).values.mean(axis=(0, 1))
+    assert f"{d[0]:.3g} at 10 points -> {d[-1]:.3g} at 600" in rows[0].ours
+    # larger epsilon, closer to the non-private hybrid: the ratio of mean curves, averaged over sizes
+    ratio = (dp.mean(axis=1) / npv.mean(axis=1)).mean(axis=1)
+    assert all(f"{r:.2f} (eps = {e:g})" in rows[2].ours for r, e in zip(ratio, [0.5, 1, 3]))
+    assert rows[2].verdict == ("holds" if (np.diff(ratio) < 0).all() else "does not hold")
+    # the best size in hindsight at the smallest epsilon, as a share of E
+    best = int(quick.subset_size.values[np.argmin(dp[0].mean(axis=0))])
+    assert f"{best} points ({100 * best / 600:.1f}% of E)" in rows[3].ours
+    assert rows[3].verdict == ("holds" if 0.05 <= best / 600 <= 0.2 else "does not hold")
+    # the oracle against Lei, both at 2 eps
+    oracle = dp.mean(axis=1).min(axis=1)
+    lei_m = lei[:, :, 0].mean(axis=1)
+    for e, o, l in zip([0.5, 1, 3], oracle, lei_m):
+        assert f"eps = {e:g}: oracle {o:.3g}" in rows[4].ours and f"Lei {l:.3g}" in rows[4].ours
+    assert rows[4].verdict == {3: "holds", 0: "does not hold"}.get(int((oracle < lei_m).sum()), "partly")
+    # Algorithm 2's release against the oracle
+    a2 = quick.chosen_error.sel(selector="algorithm2", p=2).values.mean(axis=1)
+    assert all(f"eps = {e:g}: {v / o:.2f} (as printed" in rows[6].ours for e, v, o in zip([0.5, 1, 3], a2, oracle))
