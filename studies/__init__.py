@@ -52,7 +52,8 @@ STUDIES: dict[str, Study] = {
     name: Study(name, name.replace("-", "_"))
     for name in (
         "ferrando-means", "ferrando-medians", "zeber-user-item", "avent-kvh", "avent-salaries", "avent-pwh",
-        "avent-skew", "avent-kmeans", "avent-amplification", "avent-bayes", "wang-subset", "calibration",
+        "avent-skew", "avent-kmeans", "avent-amplification", "avent-bayes", "wang-subset", "wang-rescaling",
+        "calibration",
     )
 }
 
