@@ -49,10 +49,14 @@ MODEL_KNOWLEDGE = {
 }
 
 
-def config(quick: bool = False, ps: tuple[int, ...] | None = None, repeats: int | None = None) -> dict:
-    """The run's configuration (sizes, grids, Monte Carlo settings)."""
-    n, sizes = (600, {2: (10, 60, 150, 300, 600)}) if quick else (10_000, {
-        2: tuple(range(10, 3000, 50)), 100: (100, 300, 700, 1500, 2500, 4000, 6000, 8000, 9900)})
+def config(quick: bool = False, ps: tuple[int, ...] | None = None, repeats: int | None = None,
+           full: bool = False) -> dict:
+    """The run's configuration (sizes, grids, Monte Carlo settings); ``full``: p = 100 on the paper's grid of
+    50 sizes (100 to 9,900 by 200) instead of 9."""
+    if quick and full:
+        raise ValueError("quick and full exclude each other")
+    p100 = tuple(range(100, 10_000, 200)) if full else (100, 300, 700, 1500, 2500, 4000, 6000, 8000, 9900)
+    n, sizes = (600, {2: (10, 60, 150, 300, 600)}) if quick else (10_000, {2: tuple(range(10, 3000, 50)), 100: p100})
     ps = tuple(int(p) for p in ps) if ps is not None else ((2,) if quick else (2, 100))
     return {"ps": ps, "n": n, "repeats": repeats or (2 if quick else 10),
             "sizes": {p: sizes.get(p, tuple(sorted({max(1, n * k // 20) for k in range(1, 21)}))) for p in ps},
@@ -69,9 +73,10 @@ def knowledge(selector: str, data) -> PublishedSummaries:
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None, chunk_size=None, *,
-        ps: tuple[int, ...] | None = None, repeats: int | None = None) -> xr.Dataset:
-    """Run the study; ``ps`` and ``repeats`` override the dimensions and repeats of the chosen scale."""
-    cfg, c, eps = config(quick, ps, repeats), LogisticContrast(), EPSILONS
+        ps: tuple[int, ...] | None = None, repeats: int | None = None, full: bool = False) -> xr.Dataset:
+    """Run the study; ``ps`` and ``repeats`` override the dimensions and repeats of the chosen scale
+    (``full``: the paper's 50 sizes at p = 100)."""
+    cfg, c, eps = config(quick, ps, repeats, full), LogisticContrast(), EPSILONS
     engine = {"client": client, "chunk_size": chunk_size or 1}
     stage = lambda name: None if checkpoint is None else Path(checkpoint.folder) / name  # noqa: E731
     key = lambda *k: int(stream(seed, "study", *k).generate_state(1, np.uint32)[0])  # noqa: E731

@@ -176,6 +176,11 @@ def test_config_grids():
     assert cfg["sizes"][2] == tuple(range(10, 3000, 50)) and len(cfg["sizes"][100]) == 9
     assert wang_subset.config(quick=True, ps=(5,), repeats=3)["sizes"][5] == tuple(range(30, 601, 30))
     assert math.isclose(sum(wang_subset.EPS_SPLIT), 2.0)
+    full = wang_subset.config(full=True)  # the paper's p = 100 grid: 100 to 9,900 by 200
+    assert full["sizes"][100] == tuple(range(100, 9901, 200)) and len(full["sizes"][100]) == 50
+    assert full["sizes"][2] == cfg["sizes"][2] and full["repeats"] == 10
+    with pytest.raises(ValueError, match="quick and full exclude each other"):
+        wang_subset.config(quick=True, full=True)
 
 
 def test_claims_recomputed_from_the_dataset(quick):
