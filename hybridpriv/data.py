@@ -75,10 +75,13 @@ class GroupedDataset:
     values: tuple[np.ndarray, ...]
     population: Mapping[str, float] = field(default_factory=dict)
     data_kind = "grouped"
-    #: What the grouped estimators computed from ``values`` (validated arrays, group sums, sorted
-    #: records: :func:`hybridpriv.estimators.base.grouped_statistics`), by setting, so the
-    #: candidates evaluated on one dataset share them; ``values`` are treated as read-only.
-    statistics_cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # What the grouped estimators computed from ``values`` (validated arrays, group sums:
+        # :func:`hybridpriv.estimators.base.grouped_statistics`), by setting, so the candidates
+        # evaluated on one dataset share them; ``values`` are treated as read-only.  Not a field:
+        # a dataset's description and fingerprint (checkpoints, provenance) must not depend on it.
+        object.__setattr__(self, "statistics_cache", {})
 
     def truth(self, statistic: str, target: str = "population") -> float:
         """The value an estimator of ``statistic`` is scored against.

@@ -135,14 +135,17 @@ def grouped_statistics(
     """:class:`GroupedStatistics` of one dataset (one row), validated for the setting.
 
     ``data`` is one 1-D array per group or a :class:`~hybridpriv.data.GroupedDataset`; for the
-    latter the result is kept in the dataset's ``statistics_cache`` (by group sizes, bounds and
-    ``clamp``), so every candidate evaluated on the dataset validates, sums and sorts it once.
+    latter the result is kept in the dataset's ``statistics_cache`` (by the groups' names and sizes,
+    the bounds and ``clamp``: values given by group name are ordered by the estimator's groups), so
+    every candidate evaluated on the dataset validates, sums and sorts it once.
     """
+    values = getattr(data, "values", data)
     cache = getattr(data, "statistics_cache", None)
-    key = (tuple(g.size for g in groups), bounds.lower, bounds.upper, clamp)
+    if isinstance(values, Mapping):  # ordered by the groups' names, not by position: keep nothing
+        cache = None
+    key = (tuple((g.name, g.size) for g in groups), bounds.lower, bounds.upper, clamp)
     if cache is not None and key in cache:
         return cache[key]
-    values = getattr(data, "values", data)
     arrays, batched = check_group_data(values, groups, bounds, clamp)
     if batched:
         raise ValueError("release takes one dataset (one 1-D array per group); pass trials= for repeats")

@@ -294,3 +294,30 @@ def test_pdp_sample_skipping_draws_only_what_the_release_backend_serves():
     assert est.keep_probabilities[2] <= SKIP_BELOW  # group b is subsampled by skipping
     calls = probe_noise(est, _data())
     assert set(calls) <= {"laplace", "random"} and calls["laplace"] == 1
+
+
+def test_the_cache_leaves_the_dataset_description_unchanged():
+    """Checkpoints and provenance describe a dataset: filling its statistics cache must not change that."""
+    from hybridpriv.params import describe, fingerprint
+
+    ds = GroupedDataset(tuple(_data()))
+    before, text = fingerprint(ds), str(describe(ds))
+    WeightedMean(GROUPS, BOUNDS, 1.0).release(ds, np.random.default_rng(0), trials=3)
+    assert ds.statistics_cache and fingerprint(ds) == before and str(describe(ds)) == text
+
+
+def test_values_by_group_name_are_never_shared_across_group_orders():
+    """Two settings with the same sizes but the groups in another order must not read each other's arrays
+    (a public-only estimator would otherwise release the private group's mean without noise)."""
+    pub, priv = Group("pub", 100, math.inf), Group("priv", 100, 1.0)
+    ds = GroupedDataset({"pub": np.zeros(100), "priv": np.ones(100)})  # type: ignore[arg-type]
+    PublicMean([priv, pub], Bounds(0, 1)).release(ds, np.random.default_rng(0), trials=2)
+    out = PublicMean([pub, priv], Bounds(0, 1)).release(ds, np.random.default_rng(0), trials=2)
+    np.testing.assert_array_equal(out, [0.0, 0.0])
+    # positional values: the cache is keyed by the groups' names and sizes
+    ds = GroupedDataset((np.zeros(100), np.ones(100)))
+    a = PublicMean([pub, priv], Bounds(0, 1)).release(ds, np.random.default_rng(0), trials=2)
+    b = PublicMean([Group("x", 100, math.inf), Group("y", 100, 1.0)], Bounds(0, 1)).release(
+        ds, np.random.default_rng(0), trials=2)
+    np.testing.assert_array_equal(a, [0.0, 0.0]) and np.testing.assert_array_equal(b, [0.0, 0.0])
+    assert len(ds.statistics_cache) == 2
