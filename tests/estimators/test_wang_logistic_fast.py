@@ -155,3 +155,9 @@ def test_m_estimate_agrees_with_the_earlier_fit_on_the_section_5_1_setting():
     c = LogisticContrast()
     assert (w == 0).any()
     _assert_agree(c, public, w / w.sum(), m_estimate(public, w, c), _reference(c, public, w / w.sum()))
+
+
+def test_negative_weights_are_refused():
+    X, y = np.ones((3, 1)), np.array([0.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="logistic weights must be >= 0.*-0.5"):
+        fit_logistic(X, y, np.array([0.5, -0.5, 1.0]))

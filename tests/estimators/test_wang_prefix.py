@@ -3,6 +3,8 @@ checked against a fresh search of each prefix (the KD-tree and the blocked searc
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,32 @@ def test_design_and_mechanisms_read_the_same_subsets_on_either_path():
     one = algorithm2(D, E, c, (0.5, 0.5, 0.5), [10, 50, 200], np.random.default_rng(4), criterion="brier")
     mech = Algorithm2(c, (0.5, 0.5, 0.5), [10, 50, 200], criterion="brier")
     assert mech.run(design, np.random.default_rng(4)).chosen_size == one.chosen_size
+
+
+def test_algorithm2_keeps_its_noisy_orders_to_itself():
+    """Each run draws its own noisy orders: the dataset must not keep their searches (memory grows with runs)."""
+    rng = np.random.default_rng(5)
+    X, Z = rng.normal(size=(200, 14)), rng.normal(size=(150, 14))
+    design = HybridDesign(np.c_[X, X[:, 0] > 0], np.c_[Z, Z[:, 0] > 0])
+    mech = Algorithm2(LogisticContrast(), (0.5, 0.5, 0.5), [10, 50, 150], criterion="brier")
+    mech.release(design, np.random.default_rng(0), trials=2)
+    kept = len(design._cache)
+    for seed in range(1, 4):
+        mech.release(design, np.random.default_rng(seed), trials=2)
+    assert len(design._cache) == kept
+
+
+def test_algorithm2_reads_categorical_columns_given_as_an_array_and_checks_them_before_spending():
+    from hybridpriv.accounting import Accountant
+
+    rng = np.random.default_rng(6)
+    D = np.c_[rng.integers(0, 40, 300), rng.normal(size=300), rng.integers(0, 2, 300)].astype(float)
+    E = np.c_[rng.integers(0, 40, 200), rng.normal(size=200), rng.integers(0, 2, 200)].astype(float)
+    args = (D, E, "logistic", (0.5, 0.5, 0.5), [20, 200])
+    a = algorithm2(*args, np.random.default_rng(1), categorical=np.array([0]), criterion="brier")
+    b = algorithm2(*args, np.random.default_rng(1), categorical=[0], criterion="brier")
+    np.testing.assert_array_equal(a.theta, b.theta)
+    acc = Accountant({"private": (math.inf, 0.0)})
+    with pytest.raises(ValueError, match="categorical column index"):
+        algorithm2(*args, np.random.default_rng(1), categorical=np.array([0, 7]), criterion="brier", accountant=acc)
+    assert acc.spent_epsilon()["private"] == 0

@@ -252,13 +252,19 @@ def run_algorithm2(
 
 def counts_function(design: Any, method: str = "auto") -> Callable[[np.ndarray | None, int | None], np.ndarray]:
     """``counts_on(order, n)`` for :func:`run_algorithm2` on a :class:`~hybridpriv.estimators.wang.HybridDesign`'s
-    rescaled points (every size of one order from one search:
-    :meth:`~hybridpriv.estimators.wang.HybridDesign.nearest_prefix`; searches kept by the design)."""
+    rescaled points: every size of one order from one search
+    (:meth:`~hybridpriv.estimators.wang.HybridDesign.prefix_search`), kept for this run only (each
+    run draws its own noisy orders; the design keeps only the full set's counts)."""
+
+    searches: dict[bytes, Callable[[int], tuple[np.ndarray, np.ndarray]]] = {}  # this run's orders only
 
     def counts_on(order: np.ndarray | None, n: int | None) -> np.ndarray:
         if order is None:
             return design.counts(None, method)
-        return np.bincount(design.nearest_prefix(order, n, method)[0], minlength=n).astype(float)
+        key = np.asarray(order, dtype=np.intp).tobytes()
+        if key not in searches:
+            searches[key] = design.prefix_search(order, method)
+        return np.bincount(searches[key](n)[0], minlength=n).astype(float)
 
     return counts_on
 
@@ -369,13 +375,13 @@ def algorithm2(
         raise TypeError(f"accountant must be an Accountant or None, got {type(acc).__name__}")
     if group not in acc.budgets:
         raise ValueError(f"group {group!r} is not a group of the accountant ({list(acc.budgets)})")
+    from .design import HybridDesign  # Algorithm 1's step 1 and the searches, as the mechanism form keeps them
+
+    design = HybridDesign(D, E, categorical=categorical)  # categorical checked before any budget is spent
     spent_before = acc.spent_epsilon()[group]
     with acc.transaction():
         for label, e in ledger_plan(eps, sizes, selection):
             acc.spend(e, groups=[group], label=label)
-    from .design import HybridDesign  # Algorithm 1's step 1 and the searches, as the mechanism form keeps them
-
-    design = HybridDesign(D, E, categorical=tuple(categorical or ()))
     out = run_algorithm2(D, E, c, eps, sizes, rng, 1, crit_fn, s, selection, bool(truncate), mode,
                          counts_function(design))
     chosen = int(out["chosen"][0])  # type: ignore[index]

@@ -352,6 +352,9 @@ def fit_logistic(X: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float = 
 
     Returns ``(theta, newton)``: ``newton`` is False when ``trust-exact`` gave the answer.
     """
+    if np.any(np.asarray(weights) < 0):
+        raise ValueError(f"logistic weights must be >= 0 (the objective is convex only then), got min "
+                         f"{float(np.min(weights))!r}")
     prob = _Weighted(X, y, weights, l2)
     theta = _newton(prob, np.zeros(X.shape[1]) if start is None else np.array(start, dtype=float))
     if theta is not None and not prob.separates(theta):

@@ -12,12 +12,13 @@ all the candidates the engine runs on one dataset share them (a subset searched 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ...privacy import check_integer
 from ._checks import points, same_width
 from .scaling import Scaling, check_categorical, fit_scaling
 from .prefix import PrefixNearest, prefix_nearest
@@ -199,18 +200,34 @@ class HybridDesign:
     def nearest_prefix(self, order: np.ndarray, size: int, method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
         """:meth:`nearest` on ``order[:size]``, for many sizes of one public order: above
         ``KDTREE_MAX_COLUMNS`` columns (or ``method="chunked"``) one pass over the order answers every
-        size (:mod:`~hybridpriv.estimators.wang.prefix`, kept per order); the KD-tree searches each subset."""
+        size (:mod:`~hybridpriv.estimators.wang.prefix`); the KD-tree searches each subset.  Kept per
+        order (and size) by the dataset: for the public orders its candidates share."""
+        key = ("prefix", method, np.asarray(order, dtype=np.intp).tobytes(), size)
+        if key not in self._cache:
+            whole = key[:3]
+            if whole not in self._cache:
+                self._cache[whole] = self.prefix_search(order, method)
+            self._cache[key] = self._cache[whole](size)
+        return self._cache[key]
+
+    def prefix_search(self, order: np.ndarray, method: str = "auto") -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
+        """``search(size)``: :meth:`nearest` on ``order[:size]``, kept by nobody (for an order drawn by
+        one run, e.g. Algorithm 2's ``epsilon_1``-noisy order): one pass over the order above
+        ``KDTREE_MAX_COLUMNS`` columns or with ``method="chunked"``, else a KD-tree per size."""
         if not isinstance(method, str) or method not in ("auto", "kdtree", "chunked"):
             raise ValueError(f"method must be 'auto', 'kdtree' or 'chunked', got {method!r}")
         order = np.asarray(order, dtype=np.intp)
         p01, e01, _ = self.rescaled()
         if method == "kdtree" or (method == "auto" and e01.shape[1] <= KDTREE_MAX_COLUMNS):
-            return self.nearest(order[:size], method)
-        key = ("prefix", order.tobytes())
-        if key not in self._cache:
-            self._cache[key] = prefix_nearest(p01, e01, order)
-        records: PrefixNearest = self._cache[key]
-        return records.query(size)
+            def search(size: int) -> tuple[np.ndarray, np.ndarray]:
+                size = check_integer(size, "size", 1)
+                if size > order.size:
+                    raise ValueError(f"size must be at most the order's length {order.size}, got {size}")
+                return nearest_search(p01, e01[order[:size]], method)
+
+            return search
+        records: PrefixNearest = prefix_nearest(p01, e01, order)
+        return records.query
 
     def counts(self, subset: np.ndarray | None = None, method: str = "auto") -> np.ndarray:
         """``|D_{y_i}|`` of every point of ``subset`` (all public points by default)."""
