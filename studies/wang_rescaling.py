@@ -98,7 +98,7 @@ def claims(ds: xr.Dataset) -> list:
                   "counts after rescaling (public and private sets not very different)", "42 of 10^4",
                   f"median {med:g} of {n:,} (5-95%: {lo:g}-{hi:g}) over {len(over)} draws; largest difference "
                   f"{int(ds.max_abs_diff.max())} counts",
-                  "holds" if inside and n == 10_000 else ("not comparable" if n != 10_000 else "partly"))]
+                  "not comparable" if n != 10_000 else ("holds" if inside else "does not hold"))]
     b_over = float(np.nanmean(ds.boundary_share_over_2.values))
     b_all = float(ds.boundary_share_all.mean())
     rows.append(Claim("Sec. 3.2, Fig. 3", "the points with large different weights mainly lie on the boundaries of "

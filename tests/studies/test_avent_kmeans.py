@@ -185,7 +185,8 @@ def test_paper_claims_are_computed_from_the_run_per_layout(ds):
         for j, c in enumerate(ds.c.values):
             panel = " and ".join(name for name, sig in (("TCM", tcm_sig[j]), ("LM", lm_sig[j])) if sig)
             assert f"c = {100 * c:g}%: significantly better at some tau: {panel or 'neither'}" in regimes.ours
-        assert regimes.verdict == ("holds" if tcm_sig.any() and lm_sig.any() else "does not hold")
+        distinct = any(tcm_sig[i] and lm_sig[j] for i in range(len(tcm_sig)) for j in range(len(lm_sig)) if i != j)
+        assert regimes.verdict == ("holds" if distinct else "does not hold")
 
 
 def test_claim_verdicts_follow_the_numbers():
@@ -203,3 +204,8 @@ def test_claim_verdicts_follow_the_numbers():
     rows = avent_kmeans.claims(ds)
     assert [r.verdict for r in rows] == ["holds", "holds", "does not hold", "does not hold"]
     assert "hybrid / better baseline 5.00-5.00" in rows[2].ours
+    # both regimes in the same panel only: not "one example in one panel, the other in the other"
+    mean[:, 0] = np.array([[[100.0, 100.0], [100.0, 100.0]], [[100.0, 300.0], [200.0, 200.0]],
+                           [[300.0, 100.0], [200.0, 200.0]]])  # c0: TCM better at tau 1, LM at tau 2; c1: neither
+    ds = xr.Dataset({"wcss_mean": (dims, mean), "wcss_low": (dims, mean - 10), "wcss_high": (dims, mean + 10)}, coords)
+    assert avent_kmeans.claims(ds)[1].verdict == "does not hold"
