@@ -17,6 +17,10 @@ is checked):
 * ``grid study``: the whole ferrando-means study (its PDP threshold set-up is serial).
 * ``avent-pwh``: the whole avent-pwh study at default scale (exact curves plus Monte Carlo points
   through the engine), a grid study with more work per run.
+* ``studies``: any registered studies (``--studies NAME,...``; default: every study that runs
+  Monte Carlo through the engine, the pure-formula ones refuse ``--workers``), each whole at
+  ``--study-scale`` (default or quick), in one process and on the cluster; the study's dataset
+  must be identical.
 
 Per stage and run it reports: wall time; CPU seconds of the main process (in the cluster run:
 the client, the scheduler and the nannies, which LocalCluster runs in this process) and of the workers
@@ -34,6 +38,7 @@ variables set before numpy is imported), so the one-process baseline cannot use 
     python benchmarks/distributed_speedup.py                    # all stages, 100,000 matrices (~10 min quiet)
     python benchmarks/distributed_speedup.py --draws 20000      # a shorter user-item stage (~4 min)
     python benchmarks/distributed_speedup.py --stages grid      # the grid study only (~1 min)
+    python benchmarks/distributed_speedup.py --stages studies --studies avent-kvh,avent-skew
 """
 
 from __future__ import annotations
@@ -157,11 +162,15 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=100_000, help="user-item matrices (default 100,000: the full study)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--stages", default="user-item,grid", help="comma-separated: user-item, grid (default both)")
+    ap.add_argument("--stages", default="user-item,grid",
+                    help="comma-separated: user-item, grid, studies (default: user-item,grid)")
+    ap.add_argument("--studies", default=None, help="comma-separated study names for the studies stage "
+                    "(default: every study whose run goes through the engine)")
+    ap.add_argument("--study-scale", choices=("default", "quick"), default="default")
     args = ap.parse_args()
     stages = set(args.stages.split(","))
-    if not stages <= {"user-item", "grid"}:
-        ap.error(f"--stages must be user-item and/or grid, got {args.stages!r}")
+    if not stages <= {"user-item", "grid", "studies"}:
+        ap.error(f"--stages must be among user-item, grid, studies; got {args.stages!r}")
 
     import logging
 
@@ -243,6 +252,27 @@ def main() -> None:
         rows.append(_compare("avent-pwh whole study (default scale)",
                              lambda cl: avent_pwh.run(quick=False, seed=args.seed, client=cl),
                              client, workers, nannies, args.workers))
+
+    if "studies" in stages:
+        from hybridpriv.studies import STUDIES
+
+        names = args.studies.split(",") if args.studies else list(STUDIES)
+        unknown = [n for n in names if n not in STUDIES]
+        if unknown:
+            ap.error(f"--studies: unknown {unknown}; known: {', '.join(STUDIES)}")
+        quick = args.study_scale == "quick"
+        for name in names:
+            module = STUDIES[name].module
+            try:
+                module.run(quick=True, seed=args.seed, client=client)  # warm-up; formula studies refuse
+            except ValueError as exc:
+                if "does not apply" in str(exc) or "do not apply" in str(exc):
+                    print(f"\n== {name}: no Monte Carlo through the engine ({exc}); skipped")
+                    continue
+                raise
+            rows.append(_compare(f"{name} whole study ({args.study_scale} scale)",
+                                 lambda cl, m=module: m.run(quick=quick, seed=args.seed, client=cl),
+                                 client, workers, nannies, args.workers))
 
     cluster = client.cluster
     client.close()
