@@ -401,6 +401,15 @@ def evaluate_many(
     for (coords, _, _), out in zip(runs_list, results):
         out = out.reset_coords(per_candidate)
         parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))
+    # settings with other candidates (or other truth quantities): every setting gets them all, missing
+    # ones as NaN ("" for text, False for flags), so the settings stack along the swept dimensions only
+    other = {d for part in parts for d in part.dims if d not in dim_values}
+    union = {d: list(dict.fromkeys(x for part in parts if d in part.dims for x in part[d].values.tolist()))
+             for d in sorted(other)}
+    if any(d in part.dims and part[d].values.tolist() != u for d, u in union.items() for part in parts):
+        fill = {k: "" if v.dtype.kind in "OUS" else (False if v.dtype.kind == "b" else np.nan)
+                for part in parts for k, v in part.data_vars.items()}
+        parts = [part.reindex({d: u for d, u in union.items() if d in part.dims}, fill_value=fill) for part in parts]
     combined = xr.combine_by_coords(parts, combine_attrs="drop_conflicts", data_vars="all")
     return combined.reindex({k: list(v) for k, v in dim_values.items()})  # type: ignore[return-value]
 

@@ -93,6 +93,28 @@ def test_evaluate_many_stacks_a_sweep():
     assert list(res.epsilon.values) == [0.5, 2.0]
 
 
+def test_evaluate_many_stacks_settings_with_other_candidates():
+    """Settings whose candidates differ (the Wang study's size grids per p; here a third estimator at one
+    epsilon, listed first): each setting gets every candidate, the missing ones as NaN, and the numbers
+    of the others are those of the setting run alone."""
+    def runs(both=True):
+        for eps in (0.5, 2.0) if both else (2.0,):
+            gs = [Group("pub", 50, math.inf), Group("a", 200, eps)]
+            cands = {"weighted": WeightedMean(gs, BOUNDS, 9.0), "pdp": PDPSample(gs, BOUNDS, "opt", sigma2=9.0)}
+            if eps == 2.0:
+                cands = {"uniform": UniformMean(gs, BOUNDS), **cands}
+            yield {"epsilon": eps}, cands, normal_source(gs, BOUNDS, 0.0, 3.0, draws=5)
+
+    res = evaluate_many(runs(), {"epsilon": [0.5, 2.0]}, trials=2, seed=0)
+    assert list(res.estimator.values) == ["weighted", "pdp", "uniform"]
+    assert np.isnan(res["risk"].sel(epsilon=0.5, estimator="uniform")).all()
+    assert np.isfinite(res["risk"].sel(epsilon=2.0)).all() and np.isfinite(res["risk"].sel(epsilon=0.5).drop_sel(
+        estimator="uniform")).all()
+    alone = evaluate_many(runs(both=False), {"epsilon": [2.0]}, trials=2, seed=0)
+    np.testing.assert_array_equal(res["risk"].sel(epsilon=2.0).sel(estimator=["uniform", "weighted", "pdp"]),
+                                  alone["risk"].sel(epsilon=2.0).sel(estimator=["uniform", "weighted", "pdp"]))
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
