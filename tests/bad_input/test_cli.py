@@ -287,7 +287,7 @@ def test_cli_files_and_flags_exit_2_with_one_line(case, data):
     elif case == "directory":
         with tempfile.TemporaryDirectory() as tmp:
             code, _, err = run_cli(["select", tmp])
-        assert_cli_error(code, err, "spec file not found")
+        assert_cli_error(code, err, "is a folder, not a SPEC file")
     elif case == "kind":
         good["kind"] = data.draw(text_not("grouped", "user"))
         code, _, err = select_spec(good)
