@@ -30,8 +30,7 @@ def test_quick_study_structure_and_reproducibility(quick):
     assert n.min() >= 1200 and n.max() <= 6222 and np.ptp(n) > 0
     np.testing.assert_allclose(a.mse_unknown_n, a.mse_by_matrix_unknown_n.mean(("chain_unknown_n", "draw_unknown_n")))
     assert np.isfinite(a.attrs["row_sum_max_rhat_unknown_n"])
-    b = zeber_user_item.run(quick=True, seed=2)
-    np.testing.assert_array_equal(a.mse_by_matrix.values, b.mse_by_matrix.values)
+    # reproducible: the resume test below reruns seed 2 in chunks of 10 and compares with this run
 
 
 def test_the_figure_is_written(quick, tmp_path):
@@ -39,12 +38,14 @@ def test_the_figure_is_written(quick, tmp_path):
     assert (tmp_path / "z.png").stat().st_size > 10_000
 
 
-def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(tmp_path, monkeypatch):
+def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(quick, tmp_path, monkeypatch):
     from hybridpriv.checkpoint import Checkpoint
     from hybridpriv.models import UserItemModel
 
-    with Checkpoint(tmp_path, {"study": "zeber", "seed": 3}) as ck:
-        first = zeber_user_item.run(quick=True, seed=3, checkpoint=ck, chunk_size=10)  # uninterrupted, keeping its work
+    with Checkpoint(tmp_path, {"study": "zeber", "seed": 2}) as ck:
+        first = zeber_user_item.run(quick=True, seed=2, checkpoint=ck, chunk_size=10)  # uninterrupted, keeping its work
+    # the same seed as the plain run of the module: the same numbers in chunks of 10 with a checkpoint
+    xr.testing.assert_identical(first.drop_attrs(), quick.drop_attrs())
     assert (tmp_path / "stages" / "row-sums.nc").exists()
     chunk_files = sorted((tmp_path / "chunks").glob("evaluate-0-*.npz"))
     assert len(chunk_files) == 10 and (tmp_path / "stages" / "row-sums-unknown-n.nc").exists()
@@ -54,11 +55,11 @@ def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(tmp_pa
         raise AssertionError("the row-sum chain was sampled again")
 
     monkeypatch.setattr(UserItemModel, "fit", no_sampling)
-    with Checkpoint(tmp_path, {"study": "zeber", "seed": 3}) as ck:
-        resumed = zeber_user_item.run(quick=True, seed=3, checkpoint=ck)
+    with Checkpoint(tmp_path, {"study": "zeber", "seed": 2}) as ck:
+        resumed = zeber_user_item.run(quick=True, seed=2, checkpoint=ck)
     xr.testing.assert_identical(first, resumed)
     assert len(list((tmp_path / "chunks").glob("evaluate-0-*.npz"))) == len(chunk_files)
     # the stage is recorded with its settings; other settings in the same folder are refused
-    with Checkpoint(tmp_path, {"study": "zeber", "seed": 3}) as ck:
-        with pytest.raises(ValueError, match=r"stage 'row-sums' was made with other settings \(seed: 3 there, 4 here\)"):
+    with Checkpoint(tmp_path, {"study": "zeber", "seed": 2}) as ck:
+        with pytest.raises(ValueError, match=r"stage 'row-sums' was made with other settings \(seed: 2 there, 4 here\)"):
             ck.dataset("row-sums", {**ck.manifest["stages"]["row-sums"]["settings"], "seed": 4}, no_sampling)
