@@ -2,8 +2,8 @@
 
 The ``wang-subset`` study's p = 100 repeats spent most of their time in
 ``LogisticContrast.minimize`` (issue 13).  This script times, in one run on the same problems, the
-earlier fit (SciPy ``trust-exact`` from 0 with the analytic gradient and Hessian, copied below as
-``reference``) and the current one (:meth:`LogisticContrast.minimize_rows`: Newton's method on
+earlier fit (SciPy ``trust-exact`` from 0 with the analytic gradient and Hessian, kept in the package
+as the fallback, ``contrasts._trust_exact``) and the current one (:meth:`LogisticContrast.minimize_rows`: Newton's method on
 the positive-weight rows, each row started from the previous row's solution; and
 :meth:`LogisticContrast.minimize`, one fit from 0 as :func:`m_estimate` does).  The setting is the
 study's: Section 5.1 data with ``n_E = 10,000`` public points and p = 100 covariates (no
@@ -23,31 +23,16 @@ import os
 import time
 
 import numpy as np
-from scipy import optimize, special
 
 from hybridpriv.estimators.wang import LogisticContrast
+from hybridpriv.estimators.wang.contrasts import _trust_exact
 from hybridpriv.estimators.wang.sources import simulate_section51
 
 
 def reference(c: LogisticContrast, points: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The earlier ``LogisticContrast.minimize``: trust-exact from 0 on every row."""
+    """The earlier ``LogisticContrast.minimize``: trust-exact from 0 on every row (the package's fallback)."""
     X, y = c.split(points)
-    eye = c.l2 * np.eye(X.shape[1])
-
-    def fun(theta):
-        eta = X @ theta
-        return float(weights @ (np.logaddexp(0.0, eta) - y * eta) + 0.5 * c.l2 * theta @ theta)
-
-    def jac(theta):
-        return X.T @ (weights * (special.expit(X @ theta) - y)) + c.l2 * theta
-
-    def hess(theta):
-        s = special.expit(X @ theta)
-        return (X * (weights * s * (1.0 - s))[:, None]).T @ X + eye
-
-    res = optimize.minimize(fun, np.zeros(X.shape[1]), method="trust-exact", jac=jac, hess=hess,
-                            options={"gtol": 1e-10, "maxiter": 500})
-    return np.asarray(res.x, dtype=float)
+    return _trust_exact(X, y, weights, c.l2)
 
 
 def objective(c: LogisticContrast, points: np.ndarray, weights: np.ndarray, theta: np.ndarray) -> float:

@@ -1,6 +1,6 @@
 """The logistic contrast's Newton fits agree with the earlier SciPy ``trust-exact`` fits (issue 13).
 
-``_reference`` is the earlier ``LogisticContrast.minimize``, verbatim.  Where Newton's method is
+``_reference`` is the earlier ``LogisticContrast.minimize`` (the package keeps it, unchanged, as the fallback).  Where Newton's method is
 accepted both stop at a gradient norm below 1e-10, so both are within ``1e-10 / lambda_min(H)`` of
 the minimiser: objectives agree to 1e-9 relative (measured: <= 6e-14) and ``theta`` to
 ``1e-6 * max(1, ||theta||)`` (measured: <= 8e-9).  Where it is not (separable or quasi-separable
@@ -12,43 +12,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy import optimize, special
+from scipy import special
 
 from hybridpriv.estimators.wang import LogisticContrast, m_estimate
-from hybridpriv.estimators.wang.contrasts import GTOL, fit_logistic
+from hybridpriv.estimators.wang.contrasts import GTOL, _trust_exact, fit_logistic
 from hybridpriv.estimators.wang.mestimation import fit_rows
 
 
 def _reference(c: LogisticContrast, points: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """The earlier ``LogisticContrast.minimize``: trust-exact from 0 on every row."""
+    """The earlier ``LogisticContrast.minimize``: trust-exact from 0 on every row (kept unchanged in the
+    package as the fallback, ``contrasts._trust_exact``)."""
     X, y = c.split(points)
-    eye = c.l2 * np.eye(X.shape[1])
-
-    def fun(theta):
-        eta = X @ theta
-        return float(weights @ (np.logaddexp(0.0, eta) - y * eta) + 0.5 * c.l2 * theta @ theta)
-
-    def jac(theta):
-        return X.T @ (weights * (special.expit(X @ theta) - y)) + c.l2 * theta
-
-    def hess(theta):
-        s = special.expit(X @ theta)
-        return (X * (weights * s * (1.0 - s))[:, None]).T @ X + eye
-
-    res = optimize.minimize(fun, np.zeros(X.shape[1]), method="trust-exact", jac=jac, hess=hess,
-                            options={"gtol": 1e-10, "maxiter": 500})
-    return np.asarray(res.x, dtype=float)
+    return _trust_exact(X, y, weights, c.l2)
 
 
 def _objective(c, points, weights, theta):
-    X, y = c.split(points)
-    eta = X @ theta
-    return float(weights @ (np.logaddexp(0.0, eta) - y * eta) + 0.5 * c.l2 * theta @ theta)
+    return c.objective(theta, points, weights)
 
 
 def _gradient(c, points, weights, theta):
-    X, y = c.split(points)
-    return X.T @ (weights * (special.expit(X @ theta) - y)) + c.l2 * theta
+    return c.gradient(theta, points, weights)
 
 
 def _problem(rng, n, p, kind, zero_frac=0.3):
