@@ -15,17 +15,22 @@ Levels 1-2 are a PyMC model sampled by ``pm.sample`` (:meth:`UserItemModel.fit`)
 step method (:class:`RowSumStep`, a compiled Metropolis-Hastings kernel over ``(n, h)``, ``h``
 the histogram of row sums, ``h[k-1] = #{users with k items}``); hyperpriors of the parametric
 prior are sampled by PyMC's own samplers beside it.  Level 3 is
-:meth:`UserItemPosterior.generate`: a compiled Curveball chain (Strona et al. 2014) started from
-a random matrix with the draw's margins (``random_start``), with ``trades_per_row * n`` trades
-(default 10 n, a measured choice: ``benchmarks/user_item_thinning.py``), using only the generator
-the engine passes (stream ``("dataset", chain, draw)`` in
-:func:`hybridpriv.evaluate.evaluate`).
+:meth:`UserItemPosterior.generate`: one continuing compiled Curveball chain (Strona et al. 2014)
+per block of ``block`` consecutive draws (default :data:`BLOCK`): the block's first matrix starts
+from a random matrix with the draw's margins (``random_start``), each later one moves items between
+users to its draw's row sums and continues; every matrix gets ``trades_per_row * n`` trades
+(default 10 n, a measured choice: ``benchmarks/user_item_thinning.py``).  The randomness of a draw
+is the stream the engine passes for it (``("dataset", chain, draw)`` in
+:func:`hybridpriv.evaluate.evaluate`), so a matrix depends on the seed and the draw, not on the
+chunk or worker (:class:`~hybridpriv.models._useritem_block.BlockChain`); ``block=1`` is the
+sampler before issue 13 (a fresh random start per matrix).
 
 With a uniform prior on ``r`` given ``n``, the marginal of ``n`` needs the number of feasible
 ``r`` for every ``n`` (``log_count_row_sums``, an exact dynamic programme); see
 ``docs/user-item.md``.  The compiled core is split by seam: ``_useritem_feasibility``
 (Gale-Ryser, counting), ``_useritem_realize``, ``_useritem_chains`` (Curveball and the row-sum
-kernel), ``_useritem_mixing``, ``_useritem_step`` (the PyMC step).
+kernel), ``_useritem_block`` (the continuing chain: bit rows, row-sum moves, blocks),
+``_useritem_mixing``, ``_useritem_step`` (the PyMC step).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from hybridpriv.params import describe
 from hybridpriv.random import as_generator
 
 from ._base import KnowledgeModel, Posterior, _strict_sample_kwargs
+from ._useritem_block import BlockChain, draw_streams
 from ._useritem_chains import curveball, random_start
 from ._useritem_feasibility import log_count_cost, log_count_row_sums
 from ._useritem_mixing import mixing_check
@@ -50,6 +56,7 @@ from ._useritem_realize import realize_greedy
 from ._useritem_step import PointFunction, RowSumStep, initial_histogram
 
 __all__ = [
+    "BLOCK",
     "FixedItems",
     "MAX_COUNT_CELLS",
     "STARTS",
@@ -63,6 +70,8 @@ __all__ = [
 
 #: Default Curveball trades per matrix, per row (measured: ``benchmarks/user_item_thinning.py``).
 TRADES_PER_ROW = 10
+#: Default draws per block of the continuing matrix chain (see :class:`UserItemModel`).
+BLOCK = 100
 #: Where a matrix's Curveball chain starts (see :class:`UserItemModel`).
 STARTS = ("random", "greedy")
 
@@ -199,6 +208,17 @@ class UserItemModel(KnowledgeModel):
         fresh random matrix with the margins, drawn from the matrix's own generator) or
         ``"greedy"`` (the one greedy realization of the margins, the same for every matrix with
         those margins: the sampler before issue 12, which needs far more trades to forget it).
+        With ``block > 1`` this is where each block's chain starts.
+    block
+        Consecutive posterior draws per continuing matrix chain (default :data:`BLOCK`).  Draw
+        ``d``'s matrix continues from draw ``d - 1``'s when both are in the same block
+        ``[b * block, (b + 1) * block)``: items move between users to the new row sums (several at
+        once where the histogram changed), then the ``trades_per_row * n`` trades; the first
+        draw of a block starts afresh from ``start``.  ``1``: every matrix starts afresh (the
+        sampler before issue 13, same numbers).  Larger blocks save the fresh starts; a request out
+        of order replays at most ``block - 1`` draws.  Matrices are continued only when
+        :meth:`UserItemPosterior.generate` is given the stream of ``(chain, draw)`` (as the engine
+        passes it); see :class:`~hybridpriv.models._useritem_block.BlockChain` for the invariants.
 
     Raises
     ------
@@ -232,6 +252,7 @@ class UserItemModel(KnowledgeModel):
         items_prior: str | Callable | None = None,
         trades_per_row: int = TRADES_PER_ROW,
         start: str = "random",
+        block: int = BLOCK,
     ) -> None:
         self.column_sums = _check_column_sums(column_sums)
         self.m = int(self.column_sums.size)
@@ -261,6 +282,9 @@ class UserItemModel(KnowledgeModel):
         if start not in STARTS:
             raise ValueError(f"start must be one of {list(STARTS)}, got {start!r}")
         self.start = start
+        if not isinstance(block, Integral) or isinstance(block, bool) or block < 1:
+            raise ValueError(f"block must be an integer >= 1, got {block!r}")
+        self.block = int(block)
         # order columns by decreasing sum for the kernels; matrices are returned in the given order
         self._order = np.argsort(-self.column_sums, kind="stable")
         self._c_sorted = self.column_sums[self._order]
@@ -432,10 +456,28 @@ class UserItemPosterior(Posterior):
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> sp.csr_matrix:
         """The matrix of posterior draw ``(chain, draw)``: users x items, SciPy CSR (int8 ones), rows
-        sorted by decreasing row sum, made with ``rng`` only (:meth:`UserItemModel.matrix_for`)."""
+        sorted by decreasing row sum, columns in the given order.
+
+        With ``model.block > 1`` and ``rng`` the stream of ``(chain, draw)`` (a generator on a
+        ``SeedSequence`` whose spawn key ends with ``(chain, draw)``, as the engine passes:
+        ``hybridpriv.random.rng(seed, "dataset", chain, draw)``), the matrix continues the block's
+        chain (:class:`~hybridpriv.models._useritem_block.BlockChain`): it is a function of the
+        seed, the chain, the draw and the posterior, whatever the order of calls, and ``rng``'s
+        state is not used (the draw's stream is rebuilt from its key).  Otherwise (``block=1``, or
+        any other generator) it is :meth:`UserItemModel.matrix_for` made with ``rng`` (a fresh
+        start; ``rng``'s state advances).
+        """
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
-        return self.model.matrix_for(self.histogram(chain, draw), rng)
+        c, d = self._check_index(chain, draw)
+        key = draw_streams(rng, c, d) if self.model.block > 1 else None
+        if key is None:
+            return self.model.matrix_for(self.histogram(c, d), rng)
+        chain_ = self.__dict__.get("_chain")
+        if chain_ is None:
+            chain_ = self.__dict__["_chain"] = BlockChain(self.model, self.histogram)
+        indptr, indices = chain_.matrix(c, d, key)
+        return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(indptr.size - 1, self.model.m))
 
     def mixing_check(self, chain: int = 0, draw: int | None = None, rng: object = 0, chains: int = 4,
                      samples: int = 100, trades_between: int | None = None) -> dict[str, Any]:
@@ -465,6 +507,7 @@ class UserItemPosterior(Posterior):
         state = dict(self.__dict__)
         state["_described"] = self.describe_params()
         state["idata"] = None  # the draws the datasets need are in _h (compact)
+        state.pop("_chain", None)  # the matrix chain's cache (and its lock) stay in this process
         return state
 
     def __repr__(self) -> str:

@@ -1,0 +1,476 @@
+"""The continuing matrix chain of :class:`hybridpriv.models.UserItemModel` (issue 13): binary
+matrices as rows of bits, Curveball trades on them, and the row-sum move between posterior draws.
+
+A *bit matrix* is a C-contiguous ``uint64`` array ``bits`` of shape ``(n, W)``, ``W = ceil(m / 64)``:
+item ``j`` of user ``i`` is bit ``j % 64`` of ``bits[i, j // 64]`` (items in the caller's order, so a
+row's items come out sorted).  Three compiled kernels act on it in place:
+
+* :func:`curveball_bits`: Curveball trades (Strona et al. 2014), the same trade as
+  :func:`hybridpriv.models._useritem_chains.curveball` (two distinct users uniformly; the items held
+  by exactly one of them redistributed uniformly, each keeping its count), on words instead of
+  sorted lists: the pool is ``a ^ b``, the kept items ``a & b``.  Uniform integers come from
+  ``rng.random()`` by Lemire's multiply-shift with rejection (exactly uniform, no division on the
+  common path), so its numbers differ from ``curveball``'s, not its law;
+* :func:`move_row_sums`: from a matrix with row sums ``r_old`` to one with row sums ``r_new`` and
+  the same column sums, by moving items between users (several at once);
+* conversions from and to the CSR ``(indptr, indices)`` of the other kernels.
+
+Like ``_useritem_chains`` this file inlines only its own helpers (numba's ``cache=True`` tracks a
+kernel's own file only).  Randomness comes only from the :class:`numpy.random.Generator` passed in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core.extending import intrinsic
+
+from ._useritem_checks import _check_csr, _check_rng, _fmt, _int_scalar, _int_vector, csr_margins
+from ._useritem_feasibility import _gr_violation
+
+__all__ = ["bits_from_csr", "csr_from_bits", "curveball_bits", "move_row_sums"]
+
+_TWO32 = 4294967296.0
+
+
+@intrinsic
+def _popcount(typingctx, x):
+    """Number of set bits of a ``uint64`` (LLVM ``ctpop``)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return types.uint64(types.uint64), codegen
+
+
+@intrinsic
+def _ctz(typingctx, x):
+    """Index of the lowest set bit of a non-zero ``uint64`` (LLVM ``cttz``)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
+
+    return types.uint64(types.uint64), codegen
+
+
+@njit(cache=True, inline="always")
+def _randint(rng, k):  # pragma: no cover - compiled
+    """Exactly uniform integer in ``[0, k)``, ``1 <= k < 2**31``: 32 bits of ``rng.random()``
+    times ``k``, the high half kept, rejected when the low half falls in the ``2**32 mod k``
+    uneven values (Lemire 2019); the modulo is computed only on the rare near-boundary draws."""
+    while True:
+        prod = np.int64(rng.random() * _TWO32) * k
+        low = prod & 0xFFFFFFFF
+        if low >= k or low >= 4294967296 % k:
+            return prod >> 32
+
+
+@njit(cache=True, inline="always")
+def _nth_bit(bits, i, t):  # pragma: no cover - compiled
+    """Position of the ``t``-th (0-based) set bit of row ``i``."""
+    for w in range(bits.shape[1]):
+        x = bits[i, w]
+        c = np.int64(_popcount(x))
+        if t < c:
+            for _ in range(t):
+                x &= x - np.uint64(1)
+            return w * 64 + np.int64(_ctz(x))
+        t -= c
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _has(bits, i, j):  # pragma: no cover - compiled
+    return (bits[i, j >> 6] >> np.uint64(j & 63)) & np.uint64(1) == np.uint64(1)
+
+
+@njit(cache=True, inline="always")
+def _flip(bits, i, j):  # pragma: no cover - compiled
+    bits[i, j >> 6] ^= np.uint64(1) << np.uint64(j & 63)
+
+
+@njit(cache=True)
+def _curveball_bits_kernel(bits, n_trades, rng):  # pragma: no cover - compiled
+    n, W = bits.shape
+    if n < 2:
+        return
+    pos = np.empty(64 * W, np.int64)
+    chosen = np.zeros(W, np.uint64)
+    one = np.uint64(1)
+    for _ in range(n_trades):
+        i = _randint(rng, n)
+        j = _randint(rng, n - 1)
+        if j >= i:
+            j += 1
+        na = 0
+        ns = 0
+        for w in range(W):
+            d = bits[i, w] ^ bits[j, w]
+            na += np.int64(_popcount(bits[i, w] & d))
+            ns += np.int64(_popcount(d))
+        if na == 0 or na == ns:
+            continue
+        if ns == 2:  # one exclusive item each: swap them with probability 1/2
+            if _randint(rng, 2) == 1:
+                for w in range(W):
+                    d = bits[i, w] ^ bits[j, w]
+                    bits[i, w] ^= d
+                    bits[j, w] ^= d
+            continue
+        # user i keeps a uniformly random na-subset of the pool (partial Fisher-Yates over its
+        # positions, listed in increasing order); the other ns - na go to user j
+        s = 0
+        for w in range(W):
+            d = bits[i, w] ^ bits[j, w]
+            while d:
+                pos[s] = w * 64 + np.int64(_ctz(d))
+                s += 1
+                d &= d - one
+        for t in range(na):
+            u = t + _randint(rng, ns - t)
+            p = pos[u]
+            pos[u] = pos[t]
+            pos[t] = p
+            chosen[p >> 6] |= one << np.uint64(p & 63)
+        for w in range(W):
+            d = bits[i, w] ^ bits[j, w]
+            keep = bits[i, w] & bits[j, w]
+            bits[i, w] = keep | chosen[w]
+            bits[j, w] = keep | (d ^ chosen[w])
+            chosen[w] = np.uint64(0)
+
+
+@njit(cache=True)
+def _bits_from_csr_kernel(indptr, indices, W):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    bits = np.zeros((n, W), np.uint64)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            _flip(bits, i, indices[p])
+    return bits
+
+
+@njit(cache=True)
+def _csr_from_bits_kernel(bits):  # pragma: no cover - compiled
+    n, W = bits.shape
+    indptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        c = 0
+        for w in range(W):
+            c += np.int64(_popcount(bits[i, w]))
+        indptr[i + 1] = indptr[i] + c
+    indices = np.empty(indptr[n], np.int32)
+    one = np.uint64(1)
+    for i in range(n):
+        s = indptr[i]
+        for w in range(W):
+            x = bits[i, w]
+            while x:
+                indices[s] = w * 64 + np.int64(_ctz(x))
+                s += 1
+                x &= x - one
+    return indptr, indices
+
+
+@njit(cache=True)
+def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled
+    """In place; returns the number of 3-user exchanges used, or -1 when stuck (bits then undefined)."""
+    n = bits.shape[0]
+    free = np.zeros(m, np.int64)
+    # 1. donors give up a uniformly random subset of the items they lose
+    for i in range(n):
+        have = r_old[i]
+        for _ in range(r_old[i] - r_new[i]):
+            j = _nth_bit(bits, i, _randint(rng, have))
+            _flip(bits, i, j)
+            free[j] += 1
+            have -= 1
+    # 2. receivers (rows in order) take items of the pool they lack, each unit with probability
+    #    proportional to its copies in the pool; a receiver holding every pooled item gets one
+    #    through a third user u, who hands it an item x and takes a pooled item j in exchange
+    exchanges = 0
+    for i in range(n):
+        for _ in range(r_new[i] - r_old[i]):
+            tot = 0
+            for j in range(m):
+                if free[j] > 0 and not _has(bits, i, j):
+                    tot += free[j]
+            if tot > 0:
+                x = _randint(rng, tot)
+                for j in range(m):
+                    if free[j] > 0 and not _has(bits, i, j):
+                        if x < free[j]:
+                            _flip(bits, i, j)
+                            free[j] -= 1
+                            break
+                        x -= free[j]
+                continue
+            done = False
+            off = _randint(rng, n)
+            for t in range(n):
+                u = (off + t) % n
+                if u == i:
+                    continue
+                nx = 0  # items u could hand over (u has, i lacks)
+                for w in range(bits.shape[1]):
+                    nx += np.int64(_popcount(bits[u, w] & ~bits[i, w]))
+                if nx == 0:
+                    continue
+                tot = 0  # pooled units u could take (u lacks)
+                for j in range(m):
+                    if free[j] > 0 and not _has(bits, u, j):
+                        tot += free[j]
+                if tot == 0:
+                    continue
+                k = _randint(rng, nx)  # the k-th item of u that i lacks
+                xi = -1
+                for xx in range(m):
+                    if _has(bits, u, xx) and not _has(bits, i, xx):
+                        if k == 0:
+                            xi = xx
+                            break
+                        k -= 1
+                y = _randint(rng, tot)
+                for j in range(m):
+                    if free[j] > 0 and not _has(bits, u, j):
+                        if y < free[j]:
+                            _flip(bits, u, j)
+                            free[j] -= 1
+                            break
+                        y -= free[j]
+                _flip(bits, u, xi)
+                _flip(bits, i, xi)
+                exchanges += 1
+                done = True
+                break
+            if not done:
+                return -1
+    return exchanges
+
+
+def bits_from_csr(indptr: np.ndarray, indices: np.ndarray, n_items: int) -> np.ndarray:
+    """The bit matrix (``(n, ceil(n_items / 64))`` ``uint64``) of a CSR matrix with ``n_items`` items."""
+    _check_csr(indptr, indices, writeable=False)
+    m = _int_scalar(n_items, "n_items", 1)
+    if indices.size and int(indices.max()) >= m:
+        raise ValueError(f"n_items must exceed every item index (largest {int(indices.max())}), got {m}")
+    return _bits_from_csr_kernel(indptr, indices, (m + 63) // 64)
+
+
+def csr_from_bits(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, indices)`` (``int64``, ``int32``; each row's items increasing) of a bit matrix."""
+    return _csr_from_bits_kernel(_check_bits(bits))
+
+
+def _check_bits(bits: object) -> np.ndarray:
+    if not (isinstance(bits, np.ndarray) and bits.dtype == np.uint64 and bits.ndim == 2
+            and bits.flags.c_contiguous and bits.flags.writeable):
+        raise ValueError(f"bits must be a writeable C-contiguous 2-D uint64 array, got {_fmt(bits)}")
+    return bits
+
+
+def curveball_bits(bits: np.ndarray, n_trades: int, rng: np.random.Generator) -> None:
+    """Run ``n_trades`` Curveball trades on a bit matrix, in place (margins kept; the chain's
+    stationary law is uniform over the matrices with its margins, as for ``curveball``)."""
+    _check_bits(bits)
+    n_trades = _int_scalar(n_trades, "n_trades", 0)
+    _check_rng(rng)
+    if bits.shape[0] >= 2**31:
+        raise ValueError(f"bits must have fewer than 2**31 rows, got {bits.shape[0]}")
+    _curveball_bits_kernel(bits, n_trades, rng)
+
+
+def row_sums_of_bits(bits: np.ndarray) -> np.ndarray:
+    """The row sums of a bit matrix."""
+    ip, _ = csr_from_bits(bits)
+    return np.diff(ip)
+
+
+def move_row_sums(bits: np.ndarray, r: np.ndarray, n_items: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Move items between users so that user ``i`` holds ``r[i]`` items; column sums unchanged.
+
+    Users ``i < len(r)`` keep their place; users beyond the current ``n`` start with no items,
+    users beyond ``len(r)`` must give all theirs away (``r`` may be shorter or longer than the
+    matrix: the number of users changes).  Each user who loses ``s`` items gives up a uniformly
+    random ``s`` of them; users who gain (in row order) take items of that pool they lack, each
+    with probability proportional to its copies in the pool; a user who already holds every pooled
+    item gets one from a third user, who takes a pooled item in exchange (a 3-user exchange).
+
+    Parameters
+    ----------
+    bits
+        The bit matrix (``(n, W)`` ``uint64``); not modified.
+    r
+        The new row sums (``len(r)`` users, non-negative, ``<= n_items``, summing to the number of
+        ones, feasible with the column sums by Gale-Ryser).
+    n_items
+        The number of items ``m`` (``64 * (W - 1) < m <= 64 W``).
+    rng
+        The source of randomness (its state advances).
+
+    Returns
+    -------
+    bits : numpy.ndarray
+        A new bit matrix ``(len(r), W)`` with row sums ``r`` and the column sums of the input.
+    exchanges : int
+        How many 3-user exchanges it took (0 when every gaining user found a pooled item it lacked).
+
+    Raises
+    ------
+    ValueError
+        For a malformed or infeasible ``r`` (naming it), bad ``bits``, ``n_items`` or ``rng``.
+    RuntimeError
+        If the moves got stuck (no 3-user exchange possible); not seen on feasible margins in the
+        tests, and :meth:`UserItemPosterior.generate` then starts a fresh matrix instead.
+    """
+    _check_bits(bits)
+    _check_rng(rng)
+    n, W = bits.shape
+    m = _int_scalar(n_items, "n_items", 1)
+    if not 64 * (W - 1) < m <= 64 * W:
+        raise ValueError(f"n_items must be in ({64 * (W - 1)}, {64 * W}] for bits of {W} words per row, got {m}")
+    rr = _int_vector(r, "r")
+    ip, ix = csr_from_bits(bits)
+    r_old = np.diff(ip)
+    r_all, c = csr_margins(ip, ix.astype(np.int64), m)
+    if ix.size and int(ix.max()) >= m:
+        raise ValueError(f"n_items must exceed every item of bits (largest {int(ix.max())}), got {m}")
+    if rr.size and int(rr.max()) > m:
+        raise ValueError(f"r must have entries <= n_items = {m}, got {_fmt(rr)}")
+    if int(rr.sum()) != int(r_old.sum()):
+        raise ValueError(f"r must sum to the matrix's number of ones {int(r_old.sum())}, got sum {int(rr.sum())}: {_fmt(rr)}")
+    if _gr_violation(np.sort(rr)[::-1].copy(), np.sort(c)[::-1].copy()) != -1:
+        raise ValueError(f"r must be feasible with the column sums (Gale-Ryser), got r = {_fmt(rr)}, c = {_fmt(c)}")
+    size = max(n, rr.size)
+    work = np.zeros((size, W), np.uint64)
+    work[:n] = bits
+    ro = np.zeros(size, np.int64)
+    ro[:n] = r_old
+    rn = np.zeros(size, np.int64)
+    rn[: rr.size] = rr
+    ex = int(_move_kernel(work, ro, rn, m, rng))
+    if ex < 0:
+        raise RuntimeError(f"the row-sum move to r = {_fmt(rr)} got stuck (no 3-user exchange possible)")
+    return np.ascontiguousarray(work[: rr.size]), ex
+
+
+# ----------------------------------------------------------------------------------------------
+# The continuing chain of a posterior: blocks of draws, replay, cache
+# ----------------------------------------------------------------------------------------------
+def draw_streams(rng: np.random.Generator, chain: int, draw: int) -> tuple | None:
+    """The key of the family of streams ``rng`` belongs to, if it is the stream of ``(chain, draw)``.
+
+    ``rng`` qualifies when its bit generator was seeded with a :class:`numpy.random.SeedSequence`
+    whose spawn key ends with ``(chain, draw)``, as the engine's ``stream(seed, "dataset", chain,
+    draw)`` does.  The key (bit generator type, entropy, spawn-key prefix up to the chain, pool
+    size) names the stream of any other draw of the same chain: :func:`draw_generator`.  Any other
+    generator (``default_rng(0)``, a stream keyed by something else): ``None``.
+    """
+    ss = getattr(rng.bit_generator, "seed_seq", None)
+    if not isinstance(ss, np.random.SeedSequence):
+        return None
+    sk = tuple(int(k) for k in ss.spawn_key)
+    if len(sk) < 2 or sk[-2:] != (chain, draw):
+        return None
+    ent = ss.entropy
+    ent = tuple(int(x) for x in np.atleast_1d(ent)) if not isinstance(ent, int) else ent
+    return (type(rng.bit_generator), ent, sk[:-1], int(ss.pool_size))
+
+
+def draw_generator(key: tuple, draw: int) -> np.random.Generator:
+    """A fresh generator on the stream of ``draw`` in the family ``key`` (:func:`draw_streams`)."""
+    bitgen, ent, prefix, pool = key
+    entropy = list(ent) if isinstance(ent, tuple) else ent
+    return np.random.Generator(bitgen(np.random.SeedSequence(entropy, spawn_key=(*prefix, draw), pool_size=pool)))
+
+
+class BlockChain:
+    """The continuing Curveball chain behind :meth:`UserItemPosterior.generate` (``block > 1``).
+
+    Draws of a chain are grouped in fixed blocks ``[b B, (b + 1) B)`` of ``B = model.block`` draws.
+    Invariants (tested in ``tests/models/test_useritem_block.py``):
+
+    * **A function of the draw's stream.**  The matrix of ``(chain, draw)`` depends only on the
+      posterior's row sums of the block's draws up to ``draw`` and on the streams of those draws
+      (``key``: the family of the generator passed for ``draw``, see :func:`draw_streams`), never on
+      the order of calls, the chunk or the worker: a request out of order replays the block from
+      its first draw (at most ``B - 1`` extra steps), a request for the next draw continues from the
+      cached one.
+    * **Block starts are the fresh-start sampler.**  The first draw ``d0`` of a block is
+      ``model.matrix_for(h[d0], generator of d0)``: the matrix ``block=1`` (the sampler before
+      issue 13) gives for that draw.
+    * **Each later draw continues the chain.**  Draw ``d`` takes the matrix of ``d - 1``, moves
+      items between users to the row sums of ``d`` (:func:`move_row_sums`'s kernel; rows paired by
+      position, both sorted by decreasing row sum; nothing when they are equal), then runs
+      ``model.trades_per_row * n`` Curveball trades (:func:`curveball_bits`), all with the
+      generator of ``d``.  Column sums are kept exactly; row sums are the draw's exactly.  If the
+      move gets stuck the draw starts fresh from ``matrix_for`` with the same generator
+      (``fallbacks`` counts those; not seen on feasible margins).
+
+    The cache holds one matrix (the last draw made), guarded by a lock for threaded workers; it
+    is not pickled.
+    """
+
+    def __init__(self, model, histogram) -> None:
+        import threading
+
+        self.model = model
+        self.histogram = histogram  # (chain, draw) -> h
+        self.block = int(model.block)
+        self._lock = threading.Lock()
+        self._last: tuple | None = None  # (chain, key, draw, bits, r)
+        self.fallbacks = 0
+        self.exchanges = 0
+        self.steps = 0
+
+    def _rows(self, h: np.ndarray) -> np.ndarray:
+        return np.repeat(np.arange(self.model.m, 0, -1), np.asarray(h, dtype=np.int64)[::-1]).astype(np.int64)
+
+    def _fresh(self, h: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        mat = self.model.matrix_for(h, gen)
+        bits = _bits_from_csr_kernel(mat.indptr.astype(np.int64), mat.indices.astype(np.int64),
+                                     (self.model.m + 63) // 64)
+        return bits, self._rows(h)
+
+    def _step(self, bits: np.ndarray, r_old: np.ndarray, h: np.ndarray,
+              gen: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        r_new = self._rows(h)
+        if not np.array_equal(r_old, r_new):
+            size = max(r_old.size, r_new.size)
+            work = np.zeros((size, bits.shape[1]), np.uint64)
+            work[: r_old.size] = bits
+            ro = np.zeros(size, np.int64)
+            ro[: r_old.size] = r_old
+            rn = np.zeros(size, np.int64)
+            rn[: r_new.size] = r_new
+            ex = int(_move_kernel(work, ro, rn, self.model.m, gen))
+            if ex < 0:  # pragma: no cover - not seen on feasible margins
+                self.fallbacks += 1
+                return self._fresh(h, gen)
+            self.exchanges += ex
+            bits = work if size == r_new.size else np.ascontiguousarray(work[: r_new.size])
+        _curveball_bits_kernel(bits, self.model.trades_per_row * r_new.size, gen)
+        self.steps += 1
+        return bits, r_new
+
+    def matrix(self, chain: int, draw: int, key: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)`` of the matrix of ``(chain, draw)`` (caller's item order)."""
+        d0 = draw - draw % self.block
+        with self._lock:
+            last = self._last
+            if last is not None and last[0] == chain and last[1] == key and d0 <= last[2] <= draw:
+                d, bits, r = last[2], last[3], last[4]
+            else:
+                d = d0
+                bits, r = self._fresh(self.histogram(chain, d0), draw_generator(key, d0))
+            self._last = None  # the cached bits change in place below
+            while d < draw:
+                d += 1
+                bits, r = self._step(bits, r, self.histogram(chain, d), draw_generator(key, d))
+            self._last = (chain, key, draw, bits, r)
+            return _csr_from_bits_kernel(bits)
