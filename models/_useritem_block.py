@@ -179,9 +179,11 @@ def _csr_from_bits_kernel(bits):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled
-    """In place; returns the number of 3-user exchanges used, or -1 when stuck (bits then undefined)."""
+    """In place; returns the number of augmenting paths used (exchanges through other users), or
+    -1 when none is left (infeasible margins; bits then undefined)."""
     n = bits.shape[0]
     free = np.zeros(m, np.int64)
+    need = np.zeros(n, np.int64)
     # 1. donors give up a uniformly random subset of the items they lose
     for i in range(n):
         have = r_old[i]
@@ -191,66 +193,79 @@ def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled
             free[j] += 1
             have -= 1
     # 2. receivers (rows in order) take items of the pool they lack, each unit with probability
-    #    proportional to its copies in the pool; a receiver holding every pooled item gets one
-    #    through a third user u, who hands it an item x and takes a pooled item j in exchange
-    exchanges = 0
+    #    proportional to its copies in the pool
+    left = 0
     for i in range(n):
         for _ in range(r_new[i] - r_old[i]):
             tot = 0
             for j in range(m):
                 if free[j] > 0 and not _has(bits, i, j):
                     tot += free[j]
-            if tot > 0:
-                x = _randint(rng, tot)
-                for j in range(m):
-                    if free[j] > 0 and not _has(bits, i, j):
-                        if x < free[j]:
-                            _flip(bits, i, j)
-                            free[j] -= 1
-                            break
-                        x -= free[j]
+            if tot == 0:
+                need[i] += 1
+                left += 1
                 continue
-            done = False
-            off = _randint(rng, n)
+            x = _randint(rng, tot)
+            for j in range(m):
+                if free[j] > 0 and not _has(bits, i, j):
+                    if x < free[j]:
+                        _flip(bits, i, j)
+                        free[j] -= 1
+                        break
+                    x -= free[j]
+    # 3. what is left goes through other users: an augmenting path (breadth first, users scanned
+    #    from a random offset) pooled item j0 -> user u1 takes j0 and gives x1 -> user u2 takes x1
+    #    and gives x2 -> ... -> a user still short of items takes the last one.  Every user on the
+    #    path but the last keeps its count; by max-flow/min-cut such a path exists whenever the
+    #    new row sums are feasible with the column sums (Gale-Ryser).
+    paths = 0
+    item_from = np.empty(m, np.int64)  # the user who gives item x on the path (-1: the pool)
+    user_takes = np.empty(n, np.int64)  # the item user u takes on the path
+    queue = np.empty(m, np.int64)
+    while left > 0:
+        item_from[:] = -2
+        user_takes[:] = -1
+        qh = 0
+        qt = 0
+        for j in range(m):
+            if free[j] > 0:
+                item_from[j] = -1
+                queue[qt] = j
+                qt += 1
+        end = -1
+        off = _randint(rng, n)
+        while qh < qt and end < 0:
+            j = queue[qh]
+            qh += 1
             for t in range(n):
                 u = (off + t) % n
-                if u == i:
+                if user_takes[u] >= 0 or _has(bits, u, j):
                     continue
-                nx = 0  # items u could hand over (u has, i lacks)
-                for w in range(bits.shape[1]):
-                    nx += np.int64(_popcount(bits[u, w] & ~bits[i, w]))
-                if nx == 0:
-                    continue
-                tot = 0  # pooled units u could take (u lacks)
-                for j in range(m):
-                    if free[j] > 0 and not _has(bits, u, j):
-                        tot += free[j]
-                if tot == 0:
-                    continue
-                k = _randint(rng, nx)  # the k-th item of u that i lacks
-                xi = -1
-                for xx in range(m):
-                    if _has(bits, u, xx) and not _has(bits, i, xx):
-                        if k == 0:
-                            xi = xx
-                            break
-                        k -= 1
-                y = _randint(rng, tot)
-                for j in range(m):
-                    if free[j] > 0 and not _has(bits, u, j):
-                        if y < free[j]:
-                            _flip(bits, u, j)
-                            free[j] -= 1
-                            break
-                        y -= free[j]
-                _flip(bits, u, xi)
-                _flip(bits, i, xi)
-                exchanges += 1
-                done = True
+                user_takes[u] = j
+                if need[u] > 0:
+                    end = u
+                    break
+                for x in range(m):
+                    if item_from[x] == -2 and _has(bits, u, x):
+                        item_from[x] = u
+                        queue[qt] = x
+                        qt += 1
+        if end < 0:
+            return -1
+        u = end
+        need[u] -= 1
+        left -= 1
+        while True:
+            j = user_takes[u]
+            _flip(bits, u, j)
+            v = item_from[j]
+            if v == -1:
+                free[j] -= 1
                 break
-            if not done:
-                return -1
-    return exchanges
+            _flip(bits, v, j)
+            u = v
+        paths += 1
+    return paths
 
 
 def bits_from_csr(indptr: np.ndarray, indices: np.ndarray, n_items: int) -> np.ndarray:
@@ -299,7 +314,9 @@ def move_row_sums(bits: np.ndarray, r: np.ndarray, n_items: int, rng: np.random.
     matrix: the number of users changes).  Each user who loses ``s`` items gives up a uniformly
     random ``s`` of them; users who gain (in row order) take items of that pool they lack, each
     with probability proportional to its copies in the pool; a user who already holds every pooled
-    item gets one from a third user, who takes a pooled item in exchange (a 3-user exchange).
+    item gets one through other users: an augmenting path (pooled item ``j0`` to a user who gives
+    ``x1`` for it, ``x1`` to a user who gives ``x2``, ..., the last item to the user short of one),
+    which exists whenever ``r`` is feasible with the column sums (max-flow/min-cut).
 
     Parameters
     ----------
@@ -318,15 +335,14 @@ def move_row_sums(bits: np.ndarray, r: np.ndarray, n_items: int, rng: np.random.
     bits : numpy.ndarray
         A new bit matrix ``(len(r), W)`` with row sums ``r`` and the column sums of the input.
     exchanges : int
-        How many 3-user exchanges it took (0 when every gaining user found a pooled item it lacked).
+        How many augmenting paths it took (0 when every gaining user found a pooled item it lacked).
 
     Raises
     ------
     ValueError
         For a malformed or infeasible ``r`` (naming it), bad ``bits``, ``n_items`` or ``rng``.
     RuntimeError
-        If the moves got stuck (no 3-user exchange possible); not seen on feasible margins in the
-        tests, and :meth:`UserItemPosterior.generate` then starts a fresh matrix instead.
+        If no augmenting path is left (cannot happen on the feasible margins checked here).
     """
     _check_bits(bits)
     _check_rng(rng)
@@ -355,7 +371,7 @@ def move_row_sums(bits: np.ndarray, r: np.ndarray, n_items: int, rng: np.random.
     rn[: rr.size] = rr
     ex = int(_move_kernel(work, ro, rn, m, rng))
     if ex < 0:
-        raise RuntimeError(f"the row-sum move to r = {_fmt(rr)} got stuck (no 3-user exchange possible)")
+        raise RuntimeError(f"the row-sum move to r = {_fmt(rr)} found no augmenting path")  # pragma: no cover
     return np.ascontiguousarray(work[: rr.size]), ex
 
 
@@ -408,9 +424,10 @@ class BlockChain:
       items between users to the row sums of ``d`` (:func:`move_row_sums`'s kernel; rows paired by
       position, both sorted by decreasing row sum; nothing when they are equal), then runs
       ``model.trades_per_row * n`` Curveball trades (:func:`curveball_bits`), all with the
-      generator of ``d``.  Column sums are kept exactly; row sums are the draw's exactly.  If the
-      move gets stuck the draw starts fresh from ``matrix_for`` with the same generator
-      (``fallbacks`` counts those; not seen on feasible margins).
+      generator of ``d``.  Column sums are kept exactly; row sums are the draw's exactly (the
+      move's augmenting paths always exist on the posterior's feasible row sums; were one
+      missing, the draw would start fresh from ``matrix_for`` with the same generator and
+      ``fallbacks`` count it).
 
     The cache holds one matrix (the last draw made), guarded by a lock for threaded workers; it
     is not pickled.
