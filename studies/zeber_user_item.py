@@ -69,11 +69,12 @@ def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, e
 
     per_chain = math.ceil(matrices / CHAINS)
     # the row-sum chain: sum(c) single-item moves between kept draws at the full scale (25 sum(c)
-    # at the others, where the row-sum level should be close to independent)
-    moves = model.total if scale == "full" and model.n_known else 25 * model.total
+    # at the default, where the row-sum level should be close to independent; 5 sum(c) and a short
+    # burn-in at --quick, a smoke run of the whole path that the tests use, not a converged one)
+    moves = model.total if scale == "full" and model.n_known else (5 if scale == "quick" else 25) * model.total
     # n unknown: the chain on n moves by single users and mixes slowly (R-hat ~1.2 after 1,000 burn-in draws
     # at this scale, see docs/reproduction-zeber.md): a longer burn-in beyond the quick scale
-    tune = 200 if model.n_known or scale == "quick" else 1000
+    tune = 100 if scale == "quick" else (200 if model.n_known else 1000)
     fit = {"draws": per_chain, "tune": tune, "chains": CHAINS, "seed": int(seed), "moves": moves}
     summaries = ["h", "share_one_item", "max_items"] + ([] if model.n_known else ["n"])
 
