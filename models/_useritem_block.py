@@ -86,7 +86,7 @@ def _nth_bit(bits, i, t):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _has(bits, i, j):  # pragma: no cover - compiled
-    return (bits[i, j >> 6] >> np.uint64(j & 63)) & np.uint64(1) == np.uint64(1)
+    return ((bits[i, j >> 6] >> np.uint64(j & 63)) & np.uint64(1)) == np.uint64(1)
 
 
 @njit(cache=True, inline="always")
@@ -184,27 +184,72 @@ def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled
     n = bits.shape[0]
     free = np.zeros(m, np.int64)
     need = np.zeros(n, np.int64)
-    # 1. donors give up a uniformly random subset of the items they lose
+    W = bits.shape[1]
+    one = np.uint64(1)
+    # 1. direct gifts: each unit a user gains (users in row order) comes from a user who loses
+    #    items (the first, from a random offset among them, holding an item the gainer lacks), as
+    #    a uniformly random one of those items
+    donors = np.empty(n, np.int64)
+    nd = 0
     for i in range(n):
-        have = r_old[i]
-        for _ in range(r_old[i] - r_new[i]):
+        if r_old[i] > r_new[i]:
+            donors[nd] = i
+            nd += 1
+    surplus = r_old - r_new
+    for i in range(n):
+        for _ in range(r_new[i] - r_old[i]):
+            d = -1
+            off = _randint(rng, nd) if nd > 0 else 0
+            for t in range(nd):
+                v = donors[(off + t) % nd]
+                if surplus[v] <= 0:
+                    continue
+                for w in range(W):
+                    if bits[v, w] & ~bits[i, w]:
+                        d = v
+                        break
+                if d >= 0:
+                    break
+            if d < 0:
+                need[i] += 1
+                continue
+            nx = 0
+            for w in range(W):
+                nx += np.int64(_popcount(bits[d, w] & ~bits[i, w]))
+            k = _randint(rng, nx)
+            for w in range(W):
+                x = bits[d, w] & ~bits[i, w]
+                c = np.int64(_popcount(x))
+                if k < c:
+                    for _ in range(k):
+                        x &= x - one
+                    j = w * 64 + np.int64(_ctz(x))
+                    _flip(bits, d, j)
+                    _flip(bits, i, j)
+                    break
+                k -= c
+            surplus[d] -= 1
+    # 2. what donors still lose goes to a pool (a uniformly random subset of their items); users
+    #    still short take items of the pool they lack, with probability proportional to copies
+    for t in range(nd):
+        i = donors[t]
+        have = r_new[i] + surplus[i]
+        for _ in range(surplus[i]):
             j = _nth_bit(bits, i, _randint(rng, have))
             _flip(bits, i, j)
             free[j] += 1
             have -= 1
-    # 2. receivers (rows in order) take items of the pool they lack, each unit with probability
-    #    proportional to its copies in the pool
     left = 0
     for i in range(n):
-        for _ in range(r_new[i] - r_old[i]):
+        for _ in range(need[i]):
             tot = 0
             for j in range(m):
                 if free[j] > 0 and not _has(bits, i, j):
                     tot += free[j]
             if tot == 0:
-                need[i] += 1
                 left += 1
                 continue
+            need[i] -= 1
             x = _randint(rng, tot)
             for j in range(m):
                 if free[j] > 0 and not _has(bits, i, j):
@@ -213,43 +258,121 @@ def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled
                         free[j] -= 1
                         break
                     x -= free[j]
-    # 3. what is left goes through other users: an augmenting path (breadth first, users scanned
-    #    from a random offset) pooled item j0 -> user u1 takes j0 and gives x1 -> user u2 takes x1
-    #    and gives x2 -> ... -> a user still short of items takes the last one.  Every user on the
-    #    path but the last keeps its count; by max-flow/min-cut such a path exists whenever the
-    #    new row sums are feasible with the column sums (Gale-Ryser).
+    # 3. what is left goes through other users.  First a 3-user exchange: a user u (scanned from
+    #    a random offset) holding an item x the short user i lacks and lacking a pooled item j
+    #    hands x to i and takes j.  If there is none, an augmenting path (breadth first, users
+    #    scanned from a random offset): pooled item j0 -> user u1 takes j0 and gives x1 -> user u2
+    #    takes x1 and gives x2 -> ... -> a user still short of items takes the last one.  Every user
+    #    on the path but the last keeps its count; by max-flow/min-cut such a path exists whenever
+    #    the new row sums are feasible with the column sums (Gale-Ryser).
     paths = 0
     item_from = np.empty(m, np.int64)  # the user who gives item x on the path (-1: the pool)
     user_takes = np.empty(n, np.int64)  # the item user u takes on the path
-    queue = np.empty(m, np.int64)
+    seen = np.empty(W, np.uint64)  # items reached
+    front = np.empty(W, np.uint64)  # items reached in the last layer
+    nxt = np.empty(W, np.uint64)
+    pool = np.zeros(W, np.uint64)
+    i = 0
     while left > 0:
-        item_from[:] = -2
-        user_takes[:] = -1
-        qh = 0
-        qt = 0
+        while need[i] == 0:
+            i += 1
+        for w in range(W):
+            pool[w] = np.uint64(0)
         for j in range(m):
             if free[j] > 0:
+                pool[j >> 6] |= one << np.uint64(j & 63)
+        off = _randint(rng, n)
+        u = -1
+        for t in range(n):
+            v = (off + t) % n
+            if v == i:
+                continue
+            gives = False
+            takes = False
+            for w in range(W):
+                if bits[v, w] & ~bits[i, w]:
+                    gives = True
+                if pool[w] & ~bits[v, w]:
+                    takes = True
+            if gives and takes:
+                u = v
+                break
+        if u >= 0:
+            nx = 0
+            for w in range(W):
+                nx += np.int64(_popcount(bits[u, w] & ~bits[i, w]))
+            k = _randint(rng, nx)
+            xi = -1
+            for w in range(W):
+                x = bits[u, w] & ~bits[i, w]
+                c = np.int64(_popcount(x))
+                if k < c:
+                    for _ in range(k):
+                        x &= x - one
+                    xi = w * 64 + np.int64(_ctz(x))
+                    break
+                k -= c
+            tot = 0
+            for j in range(m):
+                if free[j] > 0 and not _has(bits, u, j):
+                    tot += free[j]
+            y = _randint(rng, tot)
+            for j in range(m):
+                if free[j] > 0 and not _has(bits, u, j):
+                    if y < free[j]:
+                        _flip(bits, u, j)
+                        free[j] -= 1
+                        break
+                    y -= free[j]
+            _flip(bits, u, xi)
+            _flip(bits, i, xi)
+            need[i] -= 1
+            left -= 1
+            paths += 1
+            continue
+        user_takes[:] = -1
+        for w in range(W):
+            seen[w] = np.uint64(0)
+        for j in range(m):
+            if free[j] > 0:
+                seen[j >> 6] |= one << np.uint64(j & 63)
                 item_from[j] = -1
-                queue[qt] = j
-                qt += 1
+        for w in range(W):
+            front[w] = seen[w]
         end = -1
         off = _randint(rng, n)
-        while qh < qt and end < 0:
-            j = queue[qh]
-            qh += 1
+        more = True
+        while more and end < 0:  # one layer: every user not yet on a path who lacks a frontier item
+            more = False
+            for w in range(W):
+                nxt[w] = np.uint64(0)
             for t in range(n):
                 u = (off + t) % n
-                if user_takes[u] >= 0 or _has(bits, u, j):
+                if user_takes[u] >= 0:
+                    continue
+                j = -1
+                for w in range(W):
+                    x = front[w] & ~bits[u, w]
+                    if x:
+                        j = w * 64 + np.int64(_ctz(x))
+                        break
+                if j < 0:
                     continue
                 user_takes[u] = j
                 if need[u] > 0:
                     end = u
                     break
-                for x in range(m):
-                    if item_from[x] == -2 and _has(bits, u, x):
-                        item_from[x] = u
-                        queue[qt] = x
-                        qt += 1
+                for w in range(W):
+                    x = bits[u, w] & ~seen[w]
+                    if x:
+                        seen[w] |= x
+                        nxt[w] |= x
+                        more = True
+                        while x:
+                            item_from[w * 64 + np.int64(_ctz(x))] = u
+                            x &= x - one
+            for w in range(W):
+                front[w] = nxt[w]
         if end < 0:
             return -1
         u = end

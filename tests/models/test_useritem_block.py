@@ -199,6 +199,7 @@ def margins_of(bits, m):
 @pytest.mark.parametrize("case", ["same n", "several items to one user", "n grows", "n shrinks", "many at once"])
 def test_row_sum_move_keeps_column_sums_and_gives_exactly_the_new_row_sums(m, case):
     rng = np.random.default_rng([m, zlib.crc32(case.encode())])
+    changes = []
     for rep in range(30):
         n = int(rng.integers(6, 30))
         dense = rng.random((n, m)) < rng.uniform(0.1, 0.5)
@@ -245,9 +246,9 @@ def test_row_sum_move_keeps_column_sums_and_gives_exactly_the_new_row_sums(m, ca
         assert np.array_equal(bits, before)  # input untouched
         rr, cc = margins_of(moved, m)
         assert np.array_equal(rr, r_new) and np.array_equal(cc, c), (case, rep)
-        moved_items = np.abs(np.pad(r_new, (0, max(0, n - len(r_new)))) - np.pad(r_old, (0, max(0, len(r_new) - n))))
-        if case == "many at once":
-            assert moved_items.sum() >= 4
+        changes.append(int(np.abs(np.pad(r_new, (0, max(0, n - len(r_new))))
+                                  - np.pad(r_old, (0, max(0, len(r_new) - n)))).sum()))
+    assert max(changes) >= (20 if case == "many at once" else 2)  # several items moved at once
 
 
 @pytest.mark.parametrize("r", [[2, 2], [2, 2, 0], [4, 0, 0, 0][:2]])
