@@ -155,30 +155,35 @@ class Algorithm1(_PublicPrivate):
             raise ValueError(f"subset_size must be at most the order's length {length}, got {n}")
         return base, n
 
+    def _subset(self, design: HybridDesign) -> tuple[np.ndarray | None, np.ndarray | None, int]:
+        """``(order, released indices or None for all as given, size)`` on ``design``: the order is read once."""
+        base, n = self._order(design)
+        if base is None:
+            return None, (None if n == design.n_public else np.arange(n)), n
+        return base, base[:n], n
+
     def subset(self, data: HybridDesign) -> np.ndarray | None:
         """The public indices this mechanism releases on ``data`` (a public computation); None: all, as given."""
-        base, n = self._order(self._design(data))
-        if base is None:
-            return None if n == self._design(data).n_public else np.arange(n)
-        return base[:n]
+        return self._subset(self._design(data))[1]
 
     def nearest(self, data: HybridDesign) -> tuple[np.ndarray, np.ndarray]:
         """Each private point's nearest point of the released subset (its position there; ties to the
         earliest) and its distance, on the rescaled points (shared by every candidate on ``data``: one
         pass per public order answers all its sizes, see :meth:`HybridDesign.nearest_prefix`)."""
         design = self._design(data)
-        base, n = self._order(design)
-        if base is None:
-            return design.nearest(None if n == design.n_public else np.arange(n))
-        return design.nearest_prefix(base, n)
+        return self._nearest(design, *self._subset(design))
+
+    @staticmethod
+    def _nearest(design: HybridDesign, base: np.ndarray | None, idx: np.ndarray | None, n: int):
+        return design.nearest(idx) if base is None else design.nearest_prefix(base, n)
 
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent releases of ``theta`` on one dataset: ``(trials, d)``."""
         trials = check_trials(trials)
         design = self._design(data)
-        idx = self.subset(design)
+        base, idx, n = self._subset(design)
         public = design.public if idx is None else design.public[idx]
-        counts = np.bincount(self.nearest(design)[0], minlength=len(public)).astype(float)
+        counts = np.bincount(self._nearest(design, base, idx, n)[0], minlength=len(public)).astype(float)
         if math.isinf(self.epsilon):
             theta, _ = fit_rows(public, (counts / design.n_private)[None], self.contrast, self.on_zero_weights)
             return np.repeat(theta, trials, axis=0)
