@@ -28,6 +28,7 @@ from hybridpriv.estimators.kmeans import (
 from hybridpriv.estimators.kmeans import mechanisms as kmech
 from hybridpriv.estimators.kmeans.algorithm import _nearest_batch
 from hybridpriv.evaluate import evaluate
+from hybridpriv.mechanisms import randomized_response, rr_probabilities
 from hybridpriv.privacy import Guarantee
 from hybridpriv.random import rng as stream_rng
 from hybridpriv.select import decide
@@ -312,12 +313,73 @@ def _nearest_batch_broadcast(x, c):
                          ids=lambda m: m.label)
 def test_the_batched_release_draws_what_the_previous_broadcast_search_drew(monkeypatch, mech):
     # the nearest-centre search changed, the random draws did not: same labels, same releases, bit for bit
+    # (the compiled one-pass iteration against the NumPy path with the broadcast search patched in)
     from hybridpriv.estimators.kmeans import algorithm
 
     data = cloud(np.arange(len(X)) % 5 == 0, INIT[:3])
     new = mech.release(data, make_rng(45), trials=30)
+    monkeypatch.setattr(algorithm, "_compiled", lambda x: False)
     monkeypatch.setattr(algorithm, "_nearest_batch", _nearest_batch_broadcast)
     np.testing.assert_array_equal(new, mech.release(data, make_rng(45), trials=30))
+
+
+ALL_KINDS = [HybridKMeans(4, 7.0, 3, B), HybridKMeans(4, 1.0, 5, B, pwh_noise="printed"), HybridKMeans(2, 3.0, 2, B, debias=True),
+             LMKMeans(4, 0.5, 4, B), LMKMeans(5, 2.0, 2, B, debias=True), TCMKMeans(4, 1.0, 4, B), LloydKMeans(4, 6, B),
+             HybridKMeans(1, 2.0, 2, B), LMKMeans(1, 2.0, 3, B)]
+
+
+@pytest.mark.parametrize("mech", ALL_KINDS, ids=lambda m: f"{m.label}-k{m.k}")
+@pytest.mark.parametrize("trials", [1, 7])
+def test_compiled_iteration_releases_what_the_numpy_path_releases(monkeypatch, mech, trials):
+    # _kernels (nearest centre + randomized response + cluster sums in one pass) against the NumPy path
+    # (SciPy search, randomized_response, bincount) on the same generator: the same releases, bit for bit;
+    # points on a coarse grid make many exact ties between centres (which go to the lower index)
+    from hybridpriv.estimators.kmeans import algorithm
+
+    tied = np.round(X * 8) / 8
+    init = np.array([[0.25, 0.25], [0.25, 0.25], [0.75, 0.5], [0.5, 0.75], [0.5, 0.5]])[: mech.k]
+    for points in (X, tied):
+        data = PointCloud(points, np.arange(len(points)) % 7 == 0, B, init)
+        fast = mech.release(data, make_rng(47), trials=trials)
+        run = mech.run(data, make_rng(48))
+        with monkeypatch.context() as m:
+            m.setattr(algorithm, "_compiled", lambda x: False)
+            np.testing.assert_array_equal(fast, mech.release(data, make_rng(47), trials=trials))
+            slow = mech.run(data, make_rng(48))
+        np.testing.assert_array_equal(run.history, slow.history)
+        if run.weights is not None:
+            np.testing.assert_array_equal(run.weights, slow.weights)
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 9])
+def test_kernels_against_brute_force_and_the_scipy_search(monkeypatch, k):
+    from hybridpriv.estimators.kmeans import _kernels, algorithm
+
+    rng = make_rng(60 + k)
+    for x in (rng.random((3000, 2)), np.round(rng.random((3000, 2)) * 4) / 4, rng.random((0, 2))):
+        c = np.round(rng.random((k, 2)) * 4) / 4  # grid centres, some repeated: ties
+        d2 = ((x[:, None, :] - c[None]) ** 2).sum(-1)
+        idx, best = _kernels.assign(x, c)
+        np.testing.assert_array_equal(idx, d2.argmin(1) if x.size else idx)  # argmin: ties to the lower index
+        np.testing.assert_allclose(best, d2.min(1) if x.size else best, rtol=1e-15, atol=0)
+        with monkeypatch.context() as m:
+            m.setattr(algorithm, "_compiled", lambda x: False)
+            ref_idx, ref_best = algorithm._nearest(x, c)
+        np.testing.assert_array_equal(idx, ref_idx)
+        np.testing.assert_array_equal(best, ref_best)  # the same doubles as SciPy's cdist
+        counts, sums = np.zeros(k, dtype=np.intp), np.zeros((k, 2))
+        _kernels.assign_sums(x, c, counts, sums)
+        np.testing.assert_array_equal(counts, np.bincount(idx, minlength=k))
+        np.testing.assert_array_equal(sums, np.stack([np.bincount(idx, x[:, j], minlength=k) for j in range(2)], -1))
+        # randomized response: the reports of mechanisms.randomized_response, given the same uniforms (it
+        # draws one per label from its generator: the same seed gives the kernel the same uniforms)
+        values, eps = rng.random((len(x), 2)), 0.8
+        reported = randomized_response(idx, k, eps, make_rng(70 + k))
+        u = make_rng(70 + k).random(len(x))
+        counts, sums = np.zeros(k, dtype=np.intp), np.zeros((k, 2))
+        _kernels.rr_assign_sums(x, c, u, 1.0 - k * rr_probabilities(eps, k)[1], values, counts, sums)
+        np.testing.assert_array_equal(counts, np.bincount(reported, minlength=k))
+        np.testing.assert_array_equal(sums, np.stack([np.bincount(reported, values[:, j], minlength=k) for j in range(2)], -1))
 
 
 def test_batched_release_and_one_run_at_a_time_have_the_same_mean_wcss():

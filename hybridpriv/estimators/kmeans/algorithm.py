@@ -57,8 +57,9 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from ...accounting import Accountant
-from ...mechanisms import check_rng, laplace, randomized_response, rr_debias_counts, rr_debias_sums
+from ...mechanisms import check_rng, laplace, randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
 from ...privacy import Bounds, check_epsilon, check_integer, check_real_array
+from . import _kernels
 
 __all__ = [
     "KMeansResult",
@@ -83,12 +84,19 @@ _KDTREE_FROM = 64  # use cKDTree from this many centres on (cdist's K x n matrix
 
 
 # -- building blocks --------------------------------------------------------------------------
+def _compiled(x: np.ndarray) -> bool:
+    """Whether the compiled kernels serve points ``x`` (``(n, d)`` or ``(T, n, d)``): ``d = 2``, float64."""
+    return x.shape[-1] == _kernels.D and x.dtype == np.float64
+
+
 def _nearest(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if x.shape[0] == 0:
         return np.zeros(0, dtype=np.intp), np.zeros(0)
     if c.shape[0] >= _KDTREE_FROM:
         dist, idx = cKDTree(c).query(x, k=1)
         return np.asarray(idx, dtype=np.intp), np.asarray(dist) ** 2
+    if _compiled(x):  # the same numbers in one compiled pass (see _kernels)
+        return _kernels.assign(x, c)
     # (K, n) layout: SciPy fills it several times faster than (n, K), and a running minimum
     # over the K rows (a loop over centres, vectorised over points) beats argmin over axis 0
     d2 = cdist(c, x, metric="sqeuclidean")
@@ -255,6 +263,24 @@ def _cluster_sums(x: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray
     return counts, sums
 
 
+def _compiled_sums(x: np.ndarray, centres: np.ndarray, rr: tuple[np.ndarray, float] | None = None,
+                   values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Counts ``(T, K)`` and sums ``(T, K, d)`` of ``values`` (default ``x``) per nearest centre of ``x``
+    (``(n, d)``), or per randomized-response report of it (``rr = (uniforms (T, n), keep probability)``):
+    :func:`_nearest_batch`, :func:`~hybridpriv.mechanisms.randomized_response` and :func:`_cluster_sums`
+    in one compiled pass per trial, the same numbers."""
+    t, k = centres.shape[:2]
+    counts = np.zeros((t, k), dtype=np.intp)
+    sums = np.zeros((t, k, x.shape[-1]))
+    for i in range(t):
+        c = np.ascontiguousarray(centres[i])
+        if rr is None:
+            _kernels.assign_sums(x, c, counts[i], sums[i])
+        else:
+            _kernels.rr_assign_sums(x, c, rr[0][i], rr[1], values[i], counts[i], sums[i])  # type: ignore[index]
+    return counts.astype(float), sums
+
+
 def _means(counts: np.ndarray, sums: np.ndarray, previous: np.ndarray, m: float) -> tuple[np.ndarray, np.ndarray]:
     """Centres ``sums/counts`` clipped to ``[0, m]`` where ``counts >= 1``, else the previous centre."""
     ok = counts >= 1.0
@@ -284,8 +310,11 @@ class _TCMBranch:
         self.x, self.k, self.b_t, self.ledger = x, k, b_t, ledger
 
     def step(self, centres: np.ndarray, m: float, rng: np.random.Generator):
-        labels = _nearest_batch(self.x, centres)  # line 6: non-private assignment
-        counts, sums = _cluster_sums(self.x, labels, self.k)
+        if _compiled(self.x) and self.k < _KDTREE_FROM:  # lines 6 and the exact counts and sums in one pass
+            counts, sums = _compiled_sums(self.x, centres)
+        else:
+            labels = _nearest_batch(self.x, centres)  # line 6: non-private assignment
+            counts, sums = _cluster_sums(self.x, labels, self.k)
         if self.b_t > 0:  # b_T = 0 (epsilon = inf): exact counts and sums, spending inf
             counts = laplace(counts, self.b_t, rng)  # line 9: Lap(b_T) on each count
             sums = laplace(sums, self.b_t, rng)  # line 10: Lap^d(b_T) on each sum
@@ -301,15 +330,24 @@ class _LMBranch:
     def __init__(self, x: np.ndarray, k: int, b_l: float, eps_rr: float, debias: bool, ledger: _Ledger,
                  rng: np.random.Generator, trials: int) -> None:
         self.x, self.k, self.eps_rr, self.debias, self.ledger = x, k, eps_rr, debias, ledger
-        self.reports = laplace(np.broadcast_to(x, (trials, *x.shape)), b_l, rng)  # line 4: x + Lap^d(b_L), once
+        self.keep = 1.0 - k * rr_probabilities(eps_rr, k)[1]  # randomized_response's keep probability
+        # line 4: x + Lap^d(b_L), once; laplace()'s arithmetic (values + scale * standard draw, in place)
+        # without its checks: x is checked finite and b_L <= MAX_SCALE keeps every report finite
+        self.reports = rng.laplace(0.0, 1.0, size=(trials, *x.shape))
+        self.reports *= b_l
+        self.reports += x
         ledger.spend("line 4")
-        self.report_total = self.reports.sum(axis=1)
+        self.report_total = self.reports.sum(axis=1) if debias else None
 
     def step(self, centres: np.ndarray, m: float, rng: np.random.Generator):
-        true_labels = _nearest_batch(self.x, centres)  # each user: the cluster nearest to their own point
-        reported = randomized_response(true_labels, self.k, self.eps_rr, rng)  # line 7
+        if _compiled(self.x) and self.k < _KDTREE_FROM:  # one pass, randomized_response's uniforms drawn here
+            u = rng.random((centres.shape[0], self.x.shape[0]))  # line 7: one uniform per user, as it draws
+            n_l, s_l = _compiled_sums(self.x, centres, (u, self.keep), self.reports)
+        else:
+            true_labels = _nearest_batch(self.x, centres)  # each user: the cluster nearest to their own point
+            reported = randomized_response(true_labels, self.k, self.eps_rr, rng)  # line 7
+            n_l, s_l = _cluster_sums(self.reports, reported, self.k)  # lines 11-12 (no further privacy cost)
         self.ledger.spend("line 7")
-        n_l, s_l = _cluster_sums(self.reports, reported, self.k)  # lines 11-12 (no further privacy cost)
         if self.debias and self.k > 1:
             n_l = rr_debias_counts(n_l, self.x.shape[0], self.eps_rr, self.k)
             s_l = rr_debias_sums(s_l, self.report_total, self.eps_rr, self.k)

@@ -23,7 +23,7 @@ import numpy as np
 from ...params import Parametrized
 from ...privacy import Bounds, check_integer, check_real_array
 from ...tasks import Task
-from .algorithm import wcss
+from .algorithm import _nearest, wcss
 
 __all__ = ["PointCloud", "TrustSplitSource", "WCSS", "check_points", "gaussian_clusters"]
 
@@ -211,4 +211,6 @@ class WCSS(Task):
         rel = check_real_array(releases, "releases")
         if rel.ndim != 3 or rel.shape[2] != data.d:
             raise ValueError(f"releases must be centres of shape (trials, K, {data.d}), got shape {rel.shape}")
-        return np.array([wcss(data.points, c) for c in rel])
+        if not np.isfinite(rel).all():
+            raise ValueError("releases (centres) must be finite (no NaN or infinity)")
+        return np.array([float(_nearest(data.points, c)[1].sum()) for c in rel])  # wcss() on validated points

@@ -163,7 +163,7 @@ class TCMKMeans(_KMeans):
     _tcm_units = ("tcm",)
 
     def _split(self, data: PointCloud):
-        return data.points[data.trusted], None
+        return np.compress(data.trusted, data.points, axis=0), None
 
 
 class LMKMeans(_KMeans):
@@ -229,7 +229,7 @@ class HybridKMeans(_KMeans):
         self.label = "hybrid" + ("-printed" if pwh_noise == "printed" else "") + ("-debiased" if debias else "")
 
     def _split(self, data: PointCloud):
-        return data.points[data.trusted], data.points[~data.trusted]
+        return np.compress(data.trusted, data.points, axis=0), np.compress(~data.trusted, data.points, axis=0)
 
     def _options(self) -> dict[str, Any]:
         return {"pwh_noise": self.pwh_noise, "debias": self.debias}
