@@ -97,7 +97,6 @@ class GroupedStatistics:
         self.values = list(values)
         self.rows = int(self.values[0].shape[0])
         self._sums: np.ndarray | None = None
-        self._sorted: dict[Any, np.ndarray] = {}
 
     @property
     def sums(self) -> np.ndarray:
@@ -110,13 +109,6 @@ class GroupedStatistics:
         """The records of ``groups`` (indices; default all) side by side, shape ``(rows, n)``."""
         idx = range(len(self.values)) if groups is None else groups
         return np.concatenate([self.values[k] for k in idx], axis=1)
-
-    def sorted(self, groups: Sequence[int] | None = None) -> np.ndarray:
-        """:meth:`pooled` sorted along the records, shape ``(rows, n)`` (cached)."""
-        key = None if groups is None else tuple(groups)
-        if key not in self._sorted:
-            self._sorted[key] = np.sort(self.pooled(groups), axis=-1)
-        return self._sorted[key]
 
     def broadcast(self, trials: int) -> list[np.ndarray]:
         """The values with ``trials`` rows (read-only views when ``rows`` is 1)."""
