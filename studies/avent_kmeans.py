@@ -9,8 +9,10 @@ from stream ``("study", "avent-kmeans", "layout", i)``; points from ``(..., "poi
 One engine setting per ``(layout, c, tau)``, the seven algorithms of :func:`candidates` along
 ``algorithm``; each dataset (:class:`~hybridpriv.estimators.kmeans.TrustSplitSource`) is a fresh
 trust split and a fresh public start shared by every algorithm (common random numbers; draw ``j``
-has the same split and start in every layout).  ``pwh_weight``: the hybrid's TCM weight in the
-last iteration, replayed on the engine's own streams for the first 5 datasets of each setting.
+has the same split and start in every layout); :data:`SPLIT_FREE` algorithms run at the first ``c``
+only, their results copied to the others (the same numbers: they ignore the split).  ``pwh_weight``:
+the hybrid's TCM weight in the last iteration, replayed on the engine's own streams for the first 5
+datasets of each setting.
 Scales (:data:`SCALES`): default 30 datasets per setting, ``tau`` in {1, 2, 3, 4, 5, 6, 8, 10};
 ``full``: the paper's 364; ``quick``: 1,500 points per cluster, ``tau`` in {1, 4}, 4 datasets.
 """
@@ -30,8 +32,8 @@ from hybridpriv.evaluate import evaluate_many
 from hybridpriv.random import rng
 from hybridpriv.stats import mean_with_ci
 
-__all__ = ["CENTRES", "DESCRIPTION", "LAYOUTS", "PAPER", "SCALES", "candidates", "claim_cells", "claims", "layout_centres", "plot", "run",
-           "summarise"]
+__all__ = ["CENTRES", "DESCRIPTION", "LAYOUTS", "PAPER", "SCALES", "SPLIT_FREE", "candidates", "claim_cells", "claims",
+           "layout_centres", "plot", "run", "share_split_free", "summarise"]
 
 DESCRIPTION = "Avent et al. Fig. 6: WCSS of hybrid, TCM-only and LM DP K-means over iterations tau"
 PAPER = "Avent, Dubey, Korolova: The Power of the Hybrid Model for Mean Estimation (PETS 2020)"
@@ -44,6 +46,10 @@ LAYOUTS = ("grid", "random-0", "random-1")
 #: Random layouts: centres at least this far apart (~7 sigma: no two clusters touch) and this far
 #: from the edges (~3.6 sigma: clamping into the square moves almost no point).
 MIN_SEPARATION, MARGIN = 0.2, 0.1
+#: Algorithms that read every user alike and ignore the trust split: on the same draw they give the
+#: same numbers at every ``c`` (same points, start and noise stream), so they run at the first ``c``
+#: only and their results are copied to the others (:func:`share_split_free`).
+SPLIT_FREE = ("lm", "lm-debiased", "lloyd")
 #: ``(points per cluster, tau values, datasets per setting)`` of each scale.
 SCALES = {"quick": (1_500, [1, 4], 4), "default": (40_000, [1, 2, 3, 4, 5, 6, 8, 10], 30),
           "full": (40_000, [1, 2, 3, 4, 5, 6, 8, 10], 364)}
@@ -93,10 +99,11 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     sources = {(name, c): TrustSplitSource(x, BOUNDS, c, K, draws, centres[name])
                for name in layouts for x in [_points(name, n_per, seed)] for c in CS}
     grid = [(name, c, tau) for name in layouts for c in CS for tau in taus]
-    ev = evaluate_many((({"layout": name, "c": c, "tau": t}, candidates(t), sources[name, c]) for name, c, t in grid),
-                       {"layout": layouts, "c": list(CS), "tau": taus}, task=WCSS(), seed=seed, dim="algorithm",
+    runs = (({"layout": name, "c": c, "tau": t}, [m for m in candidates(t) if c == CS[0] or m.label not in SPLIT_FREE],
+             sources[name, c]) for name, c, t in grid)
+    ev = evaluate_many(runs, {"layout": layouts, "c": list(CS), "tau": taus}, task=WCSS(), seed=seed, dim="algorithm",
                        progress=progress, client=client, checkpoint=checkpoint, chunk_size=chunk_size)
-    ds = summarise(ev)
+    ds = summarise(share_split_free(ev))
     weight = [np.mean([candidates(t)[0].run(sources[name, c].generate(0, j, rng(seed, "dataset", 0, j)),
                                             rng(seed, "mechanism", "hybrid", 0, j)).weights[-1]
                        for j in range(min(draws, 5))]) for name, c, t in grid]
@@ -108,6 +115,19 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
                      "min_separation": MIN_SEPARATION, "margin": MARGIN,
                      "config": {"n_per_cluster": n_per, "taus": taus, "draws": draws, "layouts": layouts}})
     return ds
+
+
+def share_split_free(ev: xr.Dataset) -> xr.Dataset:
+    """The evaluation with every :data:`SPLIT_FREE` algorithm's entries at ``c = CS[0]`` (risks, losses,
+    declarations, labels) copied to the other ``c`` values, where the engine left them empty."""
+    ev = ev.copy()
+    free, rest = list(SPLIT_FREE), list(CS[1:])
+    for name, var in ev.data_vars.items():
+        if "c" in var.dims and "algorithm" in var.dims:
+            var = var.copy()
+            var.loc[{"c": rest, "algorithm": free}] = var.sel(c=[CS[0]], algorithm=free).values
+            ev[name] = var
+    return ev
 
 
 def summarise(ev: xr.Dataset) -> xr.Dataset:

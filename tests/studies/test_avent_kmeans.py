@@ -87,6 +87,13 @@ def test_common_random_numbers(ds):
     assert not np.array_equal(ds.wcss.sel(algorithm="lloyd", layout="grid"), ds.wcss.sel(algorithm="lloyd", layout="random-0"))
 
 
+def test_split_free_algorithms_run_once_give_what_running_them_at_every_c_gives(ds, monkeypatch):
+    # LM, LM-debiased and Lloyd run at the first c only and are copied to the others (share_split_free):
+    # the whole dataset equals a run with every algorithm at every c, bit for bit
+    monkeypatch.setattr(avent_kmeans, "SPLIT_FREE", ())
+    xr.testing.assert_identical(ds, avent_kmeans.run(quick=True, seed=0))
+
+
 def test_robust_claims(ds):
     m = ds.wcss_mean
     # the hybrid is never worse than the worse baseline (mean over datasets)
