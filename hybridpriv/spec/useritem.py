@@ -55,7 +55,8 @@ TOP = Table((
         doc="prior on the items per user: uniform over feasible row sums (the seed's) or a truncated negative "
             "binomial with hyperpriors"),
     Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), TRADES_PER_ROW,
-        doc="Curveball trades per user for each sampled matrix, from a random start"),
+        doc="Curveball trades per user for each sampled matrix (one continuing chain per block of draws, "
+            "each block from a random start)"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts")
 
@@ -113,7 +114,8 @@ def build(v: dict[str, Any]):
     def diagnostics(posterior, seed: int) -> tuple[list[str], dict[str, Any]]:
         mix = posterior.mixing_check(rng=seed)
         starts = mix.get("starts", ())
-        line = (f"matrix chain: {v['trades_per_row']} x n trades from a random start per matrix; R-hat over "
+        line = (f"matrix chain: {v['trades_per_row']} x n trades per matrix, continuing over blocks of "
+                f"{posterior.model.block} draws from a random start; R-hat over "
                 f"{len(starts) or 4} chains from different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f})")
         note = ("predictive checks: none needed for the column sums and n: every sampled matrix has exactly the "
                 "published margins (the model conditions on them)")
