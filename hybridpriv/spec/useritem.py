@@ -19,6 +19,10 @@ __all__ = ["EVALUATION", "SECTIONS", "TOP", "build", "check"]
 MAX_TRADES_PER_ROW = 10_000
 #: The model's default (``hybridpriv.models.TRADES_PER_ROW``; not imported: that loads PyMC).
 TRADES_PER_ROW = 10
+#: The model's default draws per continuing matrix chain (``hybridpriv.models.BLOCK``; not imported).
+BLOCK = 100
+#: Most draws per block (a request out of order replays up to block - 1 matrices).
+MAX_BLOCK = 10_000
 #: Most Curveball trades in a whole run (about 10 M per second on one core).
 MAX_TOTAL_TRADES = 2e11
 
@@ -57,6 +61,9 @@ TOP = Table((
     Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), TRADES_PER_ROW,
         doc="Curveball trades per user for each sampled matrix (one continuing chain per block of draws, "
             "each block from a random start)"),
+    Key("block", integer(1, MAX_BLOCK), BLOCK,
+        doc="consecutive draws per continuing matrix chain (1: a fresh random start for every matrix, the "
+            "sampler before issue 13)"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts")
 
@@ -95,7 +102,7 @@ def build(v: dict[str, Any]):
     from ..workflow import Problem
 
     try:
-        model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"],
+        model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"], block=v["block"],
                               items_prior=None if v["items_prior"] == "uniform" else v["items_prior"])
     except (TypeError, ValueError) as exc:
         msg = str(exc)
