@@ -29,8 +29,8 @@ With a uniform prior on ``r`` given ``n``, the marginal of ``n`` needs the numbe
 ``r`` for every ``n`` (``log_count_row_sums``, an exact dynamic programme); see
 ``docs/user-item.md``.  The compiled core is split by seam: ``_useritem_feasibility``
 (Gale-Ryser, counting), ``_useritem_realize``, ``_useritem_chains`` (Curveball and the row-sum
-kernel), ``_useritem_block`` (the continuing chain: bit rows, row-sum moves, blocks),
-``_useritem_mixing``, ``_useritem_step`` (the PyMC step).
+kernel), ``_useritem_bits`` (bit rows, their trades, the row-sum move), ``_useritem_block``
+(the continuing chain: blocks, streams, cache), ``_useritem_mixing``, ``_useritem_step`` (the PyMC step).
 """
 
 from __future__ import annotations

@@ -21,13 +21,8 @@ from scipy import stats
 
 from _support.matrices import all_matrices
 from hybridpriv.models import BLOCK, UserItemModel, UserItemPosterior
-from hybridpriv.models._useritem_block import (
-    bits_from_csr,
-    csr_from_bits,
-    curveball_bits,
-    draw_streams,
-    move_row_sums,
-)
+from hybridpriv.models._useritem_bits import bits_from_csr, csr_from_bits, curveball_bits, move_row_sums
+from hybridpriv.models._useritem_block import draw_streams
 from hybridpriv.models._useritem_checks import csr_margins
 from hybridpriv.random import rng as stream
 
