@@ -102,12 +102,15 @@ class BlockChain:
         state = state_of(ss)
         if not np.array_equal(r_old, r_new):
             size = max(r_old.size, r_new.size)
-            work = np.zeros((size, bits.shape[1]), np.uint64)
-            work[: r_old.size] = bits
-            ro = np.zeros(size, np.int64)
-            ro[: r_old.size] = r_old
-            rn = np.zeros(size, np.int64)
-            rn[: r_new.size] = r_new
+            if r_old.size == r_new.size:  # n unchanged: in place (the cache no longer holds bits)
+                work, ro, rn = bits, r_old, r_new
+            else:  # users beyond the old or new n hold no items
+                work = np.zeros((size, bits.shape[1]), np.uint64)
+                work[: r_old.size] = bits
+                ro = np.zeros(size, np.int64)
+                ro[: r_old.size] = r_old
+                rn = np.zeros(size, np.int64)
+                rn[: r_new.size] = r_new
             ex = int(_move_kernel(work, ro, rn, self.model.m, state))
             if ex < 0:  # pragma: no cover - not seen on feasible margins
                 self.fallbacks += 1
