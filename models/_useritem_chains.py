@@ -291,6 +291,24 @@ def _hist_ok(h, n, Cpref):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _shift_ok(h, n, Cpref, a, b):  # pragma: no cover - compiled
+    """``_hist_ok`` after a user moved from level ``a`` to ``a - 1`` and another from ``b`` to
+    ``b + 1`` in a feasible ``h`` (the kernel's invariant): the prefix sums of ``#{r_i >= q}``
+    change by ``-[p >= a] + [p >= b + 1]``, so nothing can fail when ``b + 1 <= a``, and otherwise
+    only ``p`` in ``[a, b]`` can: the same answer as ``_hist_ok``, without the levels above ``b``."""
+    if b + 1 <= a:
+        return True
+    rstar = n
+    lhs = 0
+    for p in range(1, min(b, h.shape[0]) + 1):
+        lhs += rstar
+        if lhs < Cpref[p]:
+            return False
+        rstar -= h[p - 1]
+    return True
+
+
+@njit(cache=True)
 def _log_g(h, n, log_f, use_f):  # pragma: no cover - compiled
     if not use_f:
         return 0.0
@@ -332,7 +350,7 @@ def _h_chain_kernel(  # pragma: no cover - compiled
             for k in range(m):
                 if h[k] > 0:
                     occ_new += 1
-            if _hist_ok(h, n, Cpref):
+            if _shift_ok(h, n, Cpref, a, b):
                 g_new = _log_g(h, n, log_f, use_f)
                 log_alpha = g_new - g
                 if hastings:
@@ -361,7 +379,7 @@ def _h_chain_kernel(  # pragma: no cover - compiled
             h[b - 1] -= 1
             h[b] += 1
             q_rev = h[a - 2] * (h[a - 2] - 1) if b + 1 == a - 1 else h[b] * h[a - 2]
-            ok = _hist_ok(h, n, Cpref)
+            ok = _shift_ok(h, n, Cpref, a, b)
             if ok:
                 g_new = _log_g(h, n, log_f, use_f)
                 log_alpha = g_new - g
