@@ -43,8 +43,12 @@ Choices the pseudocode leaves open (post-processing of released values, no priva
   response); ``debias=True`` (beyond the paper) inverts the randomized response first.
 
 The algorithms work on ``x - lower`` in ``[0, m]^d`` (the paper's convention), so the
-sensitivities hold for any bounds.  Nearest-centre search: SciPy's ``cdist`` (``cKDTree`` from
-64 centres), vectorised over points; randomness only from the ``rng`` passed in.
+sensitivities hold for any bounds.  Nearest-centre search, vectorised over points: for points in
+the plane (``d = 2``) and fewer than 64 centres, one compiled pass (:mod:`._kernels`) that also
+turns the labels into randomized-response reports and cluster sums, with the same floating-point
+operations as the NumPy path (SciPy's ``cdist``, :func:`~hybridpriv.mechanisms.randomized_response`,
+``bincount``), hence the same numbers; otherwise that NumPy path (``cKDTree`` from 64 centres).
+Randomness only from the ``rng`` passed in.
 """
 
 from __future__ import annotations
@@ -240,7 +244,8 @@ class KMeansResult:
 def _nearest_batch(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Nearest-centre labels ``(T, n)`` of points ``x`` (``(n, d)`` shared, or ``(T, n, d)``) for centres ``(T, K, d)``.
 
-    One SciPy search per trial (:func:`_nearest`): each is a single C pass over the ``K x n``
+    The NumPy path's search (the iterations use :func:`_compiled_sums` where it applies).  One
+    SciPy search per trial (:func:`_nearest`): each is a single C pass over the ``K x n``
     distances, and measured on 2 cores it beats every NumPy broadcast over the trial axis we tried
     (``(T, n, d)`` differences: 3-5x slower; per-coordinate ``(T, n)`` passes, in place: 1.1-1.3x
     slower), for 3 to 200 trials of 2,000 to 160,000 points (``benchmarks/kmeans_trials.py``).
