@@ -192,10 +192,14 @@ def _table(text):
     return text[text.index("algorithm "):text.index("wrote ")]
 
 
-def test_example_in_fresh_processes_gives_the_same_bytes(tmp_path):
-    a, b = _cli(tmp_path / "a"), _cli(tmp_path / "b")
-    assert _table(a) == _table(b)
-    trees = [xr.open_datatree(tmp_path / d / "selection.nc") for d in ("a", "b")]
+@pytest.mark.slow
+def test_example_in_a_fresh_process_and_on_two_workers_gives_the_same_numbers(tmp_path):
+    """Two fresh interpreters (their own hash seeds and caches), one of them scoring on a local cluster
+    of 2 worker processes: the same table and the same numbers (dask is in the test extra)."""
+    import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
+    one, two = _cli(tmp_path / "a"), _cli(tmp_path / "two", "--workers", "2")
+    assert "dask: local 2 workers" in two and _table(two) == _table(one)
+    trees = [xr.open_datatree(tmp_path / d / "selection.nc") for d in ("a", "two")]
     for group in ("posterior", "evaluation", "decision"):
         xr.testing.assert_identical(trees[0][group].to_dataset().drop_attrs(), trees[1][group].to_dataset().drop_attrs())
     dec = trees[0]["decision"].to_dataset()
@@ -203,13 +207,3 @@ def test_example_in_fresh_processes_gives_the_same_bytes(tmp_path):
     assert not bool(dec["meets_requirements"].sel(algorithm="lm-T1")) and bool(dec["meets_requirements"].sel(algorithm="hybrid-T1"))
     assert (tmp_path / "a" / "selection.png").stat().st_size > 10_000
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["selection.nc", "selection.png"]
-
-
-@pytest.mark.slow
-def test_example_on_two_workers_gives_the_same_numbers(tmp_path):
-    import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
-    one, two = _cli(tmp_path / "one"), _cli(tmp_path / "two", "--workers", "2")
-    assert "dask: local 2 workers" in two and _table(two) == _table(one)
-    trees = [xr.open_datatree(tmp_path / d / "selection.nc") for d in ("one", "two")]
-    for group in ("posterior", "evaluation", "decision"):
-        xr.testing.assert_identical(trees[0][group].to_dataset().drop_attrs(), trees[1][group].to_dataset().drop_attrs())
