@@ -10,7 +10,7 @@ path on the public knowledge only, and scores every candidate on the private tru
 that spends 10% of the budget on DP features of the private data before choosing (a Laplace mean per
 private group; a Laplace histogram of items per user; not for hybrid-trust, whose LM group would
 need local-DP features), at the same total budget.  The public-private and K-means kinds have no
-held-out generators here yet.  Scales: ``--quick`` 2 synthetic + 1 real truth per family (small
+held-out generators here yet.  Scales: ``--quick`` 1 synthetic + 1 real truth per family (small
 settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
 """
 
@@ -30,7 +30,7 @@ __all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
 DESCRIPTION = "Calibration: regret, interval coverage and P(best) reliability of select on held-out truths"
 #: per scale: synthetic truths per family, real datasets per family, select settings, realised-risk releases
 SCALES = {
-    "quick": {"synthetic": 2, "real": {"grouped": ["faithful-waiting"], "hybrid-trust": ["salaries"],
+    "quick": {"synthetic": 1, "real": {"grouped": ["faithful-waiting"], "hybrid-trust": ["salaries"],
                                        "user-item": ["verbagg"]},
               "settings": {"grouped": {"model": {"family": "normal"}, "evaluation": {"draws": 100, "trials": 10}},
                            "hybrid-trust": {"evaluation": {"draws": 100, "trials": 10}},

@@ -144,7 +144,7 @@ def quick():
 
 def test_quick_study_structure(quick):
     ds = quick
-    assert ds.sizes["truth"] == 9 and list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "overall"]
+    assert ds.sizes["truth"] == 6 and list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "overall"]
     assert ds["realised"].dims == ("truth", "candidate") and ds["reliability_observed"].dims == ("scope", "bin")
     assert sorted(set(ds.source.values)) == ["real", "synthetic"]
     for j in range(ds.sizes["truth"]):
@@ -162,7 +162,7 @@ def test_quick_study_structure(quick):
         assert float(row.regret) == pytest.approx(r, abs=1e-12)
         inside = (row.risk_low <= row.realised) & (row.realised <= row.risk_high)
         np.testing.assert_array_equal(row.covered.values[have], inside.values[have])
-    assert float(ds.truths.sel(scope="overall")) == 9 and not ds.select_refused.any()
+    assert float(ds.truths.sel(scope="overall")) == 6 and not ds.select_refused.any()
     assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
@@ -214,7 +214,7 @@ def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):
         row = quick.isel(truth=j).sel(candidate="estimator:tcm-only")
         assert abs(float(row.realised) - want) < 5 * float(row.realised_mcse), (t.generator, float(row.realised), want)
         checked += 1
-    assert checked == 3  # 2 synthetic + 1 real
+    assert checked == 2  # 1 synthetic + 1 real
 
 
 def test_pythia_spec_charges_each_private_group_its_epsilon_in_total():
