@@ -79,7 +79,9 @@ def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, e
     summaries = ["h", "share_one_item", "max_items"] + ([] if model.n_known else ["n"])
 
     def sample() -> xr.Dataset:
-        posterior = model.fit(**fit, cores=CHAINS, on_unconverged="ignore")
+        # chains in parallel processes, except at --quick, where starting them costs more than the
+        # sampling (13.9 s -> 5.7 s for the quick run); the draws are the same either way (checked)
+        posterior = model.fit(**fit, cores=1 if scale == "quick" else CHAINS, on_unconverged="ignore")
         return posterior.idata["posterior"].to_dataset()[summaries]
 
     checkpoint = engine.get("checkpoint")
