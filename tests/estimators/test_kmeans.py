@@ -26,6 +26,7 @@ from hybridpriv.estimators.kmeans import (
     wcss,
 )
 from hybridpriv.estimators.kmeans import mechanisms as kmech
+from hybridpriv.estimators.kmeans import algorithm
 from hybridpriv.estimators.kmeans.algorithm import _nearest_batch
 from hybridpriv.evaluate import evaluate
 from hybridpriv.mechanisms import randomized_response, rr_probabilities
@@ -564,3 +565,25 @@ def test_decide_over_algorithms_keeps_the_declarations(evaluation):
     best = dec["expected_loss"].sel(algorithm=["hybrid", "tcm"]).idxmin().item()
     assert dec.attrs["recommended"] == best
     np.testing.assert_allclose(dec["expected_loss"], ev["risk"].mean(("chain", "draw")), rtol=1e-12)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("shared", [True, False])
+def test_tiny_batches_search_by_one_broadcast_with_the_labels_of_one_search_per_trial(d, shared):
+    """A batch of a few points (the audits: 1-3 points, 15,000 trials) takes the broadcast path; its labels
+    are those of one search per trial (:func:`_nearest`: compiled at d = 2, SciPy otherwise) and of a brute
+    force, ties (integer coordinates) to the lower centre."""
+    rng = np.random.default_rng(3 + d)
+    t, n, k = 60, 5, 4
+    assert n * k <= algorithm._BROADCAST_UPTO
+    x = rng.integers(0, 3, (n, d) if shared else (t, n, d)).astype(float)
+    c = rng.integers(0, 3, (t, k, d)).astype(float)
+    got = algorithm._nearest_batch(x, c)
+    one = np.stack([algorithm._nearest(x if shared else x[i], c[i])[0] for i in range(t)])
+    np.testing.assert_array_equal(got, one)
+    for i in range(t):
+        pts = x if shared else x[i]
+        for j in range(n):
+            dist = [sum((pts[j, a] - c[i, q, a]) ** 2 for a in range(d)) for q in range(k)]
+            assert got[i, j] == dist.index(min(dist))
+    assert (got != 0).any() and len(np.unique(got)) > 1  # not a degenerate case
