@@ -215,6 +215,27 @@ def _csr_from_bits_kernel(bits):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _take_pooled(bits, free, u, m, rng):  # pragma: no cover - compiled
+    """User ``u`` takes one pooled item it lacks, drawn with probability proportional to the
+    pool's copies ``free[j]`` (one ``_randint``); False, drawing nothing, when it lacks none."""
+    tot = 0
+    for j in range(m):
+        if free[j] > 0 and not _has(bits, u, j):
+            tot += free[j]
+    if tot == 0:
+        return False
+    x = _randint(rng, tot)
+    for j in range(m):
+        if free[j] > 0 and not _has(bits, u, j):
+            if x < free[j]:
+                _flip(bits, u, j)
+                free[j] -= 1
+                return True
+            x -= free[j]
+    return True
+
+
+@njit(cache=True)
 def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled; rng: a xoshiro256** state
     """In place; returns the number of augmenting paths used (exchanges through other users), or
     -1 when none is left (infeasible margins; bits then undefined)."""
@@ -279,22 +300,10 @@ def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled; rn
     left = 0
     for i in range(n):
         for _ in range(need[i]):
-            tot = 0
-            for j in range(m):
-                if free[j] > 0 and not _has(bits, i, j):
-                    tot += free[j]
-            if tot == 0:
+            if _take_pooled(bits, free, i, m, rng):
+                need[i] -= 1
+            else:
                 left += 1
-                continue
-            need[i] -= 1
-            x = _randint(rng, tot)
-            for j in range(m):
-                if free[j] > 0 and not _has(bits, i, j):
-                    if x < free[j]:
-                        _flip(bits, i, j)
-                        free[j] -= 1
-                        break
-                    x -= free[j]
     # 3. what is left goes through other users.  First a 3-user exchange: a user u (scanned from
     #    a random offset) holding an item x the short user i lacks and lacking a pooled item j
     #    hands x to i and takes j.  If there is none, an augmenting path (breadth first, users
@@ -349,18 +358,7 @@ def _move_kernel(bits, r_old, r_new, m, rng):  # pragma: no cover - compiled; rn
                     xi = w * 64 + np.int64(_ctz(x))
                     break
                 k -= c
-            tot = 0
-            for j in range(m):
-                if free[j] > 0 and not _has(bits, u, j):
-                    tot += free[j]
-            y = _randint(rng, tot)
-            for j in range(m):
-                if free[j] > 0 and not _has(bits, u, j):
-                    if y < free[j]:
-                        _flip(bits, u, j)
-                        free[j] -= 1
-                        break
-                    y -= free[j]
+            _take_pooled(bits, free, u, m, rng)  # u lacks a pooled item: it was chosen so
             _flip(bits, u, xi)
             _flip(bits, i, xi)
             need[i] -= 1
