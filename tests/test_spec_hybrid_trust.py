@@ -10,7 +10,7 @@ import xarray as xr
 from hybridpriv.privacy import Guarantee
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 from hybridpriv.spec.hybrid_trust import CANDIDATES, make_candidates, requirements
-from _support.cli import run_cli, select_example_in_a_fresh_process
+from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 
 GOOD = """
 kind = "hybrid-trust"
@@ -179,16 +179,8 @@ def _table(text):
 def test_example_in_a_fresh_process_and_on_two_workers_gives_the_same_numbers(tmp_path):
     """Two fresh interpreters (their own hash seeds and caches), one of them scoring on a local cluster
     of 2 worker processes: the same table and the same numbers (dask is in the test extra)."""
-    import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
-    one, two = _cli(tmp_path / "a"), _cli(tmp_path / "two", "--workers", "2")
-    assert "dask: local 2 workers" in two and _table(two) == _table(one)
-    trees = [xr.open_datatree(tmp_path / d / "selection.nc") for d in ("a", "two")]
-    for group in ("posterior", "evaluation", "decision"):
-        xr.testing.assert_identical(trees[0][group].to_dataset().drop_attrs(), trees[1][group].to_dataset().drop_attrs())
-    dec = trees[0]["decision"].to_dataset()
+    one, dec = same_numbers_in_a_fresh_process_and_on_two_workers(_cli, _table, tmp_path)
     assert set(dec.estimator.values) == set(CANDIDATES) and bool(dec["meets_requirements"].all())
-    assert (tmp_path / "a" / "selection.png").stat().st_size > 10_000
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["selection.nc", "selection.png"]
 
 
 def test_full_lm_is_marked_ineligible_when_tcm_users_require_add_remove(tmp_path, capsys):

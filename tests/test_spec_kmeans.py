@@ -13,7 +13,7 @@ from hybridpriv.privacy import Guarantee
 from hybridpriv.random import rng
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 from hybridpriv.spec.kmeans import ALGORITHMS, make_candidates, requirements
-from _support.cli import run_cli, select_example_in_a_fresh_process
+from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 
 PILOT = [[0.1, 0.2], [0.15, 0.25], [0.2, 0.1], [0.8, 0.9], [0.85, 0.8], [0.9, 0.85]]
 GOOD = """
@@ -196,14 +196,6 @@ def _table(text):
 def test_example_in_a_fresh_process_and_on_two_workers_gives_the_same_numbers(tmp_path):
     """Two fresh interpreters (their own hash seeds and caches), one of them scoring on a local cluster
     of 2 worker processes: the same table and the same numbers (dask is in the test extra)."""
-    import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
-    one, two = _cli(tmp_path / "a"), _cli(tmp_path / "two", "--workers", "2")
-    assert "dask: local 2 workers" in two and _table(two) == _table(one)
-    trees = [xr.open_datatree(tmp_path / d / "selection.nc") for d in ("a", "two")]
-    for group in ("posterior", "evaluation", "decision"):
-        xr.testing.assert_identical(trees[0][group].to_dataset().drop_attrs(), trees[1][group].to_dataset().drop_attrs())
-    dec = trees[0]["decision"].to_dataset()
+    one, dec = same_numbers_in_a_fresh_process_and_on_two_workers(_cli, _table, tmp_path)
     assert dec.sizes["algorithm"] == 20
     assert not bool(dec["meets_requirements"].sel(algorithm="lm-T1")) and bool(dec["meets_requirements"].sel(algorithm="hybrid-T1"))
-    assert (tmp_path / "a" / "selection.png").stat().st_size > 10_000
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["selection.nc", "selection.png"]

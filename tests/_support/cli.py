@@ -21,3 +21,21 @@ def select_example_in_a_fresh_process(example, out, draws, trials, *extra):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def same_numbers_in_a_fresh_process_and_on_two_workers(cli, table, tmp_path):
+    """``cli(out, *extra)`` (a fresh-interpreter run) into ``tmp_path/a``, and again on a local cluster of
+    2 worker processes into ``tmp_path/two``: the same ``table(stdout)`` and the same posterior,
+    evaluation and decision (dask is in the test extra: a missing dask fails, never skips).  Returns the
+    first run's stdout and its decision dataset."""
+    import distributed  # noqa: F401
+    import xarray as xr
+
+    one, two = cli(tmp_path / "a"), cli(tmp_path / "two", "--workers", "2")
+    assert "dask: local 2 workers" in two and table(two) == table(one)
+    trees = [xr.open_datatree(tmp_path / d / "selection.nc") for d in ("a", "two")]
+    for group in ("posterior", "evaluation", "decision"):
+        xr.testing.assert_identical(trees[0][group].to_dataset().drop_attrs(), trees[1][group].to_dataset().drop_attrs())
+    assert (tmp_path / "a" / "selection.png").stat().st_size > 10_000
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["selection.nc", "selection.png"]
+    return one, trees[0]["decision"].to_dataset()
