@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 import warnings
@@ -75,6 +76,8 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--jobs", type=int, help="with all: run N studies at once, each in its own process, longest first "
+                                            "(default: the usable cores, or 1 with --workers/--scheduler)")
     _cluster_options(r, "run the chunks")
     _resume_options(r)
     _quiet_option(r)
@@ -277,12 +280,18 @@ def _study(args: argparse.Namespace) -> int:
             raise ValueError("--quick and --full exclude each other")
         _check_cluster_args(args)
         _check_resume(args)
+        jobs = _study_jobs(args)
         _quiet_libraries()
         if args.name == "all":
-            with _client(args) as client:
-                rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, progress=True,
-                               client=client, resume=args.resume, chunk_size=args.chunk_size)
-            print(f"all {len(rows) - 1} studies in {rows[-1]['seconds']} s, peak {rows[-1]['peak_rss_mib']} MiB; "
+            if jobs > 1:
+                rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, resume=args.resume,
+                               chunk_size=args.chunk_size, jobs=jobs, scheduler=args.scheduler)
+            else:
+                with _client(args) as client:
+                    rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, progress=True,
+                                   client=client, resume=args.resume, chunk_size=args.chunk_size)
+            print(f"all {len(rows) - 1} studies in {rows[-1]['seconds']} s ({jobs} at a time; "
+                  f"{rows[-1]['cpu_seconds']} CPU s), peak {rows[-1]['peak_rss_mib']} MiB; "
                   f"wrote {Path(args.out) / 'timings.csv'}")
             return 0
         with _client(args) as client:
@@ -291,6 +300,21 @@ def _study(args: argparse.Namespace) -> int:
         print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
         return 0
     raise ValueError("study needs a subcommand: list or run NAME")
+
+
+def _study_jobs(args: argparse.Namespace) -> int:
+    """``--jobs``: only with ``all``; by default the usable cores (1 with a cluster option)."""
+    _positive(args.jobs, "jobs")
+    if args.jobs is not None and args.name != "all":
+        raise ValueError(f"--jobs runs several studies at once; it needs the study name all, got {args.name!r}")
+    if args.jobs is not None and args.jobs > 1 and args.workers is not None:
+        raise ValueError(f"--jobs {args.jobs} with --workers would start a local cluster per study; "
+                         "use --jobs 1 with --workers, or --scheduler ADDRESS shared by every study")
+    if args.jobs is not None:
+        return args.jobs
+    if args.workers is not None or args.scheduler is not None:
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _quiet_libraries() -> None:

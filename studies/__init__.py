@@ -119,34 +119,78 @@ def run_study(
 
 def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | Path = "out", progress: bool = False,
             client=None, resume: str | Path | None = None, chunk_size: int | None = None,
-            log=print) -> list[dict[str, object]]:
-    """Run every registered study in turn; write ``out/timings.csv`` and return its rows.
+            log=print, jobs: int = 1, scheduler: str | None = None) -> list[dict[str, object]]:
+    """Run every registered study; write ``out/timings.csv`` and ``out/reproduction.md``; return the rows.
 
     ``full``: each study at its paper's full scale where it has one (the others at their default
-    scale, which is already the paper's).  ``resume``: one sub-folder per study.  Each row: the
-    study, the scale it ran at, its wall time (s) and the peak resident memory of this process
-    and of its finished child processes so far (MiB; dask workers are children with
-    ``--workers``, not with ``--scheduler``).
+    scale).  ``resume``: one sub-folder per study.  ``jobs``: 1 runs the studies in turn in this
+    process (their chunks on ``client``'s cluster if given); N > 1 runs N studies at once, each in
+    its own process, longest first (:mod:`._jobs`; their logs in ``out/logs``; ``scheduler``: the
+    address every study's engine connects to, if any).  Either way a study's numbers are those of
+    ``study run NAME`` with the same seed.  Each row: the study, its scale, wall time and CPU time
+    (s), and the peak resident memory (MiB) of its process and of the processes it waited for (with
+    ``jobs`` = 1: of this process and its finished children so far; dask workers are children with
+    ``--workers``, not with ``--scheduler``).  The ``all`` row: the wall time of the whole run, the
+    CPU time summed, and the peak memory (with ``jobs`` > 1: the largest sum of the peaks of studies
+    that ran at the same time, an upper bound).
     """
     import csv
     import resource
 
-    rows: list[dict[str, object]] = []
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
+    if jobs > 1 and client is not None:
+        raise ValueError("jobs > 1 runs each study in its own process; give those processes a scheduler address, "
+                         "not a client")
     out = Path(out)
-    for name in STUDIES:
+    names = list(STUDIES)
+
+    def scale_of(name: str) -> str:
         has_full = "full" in STUDIES[name].module.run.__code__.co_varnames
-        scale = "quick" if quick else ("full" if full and has_full else "default")
-        started = time.perf_counter()
-        run_study(name, quick=quick, seed=seed, out=out, progress=progress, full=scale == "full", client=client,
-                  resume=None if resume is None else Path(resume) / name, chunk_size=chunk_size)
-        peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                   resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-        rows.append({"study": name, "scale": scale, "seconds": round(time.perf_counter() - started, 1),
-                     "peak_rss_mib": round(peak)})
-        log(f"{name:<20} {scale:<8} {rows[-1]['seconds']:>8.1f} s  peak {rows[-1]['peak_rss_mib']} MiB")
-    total = round(sum(float(r["seconds"]) for r in rows), 1)  # type: ignore[arg-type]
-    rows.append({"study": "all", "scale": "quick" if quick else ("full" if full else "default"), "seconds": total,
-                 "peak_rss_mib": max(int(r["peak_rss_mib"]) for r in rows)})  # type: ignore[call-overload]
+        return "quick" if quick else ("full" if full and has_full else "default")
+
+    rows: list[dict[str, object]] = []
+    started_all = time.perf_counter()
+    if jobs == 1:
+        def cpu() -> float:
+            return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                        resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+        for name in names:
+            scale = scale_of(name)
+            started, cpu0 = time.perf_counter(), cpu()
+            run_study(name, quick=quick, seed=seed, out=out, progress=progress, full=scale == "full", client=client,
+                      resume=None if resume is None else Path(resume) / name, chunk_size=chunk_size)
+            peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                       resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+            rows.append({"study": name, "scale": scale, "seconds": round(time.perf_counter() - started, 1),
+                         "cpu_seconds": round(cpu() - cpu0, 1), "peak_rss_mib": round(peak)})
+            log(f"{name:<20} {scale:<8} {rows[-1]['seconds']:>8.1f} s  cpu {rows[-1]['cpu_seconds']:>8.1f} s  "
+                f"peak {rows[-1]['peak_rss_mib']} MiB")
+        peak_all = max(int(r["peak_rss_mib"]) for r in rows)  # type: ignore[call-overload]
+    else:
+        from ._jobs import Job, concurrent_peak_mib, order, run_jobs
+
+        kind = "quick" if quick else ("full" if full else "default")
+        todo = []
+        for name in order(names, kind):
+            scale = scale_of(name)
+            argv = ["study", "run", name, "--out", str(out), "--seed", str(seed), "--quiet"]
+            argv += {"quick": ["--quick"], "full": ["--full"], "default": []}[scale]
+            argv += [] if resume is None else ["--resume", str(Path(resume) / name)]
+            argv += [] if chunk_size is None else ["--chunk-size", str(chunk_size)]
+            argv += [] if scheduler is None else ["--scheduler", scheduler]
+            todo.append(Job(name, argv, out / "logs" / f"{name}.log"))
+        finished = {j.name: j for j in run_jobs(todo, jobs, log=log)}
+        for name in names:
+            j = finished[name]
+            rows.append({"study": name, "scale": scale_of(name), "seconds": round(j.seconds, 1),
+                         "cpu_seconds": round(j.cpu_seconds, 1), "peak_rss_mib": round(j.peak_rss_mib)})
+        peak_all = round(concurrent_peak_mib(list(finished.values())))
+    rows.append({"study": "all", "scale": "quick" if quick else ("full" if full else "default"),
+                 "seconds": round(time.perf_counter() - started_all, 1),
+                 "cpu_seconds": round(sum(float(r["cpu_seconds"]) for r in rows), 1),  # type: ignore[arg-type]
+                 "peak_rss_mib": peak_all})
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "timings.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))

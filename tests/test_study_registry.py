@@ -26,27 +26,88 @@ def test_every_registered_study_module_has_a_description_and_the_runner():
         assert study.module.DESCRIPTION == study.description
 
 
+def _two_quick_studies(monkeypatch):
+    import hybridpriv.studies as studies
+
+    # two quick studies stand in for the thirteen (each study's --quick run has its own test)
+    monkeypatch.setattr(studies, "STUDIES", {k: studies.STUDIES[k] for k in ("avent-kvh", "avent-amplification")})
+
+
 def test_study_run_all_runs_each_study_and_writes_a_timing_table(tmp_path, capsys, monkeypatch):
     import csv
 
-    import hybridpriv.studies as studies
+    import xarray as xr
+
     from hybridpriv.cli import main
 
-    # two quick studies stand in for the eleven (each study's --quick run has its own test)
-    monkeypatch.setattr(studies, "STUDIES", {k: studies.STUDIES[k] for k in ("avent-kvh", "avent-amplification")})
-    assert main(["study", "run", "all", "--quick", "--out", str(tmp_path), "--quiet"]) == 0
+    _two_quick_studies(monkeypatch)
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert main(["study", "run", "all", "--quick", "--jobs", "1", "--out", str(one), "--quiet"]) == 0
     out = capsys.readouterr().out
-    rows = list(csv.DictReader(open(tmp_path / "timings.csv")))
+    rows = list(csv.DictReader(open(one / "timings.csv")))
     assert [r["study"] for r in rows] == ["avent-kvh", "avent-amplification", "all"]
     assert all(r["scale"] == "quick" for r in rows) and float(rows[-1]["seconds"]) > 0
-    assert float(rows[-1]["seconds"]) == pytest.approx(sum(float(r["seconds"]) for r in rows[:-1]), abs=0.2)
-    assert (tmp_path / "avent-kvh.nc").exists() and (tmp_path / "avent-amplification.png").exists()
-    assert "all 2 studies in" in out
+    # in turn: the whole run's wall time is the studies' (plus the reproduction table)
+    assert float(rows[-1]["seconds"]) == pytest.approx(sum(float(r["seconds"]) for r in rows[:-1]), abs=1.0)
+    assert all(float(r["cpu_seconds"]) > 0 for r in rows)
+    assert (one / "avent-kvh.nc").exists() and (one / "avent-amplification.png").exists()
+    assert "all 2 studies in" in out and "1 at a time" in out
     # the paper claims the studies check, regenerated from this run's numbers, one table per paper
-    report = (tmp_path / "reproduction.md").read_text()
+    report = (one / "reproduction.md").read_text()
     assert "### Avent, Dubey, Korolova" in report and "`avent-kvh` (quick scale," in report
     assert "| Cor. 4.4, Fig. 1 |" in report and "**holds**" in report
-    assert (tmp_path / "avent-kvh.claims.md").read_text().count("| Cor. 4.4") == 1
+    assert (one / "avent-kvh.claims.md").read_text().count("| Cor. 4.4") == 1
+
+    # two at a time, each study in its own process: the same numbers, a log per study, the same tables
+    assert main(["study", "run", "all", "--quick", "--jobs", "2", "--out", str(two), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "2 at a time" in out and "avent-kvh            finished" in out
+    rows2 = list(csv.DictReader(open(two / "timings.csv")))
+    assert [r["study"] for r in rows2] == ["avent-kvh", "avent-amplification", "all"]
+    assert all(float(r["cpu_seconds"]) > 0 and float(r["peak_rss_mib"]) > 50 for r in rows2)
+    assert "wrote" in (two / "logs" / "avent-kvh.log").read_text()
+    for name in ("avent-kvh", "avent-amplification"):
+        with xr.open_dataset(one / f"{name}.nc") as a, xr.open_dataset(two / f"{name}.nc") as b:
+            xr.testing.assert_equal(a, b)
+            assert a.attrs["claims"] == b.attrs["claims"] and a.attrs["seed"] == b.attrs["seed"]
+    assert (two / "reproduction.md").read_text().count("| Cor. 4.4") == report.count("| Cor. 4.4")
+
+
+def test_study_jobs_report_a_failed_study_with_its_log_and_start_no_more(tmp_path):
+    from hybridpriv.studies._jobs import Job, concurrent_peak_mib, run_jobs
+
+    bad = Job("bad", ["study", "run", "no-such-study", "--out", str(tmp_path)], tmp_path / "logs" / "bad.log")
+    later = Job("later", ["study", "list"], tmp_path / "logs" / "later.log")
+    with pytest.raises(RuntimeError, match=r"study bad failed \(exit 2\); its log: .*bad.log; not started: later"):
+        run_jobs([bad, later], 1, log=lambda line: None)
+    assert "unknown study 'no-such-study'" in (tmp_path / "logs" / "bad.log").read_text()
+    with pytest.raises(ValueError, match="jobs must be >= 1, got 0"):
+        run_jobs([later], 0)
+    # the memory bound: the largest sum of peaks of studies running at one moment
+    jobs = [Job(n, [], tmp_path, peak_rss_mib=p, window=w)
+            for n, p, w in (("a", 100, (0, 10)), ("b", 50, (1, 3)), ("c", 70, (3, 12)), ("d", 500, (12, 13)))]
+    assert concurrent_peak_mib(jobs) == 500 and concurrent_peak_mib(jobs[:3]) == 170
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["study", "run", "avent-kvh", "--jobs", "2"], "--jobs runs several studies at once; it needs the study name all"),
+    (["study", "run", "all", "--jobs", "2", "--workers", "2"], "--jobs 2 with --workers would start a local cluster"),
+    (["study", "run", "all", "--jobs", "0"], "--jobs must be >= 1, got 0"),
+])
+def test_study_jobs_refuse_bad_combinations(argv, message, capsys):
+    from hybridpriv.cli import main
+
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_run_all_refuses_a_client_with_several_jobs():
+    from hybridpriv.studies import run_all
+
+    with pytest.raises(ValueError, match="jobs > 1 runs each study in its own process"):
+        run_all(jobs=2, client=object())
+    with pytest.raises(ValueError, match="jobs must be >= 1, got 0"):
+        run_all(jobs=0)
 
 
 def test_claims_round_trip_and_refuse_an_unknown_verdict():
