@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["STUDIES", "Study", "run_all", "run_study"]
+__all__ = ["STUDIES", "Study", "run_all", "run_study", "scale_in_all"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
     """Run every registered study; write ``out/timings.csv`` and ``out/reproduction.md``; return the rows.
 
     ``full``: each study at its paper's full scale where it has one (the others at their default
-    scale).  ``resume``: one sub-folder per study.  ``jobs``: 1 runs the studies in turn in this
+    scale; :func:`scale_in_all`).  ``resume``: one sub-folder per study.  ``jobs``: 1 runs the studies in turn in this
     process (their chunks on ``client``'s cluster if given); N > 1 runs N studies at once, each in
     its own process, longest first (:mod:`._jobs`; their logs in ``out/logs``; ``scheduler``: the
     address every study's engine connects to, if any).  Either way a study's numbers are those of
@@ -146,8 +146,7 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
     names = list(STUDIES)
 
     def scale_of(name: str) -> str:
-        has_full = "full" in STUDIES[name].module.run.__code__.co_varnames
-        return "quick" if quick else ("full" if full and has_full else "default")
+        return scale_in_all(name, quick, full)
 
     rows: list[dict[str, object]] = []
     started_all = time.perf_counter()
@@ -198,6 +197,20 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
         writer.writerows(rows)
     _write_reproduction(out, rows)
     return rows
+
+
+def scale_in_all(name: str, quick: bool, full: bool) -> str:
+    """The scale ``study run all [--quick | --full]`` runs study ``name`` at.
+
+    ``--full`` means the paper's scale where a study has a larger one than its default.  A study
+    module may set ``SCALE_IN_ALL`` to run at that scale in ``all`` whatever is asked (``calibration``:
+    it reproduces no paper, and its default scale alone takes about an hour on one core).
+    """
+    module = STUDIES[name].module
+    if hasattr(module, "SCALE_IN_ALL"):
+        return str(module.SCALE_IN_ALL)
+    has_full = "full" in module.run.__code__.co_varnames
+    return "quick" if quick else ("full" if full and has_full else "default")
 
 
 def _write_reproduction(out: Path, rows: list[dict[str, object]]) -> None:

@@ -25,7 +25,7 @@ from hybridpriv.heldout import (REAL_GROUPED, REAL_HYBRID_TRUST, REAL_USER_ITEM,
                                 real_grouped_truth, real_hybrid_trust_truth, real_user_item_truth, user_item_truth)
 from hybridpriv.random import rng
 
-__all__ = ["DESCRIPTION", "SCALES", "plot", "run"]
+__all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "plot", "run"]
 
 DESCRIPTION = "Calibration: regret, interval coverage and P(best) reliability of select on held-out truths"
 #: per scale: synthetic truths per family, real datasets per family, select settings, realised-risk releases
@@ -43,6 +43,10 @@ SCALES = {
                 "pythia_share": 0.1},
 }
 SCALES["full"] = {**SCALES["default"], "synthetic": 100}
+#: ``study run all`` runs this study at its quick scale (every path once): it reproduces no paper,
+#: and its default scale alone takes about an hour on one core, its ``--full`` several; run it on
+#: its own (``study run calibration``) for the numbers of docs/calibration.md
+SCALE_IN_ALL = "quick"
 
 
 def truths(scale: str, seed: int) -> list:

@@ -119,3 +119,14 @@ def test_claims_round_trip_and_refuse_an_unknown_verdict():
     assert "a \\| b" in text and text.count("\n| ") == 3 and "`s` (quick scale, 1.0 s)" in text
     with pytest.raises(ValueError, match="verdict must be one of"):
         Claim("x", "y", "z", "w", "confirmed")
+
+
+def test_the_scale_each_study_runs_at_in_all():
+    from hybridpriv.studies import scale_in_all
+
+    assert [scale_in_all("wang-subset", q, f) for q, f in ((True, False), (False, False), (False, True))] == [
+        "quick", "default", "full"]
+    # no larger paper scale: --full runs the default, which is the paper's
+    assert scale_in_all("avent-kvh", False, True) == "default"
+    # calibration reproduces no paper and takes an hour at its default scale: quick in every `all`
+    assert {scale_in_all("calibration", q, f) for q, f in ((True, False), (False, False), (False, True))} == {"quick"}
