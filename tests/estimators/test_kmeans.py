@@ -383,6 +383,86 @@ def test_kernels_against_brute_force_and_the_scipy_search(monkeypatch, k):
         np.testing.assert_array_equal(sums, np.stack([np.bincount(reported, values[:, j], minlength=k) for j in range(2)], -1))
 
 
+@pytest.mark.parametrize("k", [3, 5, 8, 17, 63])
+def test_padded_search_against_brute_force(k):
+    # the compiled search runs over the centres padded to a power of two by copies of centre 0:
+    # labels (ties to the lower index) and distances as brute force, for every padding
+    from hybridpriv.estimators.kmeans import _kernels
+
+    rng = make_rng(80 + k)
+    for x in (rng.random((2000, 2)), np.round(rng.random((2000, 2)) * 4) / 4):
+        c = np.round(rng.random((k, 2)) * 4) / 4
+        assert _kernels.pad(c).shape == (1 << (k - 1).bit_length(), 2)
+        d2 = ((x[:, None, :] - c[None]) ** 2).sum(-1)
+        idx, best = _kernels.assign(x, c)
+        np.testing.assert_array_equal(idx, d2.argmin(1))
+        np.testing.assert_array_equal(best, d2[np.arange(len(x)), idx])
+        assert wcss(x, c) == float(best.sum())
+
+
+@pytest.mark.parametrize("shape", [(1, 50_000, 2), (3, 7, 2), (2, 5, 1), (1, 4, 3)])
+@pytest.mark.parametrize("b", [0.37, 0.0])
+def test_line_4_reports_from_uniforms_are_laplaces_draws(shape, b):
+    # _kernels.laplace_reports turns the generator's uniforms into Generator.laplace(0, 1)'s draws, then
+    # * b + x: the same doubles as laplace, *= b, += x from the same seed (signs of zeros included), and
+    # the generator is left where laplace leaves it
+    from hybridpriv.estimators.kmeans import _kernels
+
+    x = np.round(make_rng(90).random(shape[1:]) * 2) / 2  # zeros among the points
+    for seed in range(3):
+        ref_rng, rng = make_rng(100 + seed), make_rng(100 + seed)
+        ref = ref_rng.laplace(0.0, 1.0, size=shape)
+        ref *= b
+        ref += x
+        out = np.empty(shape)
+        assert _kernels.laplace_reports(rng.random(math.prod(shape)), x, b, out)
+        np.testing.assert_array_equal(out, ref)
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(ref))
+        assert rng.random() == ref_rng.random()
+    # the branch-free arithmetic at the edges: U = 0.5 (log 1 = 0: +0.0), U near 0 and near 1
+    u = np.array([0.5, 0.25, 0.75, 2.0**-53, 1 - 2.0**-53, 0.5 - 2.0**-54])
+    out = np.empty((1, 3, 2))
+    assert _kernels.laplace_reports(u, np.zeros((3, 2)), 1.0, out)
+    expect = [0.0 - math.log(2.0 - v - v) if v >= 0.5 else 0.0 + math.log(v + v) for v in u]
+    np.testing.assert_array_equal(out.ravel(), expect)
+    np.testing.assert_array_equal(np.signbit(out.ravel()), np.signbit(expect))
+    assert not _kernels.laplace_reports(np.array([0.3, 0.0]), np.zeros((1, 2)), 1.0, np.empty((1, 1, 2)))
+
+
+def test_a_zero_uniform_falls_back_to_laplace_on_the_same_stream(monkeypatch):
+    # laplace redraws a uniform of exactly 0 (probability 2^-53 each): the kernel refuses it and the
+    # run rewinds its generator and draws line 4 by laplace instead, so the numbers are those of laplace
+    from hybridpriv.estimators.kmeans import _kernels
+
+    data = cloud(np.arange(len(X)) % 5 == 0, INIT[:3])
+    for mech in (HybridKMeans(3, 7.0, 3, B), LMKMeans(3, 2.0, 2, B, debias=True)):
+        fast = mech.release(data, make_rng(57), trials=4)
+        monkeypatch.setattr(_kernels, "laplace_reports", lambda *args: False)
+        np.testing.assert_array_equal(mech.release(data, make_rng(57), trials=4), fast)
+        monkeypatch.undo()
+
+
+def test_scratch_buffers_are_reused_and_runs_do_not_see_each_other():
+    # the compiled path keeps its temporaries in per-thread buffers: one buffer per role, grown when needed;
+    # a release after runs on other data (larger and smaller) draws what it draws on a fresh start
+    a = algorithm.scratch("test.a", (3, 4))
+    assert a.shape == (3, 4) and a.flags.c_contiguous
+    assert np.shares_memory(a, algorithm.scratch("test.a", (5,))) and not np.shares_memory(a, algorithm.scratch("test.b", (5,)))
+    assert algorithm.scratch("test.a", (100,)).size == 100 and algorithm.scratch("test.i", (2,), np.intp).dtype == np.intp
+    mech = HybridKMeans(3, 7.0, 3, B)
+    data = cloud(np.arange(len(X)) % 5 == 0, INIT[:3])
+    first = mech.release(data, make_rng(58), trials=3)
+    big = gaussian_clusters([[0.3, 0.3], [0.7, 0.7], [0.3, 0.7]], 0.05, 2000, B, make_rng(59))
+    mech.release(PointCloud(big, np.arange(len(big)) % 3 == 0, B, INIT[:3]), make_rng(60), trials=2)
+    mech.release(PointCloud(X[:40], np.arange(40) % 2 == 0, B, INIT[:3]), make_rng(61), trials=5)
+    np.testing.assert_array_equal(mech.release(data, make_rng(58), trials=3), first)
+    # the transposed points a PointCloud keeps for the search: (2, n), read-only; None for d != 2
+    pc = cloud()
+    np.testing.assert_array_equal(pc.points_t, X.T)
+    assert not pc.points_t.flags.writeable and pc.points_t is pc.points_t
+    assert PointCloud(np.full((3, 3), 0.5), np.ones(3, dtype=bool), B).points_t is None
+
+
 def test_batched_release_and_one_run_at_a_time_have_the_same_mean_wcss():
     # the vectorised release (one batch of 400) against the per-trial path (400 releases of one trial,
     # each from its own generator): two-sample z-test on the mean WCSS.  The setting (epsilon = 7, a

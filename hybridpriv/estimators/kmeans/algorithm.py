@@ -54,6 +54,7 @@ Randomness only from the ``rng`` passed in.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -119,6 +120,11 @@ def nearest_centre(data: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, n
 
     ``data`` has shape ``(n, d)``, ``centres`` ``(K, d)``; ties go to the lower index.
     """
+    return _nearest(*_checked(data, centres))
+
+
+def _checked(data: object, centres: object) -> tuple[np.ndarray, np.ndarray]:
+    """``data`` ``(n, d)`` and ``centres`` ``(K, d)`` as finite float arrays sharing ``d``, ``K >= 1``."""
     x = check_real_array(data, "data")
     c = check_real_array(centres, "centres")
     if x.ndim != 2 or c.ndim != 2 or x.shape[1] != c.shape[1]:
@@ -127,12 +133,25 @@ def nearest_centre(data: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, n
         raise ValueError("centres must hold at least one centre")
     if not (np.isfinite(x).all() and np.isfinite(c).all()):
         raise ValueError("data and centres must be finite (no NaN or infinity)")
-    return _nearest(x, c)
+    return x, c
 
 
 def wcss(data: np.ndarray, centres: np.ndarray) -> float:
     """Within-cluster sum of squares ``sum_i min_k ||x_i - c_k||^2`` (Section 7's loss)."""
-    return float(nearest_centre(data, centres)[1].sum())
+    return _wcss(*_checked(data, centres))
+
+
+def _wcss(x: np.ndarray, c: np.ndarray, xt: np.ndarray | None = None) -> float:
+    """:func:`wcss` of validated points (``xt``: transposed, if at hand); the compiled search writes
+    into :func:`scratch` buffers (the same distances, summed by NumPy as before)."""
+    n = x.shape[0]
+    if n == 0 or not _compiled(x) or c.shape[0] >= _KDTREE_FROM:
+        return float(_nearest(x, c)[1].sum())
+    cp = _kernels.pad(c)
+    best = scratch("wcss.best", (n,))
+    xt = _kernels.transpose(x, scratch("wcss.xt", (2, n))) if xt is None else xt
+    _kernels.scans(cp.shape[0])[0](xt, cp, scratch("wcss.idx", (n,), np.intp), best)
+    return float(best.sum())
 
 
 def _check_range(m: object) -> float:
@@ -245,7 +264,7 @@ class KMeansResult:
 def _nearest_batch(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Nearest-centre labels ``(T, n)`` of points ``x`` (``(n, d)`` shared, or ``(T, n, d)``) for centres ``(T, K, d)``.
 
-    The NumPy path's search (the iterations use :func:`_compiled_sums` where it applies).  One
+    The NumPy path's search (the iterations use :meth:`_Compiled.sums` where it applies).  One
     SciPy search per trial (:func:`_nearest`): each is a single C pass over the ``K x n``
     distances, and measured on 2 cores it beats every NumPy broadcast over the trial axis we tried
     (``(T, n, d)`` differences: 3-5x slower; per-coordinate ``(T, n)`` passes, in place: 1.1-1.3x
@@ -274,22 +293,50 @@ def _cluster_sums(x: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray
     return counts, sums
 
 
-def _compiled_sums(x: np.ndarray, centres: np.ndarray, rr: tuple[np.ndarray, float] | None = None,
-                   values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Counts ``(T, K)`` and sums ``(T, K, d)`` of ``values`` (default ``x``) per nearest centre of ``x``
-    (``(n, d)``), or per randomized-response report of it (``rr = (uniforms (T, n), keep probability)``):
-    :func:`_nearest_batch`, :func:`~hybridpriv.mechanisms.randomized_response` and :func:`_cluster_sums`
-    in one compiled pass per trial, the same numbers."""
-    t, k = centres.shape[:2]
-    counts = np.zeros((t, k), dtype=np.intp)
-    sums = np.zeros((t, k, x.shape[-1]))
-    for i in range(t):
-        c = np.ascontiguousarray(centres[i])
-        if rr is None:
-            _kernels.assign_sums(x, c, counts[i], sums[i])
-        else:
-            _kernels.rr_assign_sums(x, c, rr[0][i], rr[1], values[i], counts[i], sums[i])  # type: ignore[index]
-    return counts.astype(float), sums
+_SCRATCH = threading.local()
+
+
+def scratch(role: str, shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+    """A C-contiguous buffer of ``shape`` for ``role`` (uninitialised), the same memory every time in
+    this thread: for arrays of a run that never leave it (points as the kernels read them, labels,
+    uniforms, line 4's reports).  At full scale a run's temporaries (~20 MB) allocated afresh cost
+    more in page faults than a compiled iteration; the buffers only grow (largest use kept)."""
+    pool = _SCRATCH.__dict__.setdefault("pool", {})
+    size = math.prod(shape)
+    buf = pool.get((role, dtype))
+    if buf is None or buf.size < size:
+        buf = pool[role, dtype] = np.empty(size, dtype=dtype)
+    return buf[:size].reshape(shape)
+
+
+class _Compiled:
+    """The points of a branch (``role``: ``"tcm"`` or ``"lm"``) as the compiled kernels read them, and
+    buffers reused every iteration (:func:`scratch`)."""
+
+    def __init__(self, x: np.ndarray, role: str) -> None:
+        n = x.shape[0]
+        self.x, self.xt = x, _kernels.transpose(x, scratch(role + ".xt", (2, n)))
+        self.labels, self.best = scratch(role + ".labels", (n,), np.intp), scratch(role + ".best", (n,))
+
+    def sums(self, centres: np.ndarray, rr: tuple[np.ndarray, float] | None = None,
+             values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Counts ``(T, K)`` and sums ``(T, K, d)`` of ``values`` (default the points) per nearest centre,
+        or per randomized-response report of it (``rr = (uniforms (T, n), keep probability)``):
+        :func:`_nearest_batch`, :func:`~hybridpriv.mechanisms.randomized_response` and :func:`_cluster_sums`
+        compiled, per trial, the same numbers."""
+        t, k = centres.shape[:2]
+        counts = np.zeros((t, k), dtype=np.intp)
+        sums = np.zeros((t, k, self.x.shape[-1]))
+        nearest, rr_labels = _kernels.scans(1 << (k - 1).bit_length())
+        for i in range(t):
+            c = _kernels.pad(centres[i])
+            if rr is None:
+                nearest(self.xt, c, self.labels, self.best)
+                _kernels.add(self.labels, self.x, counts[i], sums[i])
+            else:
+                rr_labels(self.xt, c, rr[0][i], rr[1], k, self.labels)
+                _kernels.add(self.labels, values[i], counts[i], sums[i])  # type: ignore[index]
+        return counts.astype(float), sums
 
 
 def _means(counts: np.ndarray, sums: np.ndarray, previous: np.ndarray, m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -319,10 +366,11 @@ class _TCMBranch:
 
     def __init__(self, x: np.ndarray, k: int, b_t: float, ledger: _Ledger) -> None:
         self.x, self.k, self.b_t, self.ledger = x, k, b_t, ledger
+        self.compiled = _Compiled(x, "tcm") if _compiled(x) and k < _KDTREE_FROM else None
 
     def step(self, centres: np.ndarray, m: float, rng: np.random.Generator):
-        if _compiled(self.x) and self.k < _KDTREE_FROM:  # lines 6 and the exact counts and sums in one pass
-            counts, sums = _compiled_sums(self.x, centres)
+        if self.compiled is not None:  # lines 6 and the exact counts and sums, compiled
+            counts, sums = self.compiled.sums(centres)
         else:
             labels = _nearest_batch(self.x, centres)  # line 6: non-private assignment
             counts, sums = _cluster_sums(self.x, labels, self.k)
@@ -342,18 +390,31 @@ class _LMBranch:
                  rng: np.random.Generator, trials: int) -> None:
         self.x, self.k, self.eps_rr, self.debias, self.ledger = x, k, eps_rr, debias, ledger
         self.keep = 1.0 - k * rr_probabilities(eps_rr, k)[1]  # randomized_response's keep probability
+        self.compiled = _Compiled(x, "lm") if _compiled(x) and k < _KDTREE_FROM else None
         # line 4: x + Lap^d(b_L), once; laplace()'s arithmetic (values + scale * standard draw, in place)
         # without its checks: x is checked finite and b_L <= MAX_SCALE keeps every report finite
-        self.reports = rng.laplace(0.0, 1.0, size=(trials, *x.shape))
-        self.reports *= b_l
-        self.reports += x
+        self.reports = self._reports(x, b_l, rng, trials)
         ledger.spend("line 4")
         self.report_total = self.reports.sum(axis=1) if debias else None
 
+    def _reports(self, x: np.ndarray, b_l: float, rng: np.random.Generator, trials: int) -> np.ndarray:
+        """``x + b_L Lap^d(1)`` for every trial: ``laplace(0, 1, size)`` then ``*= b_L``, ``+= x``, or the same
+        doubles from the generator's uniforms in one compiled pass (:func:`._kernels.laplace_reports`)."""
+        if self.compiled is not None:
+            state = rng.bit_generator.state
+            out = scratch("lm.reports", (trials, *x.shape))
+            if _kernels.laplace_reports(rng.random(out=scratch("lm.u4", (out.size,))), x, b_l, out):
+                return out
+            rng.bit_generator.state = state  # a uniform was 0 (p ~ 1e-16 each), which laplace redraws: its path
+        reports = rng.laplace(0.0, 1.0, size=(trials, *x.shape))
+        reports *= b_l
+        reports += x
+        return reports
+
     def step(self, centres: np.ndarray, m: float, rng: np.random.Generator):
-        if _compiled(self.x) and self.k < _KDTREE_FROM:  # one pass, randomized_response's uniforms drawn here
-            u = rng.random((centres.shape[0], self.x.shape[0]))  # line 7: one uniform per user, as it draws
-            n_l, s_l = _compiled_sums(self.x, centres, (u, self.keep), self.reports)
+        if self.compiled is not None:  # compiled, randomized_response's uniforms drawn here
+            u = rng.random(out=scratch("lm.u7", (centres.shape[0], self.x.shape[0])))  # line 7: one uniform per user, as it draws
+            n_l, s_l = self.compiled.sums(centres, (u, self.keep), self.reports)
         else:
             true_labels = _nearest_batch(self.x, centres)  # each user: the cluster nearest to their own point
             reported = randomized_response(true_labels, self.k, self.eps_rr, rng)  # line 7
@@ -374,6 +435,12 @@ def _pwh(n_t: np.ndarray, n_l: np.ndarray, b_t: float, b_l: float, pwh_noise: st
 
 
 # -- runs -------------------------------------------------------------------------------------
+def _shifted(x: np.ndarray, bounds: Bounds) -> np.ndarray:
+    """``x - lower`` (the algorithms work in ``[0, m]^d``); ``x`` itself when ``lower`` is 0, the same
+    doubles (``v - 0.0 == v``, signed zeros included), without a copy."""
+    return x if bounds.lower == 0.0 else x - bounds.lower
+
+
 def run_kmeans(
     x_tcm: np.ndarray | None,
     x_lm: np.ndarray | None,
@@ -412,8 +479,8 @@ def run_kmeans(
         centres = m * rng.random((trials, k, d))
     else:
         centres = np.broadcast_to(np.asarray(init, dtype=float) - bounds.lower, (trials, k, d))
-    tcm = None if x_tcm is None else _TCMBranch(x_tcm - bounds.lower, k, b_t, ledger)
-    lm = None if x_lm is None else _LMBranch(x_lm - bounds.lower, k, b_l, epsilon / (tau + 1), debias, ledger, rng, trials)
+    tcm = None if x_tcm is None else _TCMBranch(_shifted(x_tcm, bounds), k, b_t, ledger)
+    lm = None if x_lm is None else _LMBranch(_shifted(x_lm, bounds), k, b_l, epsilon / (tau + 1), debias, ledger, rng, trials)
     w_bt, w_bl = noise_scales(1.0, tau, m, d)  # epsilon-free scales: the weight sees only b_T / b_L
     history, weights = [centres], []
     for _ in range(tau):

@@ -14,6 +14,7 @@ release (final centres) by the within-cluster sum of squares of all users' true 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, ClassVar
@@ -23,7 +24,8 @@ import numpy as np
 from ...params import Parametrized
 from ...privacy import Bounds, check_integer, check_real_array
 from ...tasks import Task
-from .algorithm import _nearest, wcss
+from . import _kernels
+from .algorithm import _compiled, _wcss, wcss
 
 __all__ = ["PointCloud", "TrustSplitSource", "WCSS", "check_points", "gaussian_clusters"]
 
@@ -112,6 +114,16 @@ class PointCloud:
     def d(self) -> int:
         """Dimension of the points."""
         return int(self.points.shape[1])
+
+    @functools.cached_property
+    def points_t(self) -> np.ndarray | None:
+        """The points transposed, ``(d, n)``, as the compiled nearest-centre search reads them (made once,
+        read-only); ``None`` where that search does not serve them (``d != 2``)."""
+        if not _compiled(self.points):
+            return None
+        out = _kernels.transpose(self.points)
+        out.flags.writeable = False
+        return out
 
     @property
     def n_trusted(self) -> int:
@@ -213,4 +225,5 @@ class WCSS(Task):
             raise ValueError(f"releases must be centres of shape (trials, K, {data.d}), got shape {rel.shape}")
         if not np.isfinite(rel).all():
             raise ValueError("releases (centres) must be finite (no NaN or infinity)")
-        return np.array([float(_nearest(data.points, c)[1].sum()) for c in rel])  # wcss() on validated points
+        xt = getattr(data, "points_t", None)  # a PointCloud's points as the compiled search reads them
+        return np.array([_wcss(data.points, c, xt) for c in rel])  # wcss() on validated points

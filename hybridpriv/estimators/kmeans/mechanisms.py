@@ -32,7 +32,7 @@ from ...accounting import Accountant
 from ...mechanisms import check_rng, rr_probabilities
 from ...privacy import Bounds, Guarantee, check_epsilon, check_integer
 from ..base import Mechanism, check_trials
-from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, run_kmeans
+from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, run_kmeans, scratch
 from .data import PointCloud
 
 __all__ = ["BATCH_ELEMENTS", "HybridKMeans", "LMKMeans", "LloydKMeans", "TCMKMeans"]
@@ -42,6 +42,14 @@ BATCH_ELEMENTS = 2_000_000
 
 _CENTRAL = ("add-remove", "central")
 _LOCAL = ("replace", "local")
+
+
+def _group(data: PointCloud, trusted: bool) -> np.ndarray:
+    """The points of the TCM users (``trusted``) or of the LM users, in order, in a :func:`scratch`
+    buffer (read by the runs of one release, never kept)."""
+    mask = data.trusted if trusted else ~data.trusted
+    n = data.n_trusted if trusted else data.points.shape[0] - data.n_trusted
+    return np.compress(mask, data.points, axis=0, out=scratch("split.tcm" if trusted else "split.lm", (n, data.d)))
 
 
 class _KMeans(Mechanism):
@@ -163,7 +171,7 @@ class TCMKMeans(_KMeans):
     _tcm_units = ("tcm",)
 
     def _split(self, data: PointCloud):
-        return np.compress(data.trusted, data.points, axis=0), None
+        return _group(data, True), None
 
 
 class LMKMeans(_KMeans):
@@ -229,7 +237,7 @@ class HybridKMeans(_KMeans):
         self.label = "hybrid" + ("-printed" if pwh_noise == "printed" else "") + ("-debiased" if debias else "")
 
     def _split(self, data: PointCloud):
-        return np.compress(data.trusted, data.points, axis=0), np.compress(~data.trusted, data.points, axis=0)
+        return _group(data, True), _group(data, False)
 
     def _options(self) -> dict[str, Any]:
         return {"pwh_noise": self.pwh_noise, "debias": self.debias}
