@@ -276,6 +276,39 @@ def test_tcm_noise_scale_monte_carlo():
     assert abs(var - var_theory) < 4 * se + 0.01 * var_theory, (var, var_theory, se)
 
 
+def test_tcm_iterations_add_the_noise_of_mechanisms_laplace():
+    # lines 9-10 add hybridpriv.mechanisms.laplace's noise (the run draws it without laplace()'s checks):
+    # two iterations recomputed by hand from the same generator, brute-force labels and bincount sums
+    from hybridpriv.mechanisms import laplace
+
+    trusted = np.arange(len(X)) % 3 == 0
+    mech, k = TCMKMeans(4, 2.0, 2, B), 4
+    got = mech.run(cloud(trusted), make_rng(62)).history
+    x, rng, c = X[trusted], make_rng(62), INIT.copy()
+    b_t = noise_scales(2.0, 2, 1.0, 2)[0]
+    for it in range(2):
+        lab = ((x[:, None] - c[None]) ** 2).sum(-1).argmin(1)
+        counts = laplace(np.bincount(lab, minlength=k).astype(float), b_t, rng)
+        sums = laplace(np.stack([np.bincount(lab, x[:, j], minlength=k) for j in range(2)], -1), b_t, rng)
+        ok = counts >= 1
+        c = np.where(ok[:, None], np.clip(sums / np.where(ok, counts, 1.0)[:, None], 0.0, 1.0), c)
+        np.testing.assert_array_equal(got[it + 1], c)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_take_rows_is_compress(d):
+    from hybridpriv.estimators.kmeans import _kernels
+
+    rng = make_rng(63 + d)
+    x = rng.random((500, d))
+    x.flags.writeable = False
+    for mask in (rng.random(500) < 0.01, rng.random(500) < 0.5, np.zeros(500, dtype=bool)):
+        for want in (True, False):
+            out = np.full((int((mask == want).sum()), d), np.nan)
+            _kernels.take_rows(x, mask, want, out)
+            np.testing.assert_array_equal(out, np.compress(mask == want, x, axis=0))
+
+
 def test_a_batch_of_trials_has_the_distribution_of_single_runs():
     # the vectorised release (one batch) against one run at a time: two-sample z-test on the
     # final centres' mean and a check of their spread

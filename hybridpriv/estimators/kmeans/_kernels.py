@@ -37,7 +37,8 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["D", "assign", "assign_sums", "laplace_reports", "pad", "rr_assign_sums", "scans", "transpose"]
+__all__ = ["D", "add", "assign", "assign_sums", "assign_t", "laplace_reports", "pad", "rr_assign_sums", "scans",
+           "take_rows", "transpose"]
 
 #: The dimension the kernels serve: a squared distance of two terms has one order of addition.
 D = 2
@@ -177,3 +178,14 @@ def _transpose(x, out):
     for i in range(x.shape[0]):
         out[0, i] = x[i, 0]
         out[1, i] = x[i, 1]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def take_rows(x, mask, want, out):
+    """``out[:] = x[mask == want]``, rows in order (``out`` has exactly that many rows)."""
+    r = 0
+    for i in range(x.shape[0]):
+        if mask[i] == want:
+            for j in range(x.shape[1]):
+                out[r, j] = x[i, j]
+            r += 1

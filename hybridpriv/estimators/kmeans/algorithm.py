@@ -62,7 +62,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from ...accounting import Accountant
-from ...mechanisms import check_rng, laplace, randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
+from ...mechanisms import check_rng, randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
 from ...privacy import Bounds, check_epsilon, check_integer, check_real_array
 from . import _kernels
 
@@ -375,8 +375,10 @@ class _TCMBranch:
             labels = _nearest_batch(self.x, centres)  # line 6: non-private assignment
             counts, sums = _cluster_sums(self.x, labels, self.k)
         if self.b_t > 0:  # b_T = 0 (epsilon = inf): exact counts and sums, spending inf
-            counts = laplace(counts, self.b_t, rng)  # line 9: Lap(b_T) on each count
-            sums = laplace(sums, self.b_t, rng)  # line 10: Lap^d(b_T) on each sum
+            # laplace()'s arithmetic (values + scale * standard draws) without its checks, as line 4: the
+            # counts and sums are finite, and b_T <= MAX_SCALE keeps every noisy value finite
+            counts = counts + self.b_t * rng.laplace(0.0, 1.0, size=counts.shape)  # line 9: Lap(b_T) on each count
+            sums = sums + self.b_t * rng.laplace(0.0, 1.0, size=sums.shape)  # line 10: Lap^d(b_T) on each sum
         self.ledger.spend("line 9")
         self.ledger.spend("line 10")
         mean, ok = _means(counts, sums, centres, m)

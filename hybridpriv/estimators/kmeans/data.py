@@ -125,7 +125,7 @@ class PointCloud:
         out.flags.writeable = False
         return out
 
-    @property
+    @functools.cached_property
     def n_trusted(self) -> int:
         """Number of TCM users."""
         return int(self.trusted.sum())

@@ -32,6 +32,7 @@ from ...accounting import Accountant
 from ...mechanisms import check_rng, rr_probabilities
 from ...privacy import Bounds, Guarantee, check_epsilon, check_integer
 from ..base import Mechanism, check_trials
+from . import _kernels
 from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, run_kmeans, scratch
 from .data import PointCloud
 
@@ -47,9 +48,10 @@ _LOCAL = ("replace", "local")
 def _group(data: PointCloud, trusted: bool) -> np.ndarray:
     """The points of the TCM users (``trusted``) or of the LM users, in order, in a :func:`scratch`
     buffer (read by the runs of one release, never kept)."""
-    mask = data.trusted if trusted else ~data.trusted
     n = data.n_trusted if trusted else data.points.shape[0] - data.n_trusted
-    return np.compress(mask, data.points, axis=0, out=scratch("split.tcm" if trusted else "split.lm", (n, data.d)))
+    out = scratch("split.tcm" if trusted else "split.lm", (n, data.d))
+    _kernels.take_rows(data.points, data.trusted, trusted, out)  # np.compress(mask, points, axis=0), ~3x faster
+    return out
 
 
 class _KMeans(Mechanism):
