@@ -295,6 +295,19 @@ def test_tcm_iterations_add_the_noise_of_mechanisms_laplace():
         np.testing.assert_array_equal(got[it + 1], c)
 
 
+@pytest.mark.parametrize("shape", [(1, 160_000, 2), (3, 1000, 2), (7, 5, 2), (2, 1, 2), (2, 0, 2), (400, 3, 2)])
+def test_sum_rows_is_numpys_sum_over_axis_1(shape):
+    # the debiased LM branch's report totals: the compiled running sum gives r.sum(axis=1)'s doubles
+    # (NumPy's order for this layout; a change in NumPy would show here), signs of zeros included
+    from hybridpriv.estimators.kmeans import _kernels
+
+    rng = make_rng(70)
+    for r in (rng.laplace(size=shape) * 10 + rng.random(shape), np.full(shape, -0.0)):
+        got = _kernels.sum_rows(r, np.empty((shape[0], shape[2])))
+        np.testing.assert_array_equal(got, r.sum(axis=1))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(r.sum(axis=1)))
+
+
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_take_rows_is_compress(d):
     from hybridpriv.estimators.kmeans import _kernels

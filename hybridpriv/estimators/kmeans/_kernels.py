@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["D", "add", "assign", "assign_sums", "assign_t", "laplace_reports", "pad", "rr_assign_sums", "scans",
-           "take_rows", "transpose"]
+           "sum_rows", "take_rows", "transpose"]
 
 #: The dimension the kernels serve: a squared distance of two terms has one order of addition.
 D = 2
@@ -189,3 +189,18 @@ def take_rows(x, mask, want, out):
             for j in range(x.shape[1]):
                 out[r, j] = x[i, j]
             r += 1
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def sum_rows(r, out):
+    """``out[t] = r[t].sum(axis=0)`` for ``r`` ``(T, n, d)``: ``r.sum(axis=1)``'s doubles.  NumPy reduces
+    a C-contiguous ``(T, n, d)`` array over axis 1 row by row (its inner loop runs over the ``d``
+    contiguous coordinates) from its identity ``+0.0``: a running sum in row order, not its pairwise
+    summation (which it keeps for a contiguous reduction axis)."""
+    for t in range(r.shape[0]):
+        for j in range(r.shape[2]):
+            s = 0.0
+            for i in range(r.shape[1]):
+                s += r[t, i, j]
+            out[t, j] = s
+    return out

@@ -397,7 +397,11 @@ class _LMBranch:
         # without its checks: x is checked finite and b_L <= MAX_SCALE keeps every report finite
         self.reports = self._reports(x, b_l, rng, trials)
         ledger.spend("line 4")
-        self.report_total = self.reports.sum(axis=1) if debias else None
+        if debias:  # every LM user's report summed, per trial (compiled: NumPy's order, ~10x faster on (T, n, 2))
+            self.report_total = (self.reports.sum(axis=1) if self.compiled is None
+                                 else _kernels.sum_rows(self.reports, np.empty((trials, x.shape[1]))))
+        else:
+            self.report_total = None
 
     def _reports(self, x: np.ndarray, b_l: float, rng: np.random.Generator, trials: int) -> np.ndarray:
         """``x + b_L Lap^d(1)`` for every trial: ``laplace(0, 1, size)`` then ``*= b_L``, ``+= x``, or the same
