@@ -318,8 +318,10 @@ def test_take_rows_is_compress(d):
     for mask in (rng.random(500) < 0.01, rng.random(500) < 0.5, np.zeros(500, dtype=bool)):
         for want in (True, False):
             out = np.full((int((mask == want).sum()), d), np.nan)
-            _kernels.take_rows(x, mask, want, out)
+            out_t = np.full(out.shape[::-1], np.nan)
+            _kernels.take_rows(x, mask, want, out, out_t)
             np.testing.assert_array_equal(out, np.compress(mask == want, x, axis=0))
+            np.testing.assert_array_equal(out_t, out.T)
 
 
 def test_a_batch_of_trials_has_the_distribution_of_single_runs():

@@ -181,13 +181,14 @@ def _transpose(x, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def take_rows(x, mask, want, out):
-    """``out[:] = x[mask == want]``, rows in order (``out`` has exactly that many rows)."""
+def take_rows(x, mask, want, out, out_t):
+    """``out[:] = x[mask == want]``, rows in order (``out`` has exactly that many rows), and ``out_t`` the same
+    transposed."""
     r = 0
     for i in range(x.shape[0]):
         if mask[i] == want:
             for j in range(x.shape[1]):
-                out[r, j] = x[i, j]
+                out[r, j] = out_t[j, r] = x[i, j]
             r += 1
 
 

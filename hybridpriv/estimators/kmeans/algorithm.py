@@ -313,9 +313,9 @@ class _Compiled:
     """The points of a branch (``role``: ``"tcm"`` or ``"lm"``) as the compiled kernels read them, and
     buffers reused every iteration (:func:`scratch`)."""
 
-    def __init__(self, x: np.ndarray, role: str) -> None:
+    def __init__(self, x: np.ndarray, role: str, xt: np.ndarray | None = None) -> None:
         n = x.shape[0]
-        self.x, self.xt = x, _kernels.transpose(x, scratch(role + ".xt", (2, n)))
+        self.x, self.xt = x, _kernels.transpose(x, scratch(role + ".xt", (2, n))) if xt is None else xt
         self.labels, self.best = scratch(role + ".labels", (n,), np.intp), scratch(role + ".best", (n,))
 
     def sums(self, centres: np.ndarray, rr: tuple[np.ndarray, float] | None = None,
@@ -364,9 +364,9 @@ class _Ledger:
 class _TCMBranch:
     """Lines 6, 9, 10: the curator's noisy counts and sums of the TCM users' raw points."""
 
-    def __init__(self, x: np.ndarray, k: int, b_t: float, ledger: _Ledger) -> None:
+    def __init__(self, x: np.ndarray, k: int, b_t: float, ledger: _Ledger, xt: np.ndarray | None = None) -> None:
         self.x, self.k, self.b_t, self.ledger = x, k, b_t, ledger
-        self.compiled = _Compiled(x, "tcm") if _compiled(x) and k < _KDTREE_FROM else None
+        self.compiled = _Compiled(x, "tcm", xt) if _compiled(x) and k < _KDTREE_FROM else None
 
     def step(self, centres: np.ndarray, m: float, rng: np.random.Generator):
         if self.compiled is not None:  # lines 6 and the exact counts and sums, compiled
@@ -389,10 +389,10 @@ class _LMBranch:
     """Lines 4, 7, 11, 12: noisy reports once, randomized-response cluster reports every iteration."""
 
     def __init__(self, x: np.ndarray, k: int, b_l: float, eps_rr: float, debias: bool, ledger: _Ledger,
-                 rng: np.random.Generator, trials: int) -> None:
+                 rng: np.random.Generator, trials: int, xt: np.ndarray | None = None) -> None:
         self.x, self.k, self.eps_rr, self.debias, self.ledger = x, k, eps_rr, debias, ledger
         self.keep = 1.0 - k * rr_probabilities(eps_rr, k)[1]  # randomized_response's keep probability
-        self.compiled = _Compiled(x, "lm") if _compiled(x) and k < _KDTREE_FROM else None
+        self.compiled = _Compiled(x, "lm", xt) if _compiled(x) and k < _KDTREE_FROM else None
         # line 4: x + Lap^d(b_L), once; laplace()'s arithmetic (values + scale * standard draw, in place)
         # without its checks: x is checked finite and b_L <= MAX_SCALE keeps every report finite
         self.reports = self._reports(x, b_l, rng, trials)
@@ -461,6 +461,7 @@ def run_kmeans(
     debias: bool = False,
     record: bool = True,
     trials: int = 1,
+    transposed: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
 ) -> KMeansResult:
     """``trials`` independent runs on validated points (``(n, d)`` inside ``bounds``), vectorised:
     the TCM branch on ``x_tcm``, the LM branch on ``x_lm`` (``None``: no such branch), mixed by
@@ -469,7 +470,8 @@ def run_kmeans(
     ``units``: the units charged by the TCM and the LM branch (:func:`ledger_plan`); ``record``:
     keep the ledger (a run that is not recorded still checks it releases in the planned order).
     ``epsilon = inf`` runs without noise (Lloyd's algorithm for the TCM branch).  Arrays in the
-    result have a leading trial axis.
+    result have a leading trial axis.  ``transposed``: ``x_tcm`` and ``x_lm`` as ``(d, n)`` C-contiguous
+    arrays where at hand (the compiled search reads them; used when ``bounds.lower`` is 0).
     """
     check_rng(rng)
     d = (x_tcm if x_tcm is not None else x_lm).shape[1]  # type: ignore[union-attr]
@@ -485,8 +487,10 @@ def run_kmeans(
         centres = m * rng.random((trials, k, d))
     else:
         centres = np.broadcast_to(np.asarray(init, dtype=float) - bounds.lower, (trials, k, d))
-    tcm = None if x_tcm is None else _TCMBranch(_shifted(x_tcm, bounds), k, b_t, ledger)
-    lm = None if x_lm is None else _LMBranch(_shifted(x_lm, bounds), k, b_l, epsilon / (tau + 1), debias, ledger, rng, trials)
+    xt_tcm, xt_lm = transposed if bounds.lower == 0.0 else (None, None)
+    tcm = None if x_tcm is None else _TCMBranch(_shifted(x_tcm, bounds), k, b_t, ledger, xt_tcm)
+    lm = None if x_lm is None else _LMBranch(_shifted(x_lm, bounds), k, b_l, epsilon / (tau + 1), debias, ledger, rng,
+                                             trials, xt_lm)
     w_bt, w_bl = noise_scales(1.0, tau, m, d)  # epsilon-free scales: the weight sees only b_T / b_L
     history, weights = [centres], []
     for _ in range(tau):

@@ -45,13 +45,23 @@ _CENTRAL = ("add-remove", "central")
 _LOCAL = ("replace", "local")
 
 
-def _group(data: PointCloud, trusted: bool) -> np.ndarray:
-    """The points of the TCM users (``trusted``) or of the LM users, in order, in a :func:`scratch`
-    buffer (read by the runs of one release, never kept)."""
+#: A branch's points: ``(points (n, d), the same transposed (d, n) or None)``, or None (no such branch).
+_Group = tuple[np.ndarray, np.ndarray | None] | None
+
+
+def _group(data: PointCloud, trusted: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The points of the TCM users (``trusted``) or of the LM users, in order, and the same transposed,
+    in :func:`scratch` buffers (read by the runs of one release, never kept)."""
     n = data.n_trusted if trusted else data.points.shape[0] - data.n_trusted
-    out = scratch("split.tcm" if trusted else "split.lm", (n, data.d))
-    _kernels.take_rows(data.points, data.trusted, trusted, out)  # np.compress(mask, points, axis=0), ~3x faster
-    return out
+    role = "split.tcm" if trusted else "split.lm"
+    out, out_t = scratch(role, (n, data.d)), scratch(role + ".t", (data.d, n))
+    _kernels.take_rows(data.points, data.trusted, trusted, out, out_t)  # np.compress(mask, points, axis=0), ~3x faster
+    return out, out_t
+
+
+def _everyone(data: PointCloud) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every user's points and the same transposed (kept by the data)."""
+    return data.points, data.points_t
 
 
 class _KMeans(Mechanism):
@@ -101,8 +111,8 @@ class _KMeans(Mechanism):
         return {u: Guarantee(eps[u], delta[u], *units[u]) for u in units}
 
     # -- running ----------------------------------------------------------------------------
-    def _inputs(self, data: Any) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
-        """``(TCM branch points, LM branch points, public start)`` from a point cloud."""
+    def _inputs(self, data: Any) -> tuple[_Group, _Group, np.ndarray | None]:
+        """``(TCM branch points, LM branch points, public start)`` from a point cloud (see :data:`_Group`)."""
         if not isinstance(data, PointCloud):
             raise TypeError(f"data must be a PointCloud (hybridpriv.estimators.kmeans), got {type(data).__name__}")
         if data.bounds != self.bounds:
@@ -114,12 +124,14 @@ class _KMeans(Mechanism):
             raise ValueError(f"the data's public start (init) holds {data.init.shape[0]} centres, the mechanism needs k={self.k}")
         return (*self._split(data), data.init)
 
-    def _split(self, data: PointCloud) -> tuple[np.ndarray | None, np.ndarray | None]:
+    def _split(self, data: PointCloud) -> tuple[_Group, _Group]:
         raise NotImplementedError
 
-    def _run(self, x_tcm, x_lm, init, rng, record: bool, trials: int) -> KMeansResult:
-        return run_kmeans(x_tcm, x_lm, self.k, self.epsilon, self.tau, self.bounds, rng, init,
-                          (self._tcm_units or (), self._lm_units or ()), **self._options(), record=record, trials=trials)
+    def _run(self, tcm: _Group, lm: _Group, init, rng, record: bool, trials: int) -> KMeansResult:
+        return run_kmeans(None if tcm is None else tcm[0], None if lm is None else lm[0], self.k, self.epsilon, self.tau,
+                          self.bounds, rng, init, (self._tcm_units or (), self._lm_units or ()), **self._options(),
+                          record=record, trials=trials,
+                          transposed=(None if tcm is None else tcm[1], None if lm is None else lm[1]))
 
     def _options(self) -> dict[str, Any]:
         return {}
@@ -148,12 +160,12 @@ class _KMeans(Mechanism):
         """
         trials = check_trials(trials)
         check_rng(rng)
-        x_tcm, x_lm, init = self._inputs(data)
+        tcm, lm, init = self._inputs(data)
         out = np.empty((trials, self.k, self.d))
         step = max(1, BATCH_ELEMENTS // (data.points.shape[0] * max(self.d, self.k)))
         for start in range(0, trials, step):
             size = min(step, trials - start)
-            out[start : start + size] = self._run(x_tcm, x_lm, init, rng, record=False, trials=size).centres
+            out[start : start + size] = self._run(tcm, lm, init, rng, record=False, trials=size).centres
         return out
 
     def __repr__(self) -> str:
@@ -201,7 +213,7 @@ class LMKMeans(_KMeans):
         self.label = "lm-debiased" if debias else "lm"
 
     def _split(self, data: PointCloud):
-        return None, data.points
+        return None, _everyone(data)
 
     def _options(self) -> dict[str, Any]:
         return {"debias": self.debias}
@@ -259,4 +271,4 @@ class LloydKMeans(_KMeans):
         super().__init__(k, np.inf, tau, bounds, d)
 
     def _split(self, data: PointCloud):
-        return data.points, None
+        return _everyone(data), None
