@@ -10,7 +10,7 @@ import pytest
 
 from hybridpriv.estimators.wang import Algorithm1, Algorithm2, HybridDesign, LogisticContrast, algorithm2
 from hybridpriv.estimators.wang.algorithm2 import counts_function, prepare_criterion, run_algorithm2
-from hybridpriv.estimators.wang.prefix import prefix_nearest
+from hybridpriv.estimators.wang.prefix import ScanPrefix, prefix_nearest
 from hybridpriv.estimators.wang.weights import nearest_search
 
 
@@ -23,6 +23,61 @@ def _check_every_prefix(P, E, order):
             np.testing.assert_array_equal(pos, best, err_msg=f"prefix {k}, {method}")
             np.testing.assert_allclose(dist, d, rtol=1e-12, atol=1e-12)
     return rec
+
+
+def _check_scan(P, E, order, sizes):
+    """ScanPrefix, asked ``sizes`` in the given sequence, against a fresh KD-tree search of each prefix:
+    the same positions and bit for bit the same distances."""
+    scan = ScanPrefix(P, E, order)
+    for k in sizes:
+        pos, dist = scan.query(k)
+        best, d = nearest_search(P, E[order[:k]], "kdtree")
+        np.testing.assert_array_equal(pos, best, err_msg=f"prefix {k}")
+        np.testing.assert_array_equal(dist, d, err_msg=f"prefix {k}")
+    return scan
+
+
+@pytest.mark.parametrize("p, grid", [(1, None), (2, None), (3, None), (4, None), (7, None), (12, None), (3, 4), (2, 2),
+                                     (5, 3)])
+def test_the_scan_matches_a_fresh_kdtree_search_bit_for_bit(p, grid):
+    """Every size asked in increasing order (the scan extended each time), then every size again out of
+    order (answered from the records kept), on random points and on coarse grids (many exact ties)."""
+    rng = np.random.default_rng(10 + p)
+    P, E = rng.random((150, p)), rng.random((110, p))
+    if grid:
+        P, E = np.round(P * grid) / grid, np.round(E * grid) / grid
+    order = rng.permutation(110)
+    sizes = list(range(1, 111))
+    _check_scan(P, E, order, sizes + list(rng.permutation(sizes)))
+    _check_scan(P, E, order, [110, 3, 57])  # the largest first: one scan answers the rest
+
+
+def test_the_scan_widens_when_a_row_has_more_records_than_it_keeps():
+    """Distances decreasing along the order: a record at every position (more than the 16 first kept)."""
+    P = np.zeros((3, 2))
+    P[1] = [10.0, 10.0]
+    E = np.c_[np.linspace(5, 0.1, 100), np.zeros(100)]
+    scan = _check_scan(P, E, np.arange(100), [10, 40, 100, 7])
+    assert scan.count[0] == 100 and scan.cap >= 100
+
+
+def test_the_scan_ties_within_the_tolerance_go_to_the_earliest():
+    P = np.zeros((1, 2))
+    E = np.array([[1 + 1e-10, 0.0], [1.0, 0.0], [0.0, 1 - 1e-13], [3.0, 0.0]])
+    scan = _check_scan(P, E, np.arange(4), [1, 2, 3, 4])
+    assert scan.query(3)[0][0] == 0
+
+
+def test_the_scan_reads_the_order_no_further_than_the_largest_size_asked():
+    rng = np.random.default_rng(1)
+    scan = ScanPrefix(rng.random((20, 3)), rng.random((500, 3)), rng.permutation(500))
+    scan.query(40)
+    scan.query(25)
+    assert scan.done == 40
+    with pytest.raises(ValueError, match="size must be at most the order's length 500, got 501"):
+        scan.query(501)
+    with pytest.raises(ValueError, match="size"):
+        scan.query(0)
 
 
 @pytest.mark.parametrize("p, grid", [(1, None), (2, None), (3, 4), (2, 2), (15, None)])
@@ -66,11 +121,13 @@ def test_query_refuses_a_bad_size():
         rec.query(0)
 
 
-def test_design_and_mechanisms_read_the_same_subsets_on_either_path():
-    """Above 12 columns the design answers prefixes from one pass; its counts, Algorithm 1's release and
-    Algorithm 2's run equal those of a fresh search of every subset (same draws)."""
+@pytest.mark.parametrize("p", [14, 2])
+def test_design_and_mechanisms_read_the_same_subsets_on_either_path(p):
+    """The design answers prefixes from an order's records (one pass above 12 columns, the scan below);
+    its counts, Algorithm 1's release and Algorithm 2's run equal those of a fresh search of every subset
+    (same draws)."""
     rng = np.random.default_rng(3)
-    X, Z = rng.normal(size=(300, 14)), rng.normal(0.3, 1.2, size=(200, 14))
+    X, Z = rng.normal(size=(300, p)), rng.normal(0.3, 1.2, size=(200, p))
     D = np.c_[X, (X[:, 0] + rng.normal(size=300) > 0)]
     E = np.c_[Z, (Z[:, 0] + rng.normal(size=200) > 0)]
     order = rng.permutation(200)

@@ -21,7 +21,7 @@ import numpy as np
 from ...privacy import check_integer
 from ._checks import points, same_width
 from .scaling import Scaling, check_categorical, fit_scaling
-from .prefix import PrefixNearest, prefix_nearest
+from .prefix import PrefixNearest, ScanPrefix, prefix_nearest
 from .weights import KDTREE_MAX_COLUMNS, nearest_search
 
 __all__ = ["HybridData", "HybridDesign", "check_order"]
@@ -198,9 +198,10 @@ class HybridDesign:
         return self._cache[key]
 
     def nearest_prefix(self, order: np.ndarray, size: int, method: str = "auto") -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`nearest` on ``order[:size]``, for many sizes of one public order: above
-        ``KDTREE_MAX_COLUMNS`` columns (or ``method="chunked"``) one pass over the order answers every
-        size (:mod:`~hybridpriv.estimators.wang.prefix`); the KD-tree searches each subset.  Kept per
+        """:meth:`nearest` on ``order[:size]``, for many sizes of one public order: the records of the
+        order answer every size (:mod:`~hybridpriv.estimators.wang.prefix`: one pass by matrix products
+        above ``KDTREE_MAX_COLUMNS`` columns or with ``method="chunked"``, else a direct scan as far as
+        the largest size asked); ``method="kdtree"`` searches each subset with a KD-tree.  Kept per
         order (and size) by the dataset: for the public orders its candidates share."""
         key = ("prefix", method, np.asarray(order, dtype=np.intp).tobytes(), size)
         if key not in self._cache:
@@ -212,13 +213,15 @@ class HybridDesign:
 
     def prefix_search(self, order: np.ndarray, method: str = "auto") -> Callable[[int], tuple[np.ndarray, np.ndarray]]:
         """``search(size)``: :meth:`nearest` on ``order[:size]``, kept by nobody (for an order drawn by
-        one run, e.g. Algorithm 2's ``epsilon_1``-noisy order): one pass over the order above
-        ``KDTREE_MAX_COLUMNS`` columns or with ``method="chunked"``, else a KD-tree per size."""
+        one run, e.g. Algorithm 2's ``epsilon_1``-noisy order): the order's records, from one pass by
+        matrix products above ``KDTREE_MAX_COLUMNS`` columns or with ``method="chunked"``, else from a
+        direct scan extended to the largest size asked (:class:`~hybridpriv.estimators.wang.prefix.ScanPrefix`,
+        the KD-tree's distances bit for bit); ``method="kdtree"``: a KD-tree per size."""
         if not isinstance(method, str) or method not in ("auto", "kdtree", "chunked"):
             raise ValueError(f"method must be 'auto', 'kdtree' or 'chunked', got {method!r}")
         order = np.asarray(order, dtype=np.intp)
         p01, e01, _ = self.rescaled()
-        if method == "kdtree" or (method == "auto" and e01.shape[1] <= KDTREE_MAX_COLUMNS):
+        if method == "kdtree":
             def search(size: int) -> tuple[np.ndarray, np.ndarray]:
                 size = check_integer(size, "size", 1)
                 if size > order.size:
@@ -226,6 +229,8 @@ class HybridDesign:
                 return nearest_search(p01, e01[order[:size]], method)
 
             return search
+        if method == "auto" and e01.shape[1] <= KDTREE_MAX_COLUMNS:
+            return ScanPrefix(p01, e01, order).query
         records: PrefixNearest = prefix_nearest(p01, e01, order)
         return records.query
 

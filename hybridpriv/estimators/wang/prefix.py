@@ -18,6 +18,12 @@ records of one order answer every prefix size in ``O(n_D log n_E)`` memory.  The
 squared distances by blocks of private rows with one matrix product, keeps every position within
 a generous slack of the running minimum, re-measures those exactly as ``sqrt(sum (x - y)^2)``, and
 keeps the strict running minima of the exact distances.
+
+In low dimension (at most ``KDTREE_MAX_COLUMNS`` columns) :class:`ScanPrefix` finds the same records
+without the matrix product: it measures every distance exactly along the order, and only as far as
+the largest size asked so far (the study's p = 2 grid stops at 2,960 of 10,000 points), extending
+the records when a larger size comes.  Its distances are computed as SciPy's KD-tree computes them
+(four partial sums, then the rest), so they equal the per-size KD-tree search's bit for bit.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from numba import njit
 from ...privacy import check_integer
 from .weights import _CHUNK_ENTRIES, TIE_ATOL, TIE_RTOL
 
-__all__ = ["PrefixNearest", "prefix_nearest"]
+__all__ = ["PrefixNearest", "ScanPrefix", "prefix_nearest"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -132,3 +138,116 @@ def _records(X, E, g, x2, e2max, cap, count, pos, dist):  # pragma: no cover  (c
             if v < run:
                 run = v
         count[r] = found
+
+
+class ScanPrefix:
+    """Each private point's records along one public order (see the module), measured directly and kept
+    only up to the largest size asked so far; :meth:`query` answers a prefix as :class:`PrefixNearest`
+    does.  For low dimension, where a distance costs a few operations and no matrix product is needed:
+    asking for sizes up to ``L`` costs ``n_D * L`` distances in all, whatever the number of sizes.
+
+    Parameters
+    ----------
+    P, E
+        Validated float arrays ``(n_D, q)`` and ``(n_E, q)`` (the rescaled points).
+    order
+        Distinct public indices (the order; its length bounds the sizes).
+    """
+
+    def __init__(self, P: np.ndarray, E: np.ndarray, order: np.ndarray) -> None:
+        self.P = np.ascontiguousarray(P, dtype=float)
+        self.E = np.ascontiguousarray(E[np.asarray(order, dtype=np.intp)], dtype=float)
+        self.length = self.E.shape[0]
+        self.done = 0  # positions scanned so far
+        self._allocate(_SCAN_CAP)
+
+    def _allocate(self, cap: int) -> None:
+        n = self.P.shape[0]
+        self.cap, self.done = cap, 0
+        self.best2 = np.full(n, np.inf)  # squared distance of the last record
+        self.count = np.zeros(n, dtype=np.intp)
+        self.position = np.zeros((n, cap), dtype=np.intp)
+        self.distance = np.zeros((n, cap))
+
+    def _extend(self, size: int) -> None:
+        if size <= self.done:
+            return
+        _scan(self.P, self.E, self.done, size, self.best2, self.count, self.position, self.distance, self.cap)
+        if self.count.max() > self.cap:  # more records than kept (an adversarial order): again, wider
+            self._allocate(int(self.count.max()) * 2)
+            _scan(self.P, self.E, 0, size, self.best2, self.count, self.position, self.distance, self.cap)
+        self.done = size
+
+    def query(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(positions, distances)``: each private point's nearest point among the order's first ``size``
+        (positions in the order; ties to the earliest) and its distance, as ``nearest_search`` on that prefix."""
+        size = check_integer(size, "size", 1)
+        if size > self.length:
+            raise ValueError(f"size must be at most the order's length {self.length}, got {size}")
+        self._extend(size)
+        return _answer(self.position, self.distance, self.count, size, TIE_RTOL, TIE_ATOL)
+
+
+_SCAN_CAP = 16  # records kept per row before widening (a random order of 10^4 points has about 10)
+
+
+@njit(cache=True)
+def _scan(P, E, start, stop, best2, count, pos, dist, cap):  # pragma: no cover  (compiled)
+    """Extend every row's records over positions ``start..stop`` of the ordered ``E``: a position is a record
+    when its exact distance is strictly below every earlier one.  The squared distance is summed as SciPy's
+    ``cKDTree`` sums it (four partial sums over blocks of four columns, added, then the remaining columns),
+    so the distances equal its own.  Only a squared distance below the last record's can be one (``sqrt`` is
+    monotone), so ``sqrt`` is taken for those only."""
+    q = P.shape[1]
+    for r in range(P.shape[0]):
+        b2, c = best2[r], count[r]
+        b = np.sqrt(b2)
+        for j in range(start, stop):
+            a0 = 0.0
+            a1 = 0.0
+            a2 = 0.0
+            a3 = 0.0
+            i = 0
+            while i + 4 <= q:
+                d0 = P[r, i] - E[j, i]
+                d1 = P[r, i + 1] - E[j, i + 1]
+                d2 = P[r, i + 2] - E[j, i + 2]
+                d3 = P[r, i + 3] - E[j, i + 3]
+                a0 += d0 * d0
+                a1 += d1 * d1
+                a2 += d2 * d2
+                a3 += d3 * d3
+                i += 4
+            s = a0 + a1 + a2 + a3
+            while i < q:
+                d = P[r, i] - E[j, i]
+                s += d * d
+                i += 1
+            if s < b2:
+                d = np.sqrt(s)
+                if d < b:
+                    b, b2 = d, s
+                    if c < cap:
+                        pos[r, c] = j
+                        dist[r, c] = d
+                    c += 1
+        best2[r], count[r] = b2, c
+
+
+@njit(cache=True)
+def _answer(pos, dist, count, size, rtol, atol):  # pragma: no cover  (compiled)
+    """Per row: the last record before ``size`` (the minimum) and the earliest record tied with it."""
+    n = pos.shape[0]
+    best = np.empty(n, dtype=np.intp)
+    dmin = np.empty(n)
+    for r in range(n):
+        last = 0
+        while last + 1 < count[r] and pos[r, last + 1] < size:
+            last += 1
+        d = dist[r, last]
+        limit = d * (1 + rtol) + atol
+        k = last
+        while k > 0 and dist[r, k - 1] <= limit:
+            k -= 1
+        best[r], dmin[r] = pos[r, k], d
+    return best, dmin
