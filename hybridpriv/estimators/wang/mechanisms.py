@@ -20,7 +20,9 @@ Every mechanism promises the ``"public"`` unit nothing (``inf``): the public rec
 from __future__ import annotations
 
 import math
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -217,9 +219,21 @@ class Algorithm2(_PublicPrivate):
     (``epsilon_1 + epsilon_2 + k epsilon_3`` for ``selection="paper"``); public records: nothing.
     :meth:`run` gives one run with everything :class:`~hybridpriv.estimators.wang.Algorithm2Result`
     holds.
+
+    Kept runs: :meth:`release` keeps the last ``RUNS_KEPT`` runs' choices and released ``theta`` (a few
+    hundred bytes each), keyed by the parameters other than ``output``, the data's
+    :meth:`~hybridpriv.estimators.wang.HybridDesign.content_hash`, ``trials`` and the generator's state;
+    the same run asked again (e.g. its size after its ``theta``, with the same random stream, as the
+    ``wang-subset`` study does) is read back and the generator set to the state the run leaves it in, so
+    the result and every later draw are those of running it again.  ``Algorithm2.forget_runs()`` empties
+    it.  (Callable criteria are not kept: their identity is not part of the key.)
     """
 
     label = "algorithm2"
+    #: How many runs :meth:`release` keeps (see above).
+    RUNS_KEPT: ClassVar[int] = 512
+    _runs_kept: ClassVar[OrderedDict] = OrderedDict()
+    _runs_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
         self,
@@ -290,13 +304,44 @@ class Algorithm2(_PublicPrivate):
                              self.selection, self.truncate, self.on_zero_weights, counts_function(design))
         return out, s
 
+    @classmethod
+    def forget_runs(cls) -> None:
+        """Empty the runs :meth:`release` keeps."""
+        with cls._runs_lock:
+            cls._runs_kept.clear()
+
+    def _run_key(self, design: HybridDesign, rng: np.random.Generator, trials: int) -> tuple | None:
+        if not isinstance(self.criterion, str):
+            return None
+        c = self.contrast
+        return (type(c).__name__, repr(sorted(c.get_params().items())), self.epsilons,
+                np.asarray(self.subset_sizes).tobytes(), self.criterion, self.criterion_sensitivity,
+                self.reference_ridge, self.selection, self.truncate, self.on_zero_weights,
+                design.content_hash(), trials, repr(rng.bit_generator.state))
+
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent runs: the released ``theta`` ``(trials, d)`` (or sizes ``(trials,)``)."""
         trials = check_trials(trials)
-        out, _ = self._runs(data, rng, trials)
+        design, rng = self._design(data), check_rng(rng)
+        key = self._run_key(design, rng, trials)
+        with self._runs_lock:
+            kept = self._runs_kept.get(key) if key is not None else None
+            if kept is not None:
+                self._runs_kept.move_to_end(key)
+        if kept is None:
+            out, _ = self._runs(design, rng, trials)
+            chosen, theta = out["chosen"].copy(), out["theta"].copy()
+            if key is not None:
+                with self._runs_lock:
+                    self._runs_kept[key] = (chosen, theta, rng.bit_generator.state)
+                    while len(self._runs_kept) > self.RUNS_KEPT:
+                        self._runs_kept.popitem(last=False)
+        else:
+            chosen, theta, state = kept
+            rng.bit_generator.state = state
         if self.output == "size":
-            return self.subset_sizes[out["chosen"]].astype(float)
-        return out["theta"]
+            return self.subset_sizes[chosen].astype(float)
+        return theta.copy()
 
     def run(self, data: Any, rng: np.random.Generator) -> Algorithm2Result:
         """One run with its order, candidates, criteria, choice and ledger."""
