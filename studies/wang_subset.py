@@ -7,6 +7,10 @@ public knowledge (:data:`MODEL_KNOWLEDGE`), each one's order and budget-free cho
 the orders attached: prediction errors, ``d(D, E_(i))``, the size Algorithm 2 chose.  All Monte Carlo
 runs in the engine (``client``; ``checkpoint``: one sub-folder per evaluation, fits kept as stages;
 ``chunk_size``, default one dataset).
+
+The run holds BLAS to one thread (``threadpoolctl``): its matrix products are small (a logistic fit's
+Hessian, ``n x 100``), and OpenBLAS's default two threads spent twice the CPU of one on a p = 100
+repeat (215 against 106 CPU s) for no shorter wall time (``docs/reproduction-wang.md``, *Run time*).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from threadpoolctl import threadpool_limits
 
 from hybridpriv.estimators.wang import (Algorithm1, Algorithm2, LeiHistogram, LogisticContrast, OrderedSource,
                                         PredictionError, PublicOnly, Released, Section51Source, SubsetDistance)
@@ -75,8 +80,14 @@ def knowledge(selector: str, data) -> PublishedSummaries:
 def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None, chunk_size=None, *,
         ps: tuple[int, ...] | None = None, repeats: int | None = None, full: bool = False) -> xr.Dataset:
     """Run the study; ``ps`` and ``repeats`` override the dimensions and repeats of the chosen scale
-    (``full``: the paper's 50 sizes at p = 100)."""
-    cfg, c, eps = config(quick, ps, repeats, full), LogisticContrast(), EPSILONS
+    (``full``: the paper's 50 sizes at p = 100).  BLAS is held to one thread meanwhile (see the module)."""
+    cfg = config(quick, ps, repeats, full)
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run(cfg, seed, progress, client, checkpoint, chunk_size)
+
+
+def _run(cfg: dict, seed: int, progress: bool, client, checkpoint, chunk_size) -> xr.Dataset:
+    c, eps = LogisticContrast(), EPSILONS
     engine = {"client": client, "chunk_size": chunk_size or 1}
     stage = lambda name: None if checkpoint is None else Path(checkpoint.folder) / name  # noqa: E731
     key = lambda *k: int(stream(seed, "study", *k).generate_state(1, np.uint32)[0])  # noqa: E731

@@ -211,3 +211,24 @@ def test_claims_recomputed_from_the_dataset(quick):
     # Algorithm 2's release against the oracle
     a2 = quick.chosen_error.sel(selector="algorithm2", p=2).values.mean(axis=1)
     assert all(f"eps = {e:g}: {v / o:.2f} (as printed" in rows[6].ours for e, v, o in zip([0.5, 1, 3], a2, oracle))
+
+
+def test_the_run_holds_blas_to_one_thread_and_gives_it_back(monkeypatch):
+    """BLAS at one thread while the study runs (its fits' products are small: two threads cost twice the CPU),
+    the process's own setting afterwards."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    seen = []
+    real = wang_subset.select_subset_size
+
+    def spy(*args, **kw):
+        seen.extend(m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(wang_subset, "select_subset_size", spy)
+    with threadpool_limits(limits=2, user_api="blas"):
+        before = [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+        wang_subset.run(quick=True, repeats=1)
+        after = [m["num_threads"] for m in threadpool_info() if m["user_api"] == "blas"]
+    assert seen and set(seen) == {1}
+    assert after == before
