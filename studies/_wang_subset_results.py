@@ -55,7 +55,10 @@ def _risk(ev: xr.Dataset, p) -> tuple[list[str], np.ndarray, np.ndarray]:
 
 def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, selectors, uses, knowledge, split
              ) -> xr.Dataset:
-    """The study's variables (see :data:`DESCRIPTIONS`) from the three evaluations and the budget-free choices."""
+    """The study's variables (see :data:`DESCRIPTIONS`) from the three evaluations and the budget-free choices:
+    ``choices[selector, p, repeat]`` one dict per epsilon (``size``, ``expected_error``, ``mcse``,
+    ``privacy_cost`` of its :class:`~hybridpriv.models.wang.SubsetChoice`) and ``fits[selector, p, repeat]``
+    the model fit's ``max_rhat`` and ``min_ess``."""
     ps, R = list(cfg["sizes"]), cfg["repeats"]
     sizes_all = sorted({n for p in ps for n in cfg["sizes"][p]})
     col = {n: i for i, n in enumerate(sizes_all)}
@@ -96,15 +99,15 @@ def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, 
         for im, sel in enumerate(models):
             isel = selectors.index(sel)
             for r in range(R):
-                rhat[im, ip, r] = fits[sel, p, r].max_rhat
-                ess[im, ip, r] = min(v["ess_bulk"] for v in fits[sel, p, r].convergence.values())
+                rhat[im, ip, r] = fits[sel, p, r]["max_rhat"]
+                ess[im, ip, r] = fits[sel, p, r]["min_ess"]
                 for ie, e in enumerate(epsilons):
                     ch = choices[sel, p, r][ie]
-                    expected[isel, ip, ie, r, cols] = ch.expected_error
-                    expected_se[isel, ip, ie, r, cols] = ch.mcse
-                    size[isel, ip, ie, r] = ch.size
-                    chosen[isel, ip, ie, r] = err[methods.index(f"{sel}_curve"), ip, ie, r, col[ch.size]]
-                    release[isel, ip, ie, r] = declared[p, f"{sel}_curve|{e:g}|{ch.size}"] + ch.privacy_cost
+                    expected[isel, ip, ie, r, cols] = ch["expected_error"]
+                    expected_se[isel, ip, ie, r, cols] = ch["mcse"]
+                    size[isel, ip, ie, r] = ch["size"]
+                    chosen[isel, ip, ie, r] = err[methods.index(f"{sel}_curve"), ip, ie, r, col[ch["size"]]]
+                    release[isel, ip, ie, r] = declared[p, f"{sel}_curve|{e:g}|{ch['size']}"] + ch["privacy_cost"]
     s, k = ("selector", "p", "epsilon", "repeat"), ("p", "epsilon", "repeat", "subset_size")
     ds = xr.Dataset(
         {

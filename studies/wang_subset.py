@@ -100,12 +100,18 @@ def _run(cfg: dict, seed: int, progress: bool, client, checkpoint, chunk_size) -
             for sel in BUDGET_FREE:
                 spec = WangPrivateModel(data.public[:, :-1], data.public[:, -1], knowledge(sel, data),
                                         rate_draws=cfg["rate_draws"], seed=key("fit", p, r, sel))
-                fits[sel, p, r] = fit_kept(spec, **cfg["model"], seed=key("fit", p, r, sel), checkpoint=checkpoint,
-                                           cores=1)
-                choices[sel, p, r] = select_subset_size(
-                    fits[sel, p, r], c, sizes, [2 * e for e in eps], seed=key("select", p, r, sel), **cfg["select"],
+                post = fit_kept(spec, **cfg["model"], seed=key("fit", p, r, sel), checkpoint=checkpoint, cores=1)
+                chosen = select_subset_size(
+                    post, c, sizes, [2 * e for e in eps], seed=key("select", p, r, sel), **cfg["select"],
                     checkpoint=stage(f"select-p{p}-r{r}-{sel}"), **engine)
-                orders.setdefault(sel, []).append(choices[sel, p, r][0].order)
+                # keep what the results read, not the posterior (its spec holds the public points: 28 MB at p = 100)
+                # nor the selection's evaluation
+                fits[sel, p, r] = {"max_rhat": post.max_rhat,
+                                   "min_ess": min(v["ess_bulk"] for v in post.convergence.values())}
+                choices[sel, p, r] = [{"size": ch.size, "expected_error": ch.expected_error, "mcse": ch.mcse,
+                                       "privacy_cost": ch.privacy_cost} for ch in chosen]
+                orders.setdefault(sel, []).append(chosen[0].order)
+                del post, chosen, spec
         source = OrderedSource(src, {s: np.array(o)[None] for s, o in orders.items()},
                                {f"eps1={e:g}": EPS_SPLIT[0] * e for e in eps})
         release, dist, size = {"public_only": PublicOnly(c)}, {}, {}
