@@ -6,19 +6,22 @@ dataset, three ways:
 * ``per-trial``: ``release(data, rng_i, trials=1)`` called ``T`` times, each from its own generator
   (:func:`_per_trial`, the path a loop over trials takes);
 * ``batch``: ``release(data, rng, trials=T)``, every Lloyd iteration vectorised over the trial
-  axis, the nearest-centre search, randomized response and cluster sums of each trial in one
-  compiled pass (:mod:`hybridpriv.estimators.kmeans._kernels`);
+  axis, compiled (:mod:`hybridpriv.estimators.kmeans._kernels`): the nearest-centre search of each
+  trial on the transposed points (SIMD lanes), randomized response and the cluster sums, and line 4's
+  reports from the generator's uniforms;
 * ``numpy batch``: the same batch on the NumPy path (``algorithm._compiled`` patched to refuse: one
   SciPy ``cdist`` search per trial, :func:`~hybridpriv.mechanisms.randomized_response`, one
-  ``bincount`` per coordinate), which the compiled pass replaced.  Both batches draw the same numbers
-  (checked here).
+  ``bincount`` per coordinate, ``Generator.laplace`` for line 4), which the compiled path replaced.
+  Both batches draw the same numbers (checked here).
 
 **Study datasets** (``--study-draws``): what the engine does for ``avent-kmeans`` at full scale
 (4 x 40,000 points, ``c`` in {0.1%, 1%}, every ``tau``): ``evaluate`` of the study's candidates
 at each ``(c, tau)`` on ``--study-draws`` datasets, CPU seconds per dataset on the compiled and on
 the NumPy path (same risks, checked), and the projection to the full study (3 layouts x 364
 datasets per setting): now (compiled, split-free algorithms at the first ``c`` only) against the
-NumPy path with every algorithm at both ``c`` (the previous design; line 4 and the split as now).
+NumPy path with every algorithm at both ``c`` (the previous design; the split as now).  The best of
+``--repeats`` timings reads each draw's trust split from the source's memory of permutations, as
+the study does at every setting of a draw but its first.
 
 Times are CPU seconds of this process (``time.process_time``; one thread): run it with
 ``OMP_NUM_THREADS=1`` on a quiet machine (the load average is printed first).
