@@ -19,9 +19,7 @@ dataset, three ways:
 at each ``(c, tau)`` on ``--study-draws`` datasets, CPU seconds per dataset on the compiled and on
 the NumPy path (same risks, checked), and the projection to the full study (3 layouts x 364
 datasets per setting): now (compiled, split-free algorithms at the first ``c`` only) against the
-NumPy path with every algorithm at both ``c`` (the previous design; the split as now).  The best of
-``--repeats`` timings reads each draw's trust split from the source's memory of permutations, as
-the study does at every setting of a draw but its first.
+NumPy path with every algorithm at both ``c`` (the previous design; the split as now).
 
 Times are CPU seconds of this process (``time.process_time``; one thread): run it with
 ``OMP_NUM_THREADS=1`` on a quiet machine (the load average is printed first).

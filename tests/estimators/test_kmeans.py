@@ -308,36 +308,6 @@ def test_sum_rows_is_numpys_sum_over_axis_1(shape):
         np.testing.assert_array_equal(np.signbit(got), np.signbit(r.sum(axis=1)))
 
 
-def test_the_split_of_a_draw_is_remembered_with_the_state_permutation_leaves(monkeypatch):
-    # TrustSplitSource remembers permutation(n)[:count] per generator state: asked again (another c, another
-    # setting), it gives permutation's numbers and leaves the generator where permutation leaves it
-    from hybridpriv.estimators.kmeans import data as kdata
-
-    monkeypatch.setattr(kdata, "_HEADS", {})
-    for count in (3, 40, 10, 40, 0, 399, 400):
-        for seed in (1, 2):
-            ref_rng, rng = make_rng(seed), make_rng(seed)
-            ref = ref_rng.permutation(400)[:count]
-            np.testing.assert_array_equal(kdata._permutation_head(rng, 400, count), ref)
-            assert rng.random() == ref_rng.random()
-    assert len(kdata._HEADS) == 2  # one per seed, the longest head kept
-    monkeypatch.setattr(kdata, "_HEAD_MAX", 5)
-    monkeypatch.setattr(kdata, "_HEADS", {})
-    np.testing.assert_array_equal(kdata._permutation_head(make_rng(3), 400, 6), make_rng(3).permutation(400)[:6])
-    assert kdata._HEADS == {}  # longer heads are not kept
-    # sources at two shares and two point clouds of the same size: the datasets of a fresh memory
-    pts = [X, X[::-1].copy()]
-    for c in (0.01, 0.3):
-        for p in pts:
-            src = TrustSplitSource(p, B, c, 3, 2)
-            monkeypatch.setattr(kdata, "_HEADS", {})
-            fresh = [src.generate(0, j, stream_rng(0, "dataset", 0, j)) for j in range(2)]
-            again = [src.generate(0, j, stream_rng(0, "dataset", 0, j)) for j in range(2)]
-            for a, b in zip(fresh, again):
-                np.testing.assert_array_equal(a.trusted, b.trusted)
-                np.testing.assert_array_equal(a.init, b.init)
-
-
 @pytest.mark.parametrize("d", [1, 2, 3])
 def test_take_rows_is_compress(d):
     from hybridpriv.estimators.kmeans import _kernels

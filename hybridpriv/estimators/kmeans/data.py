@@ -151,30 +151,6 @@ def gaussian_clusters(centres: object, sigma: float, n_per_cluster: int, bounds:
     return b.clamp(pts.reshape(-1, c.shape[1]))
 
 
-#: ``rng.permutation(n)[:count]`` per generator state (and ``n``), with the state it leaves: a study asks
-#: for the split of one draw at every setting (avent-kmeans: 16 settings x 3 layouts share each draw's
-#: permutation of 160,000 users, 1.6 ms each).  Heads of at most :data:`_HEAD_MAX` users are kept,
-#: at most :data:`_HEADS_MAX` of them (then the memory starts afresh).
-_HEADS: dict[tuple[int, str], tuple[np.ndarray, dict]] = {}
-_HEAD_MAX, _HEADS_MAX = 100_000, 4096
-
-
-def _permutation_head(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
-    """``rng.permutation(n)[:count]``, the generator left where ``permutation`` leaves it (the same numbers
-    and state; remembered for the generator's state, see :data:`_HEADS`)."""
-    key = (n, repr(rng.bit_generator.state))
-    hit = _HEADS.get(key)
-    if hit is not None and hit[0].size >= count:
-        rng.bit_generator.state = hit[1]
-        return hit[0][:count]
-    head = rng.permutation(n)[:count].copy()
-    if count <= _HEAD_MAX:
-        if len(_HEADS) >= _HEADS_MAX:
-            _HEADS.clear()
-        _HEADS[key] = (head, rng.bit_generator.state)
-    return head
-
-
 class TrustSplitSource(Parametrized):
     """One fixed point cloud; per draw a fresh random trust split and a fresh public start.
 
@@ -223,7 +199,7 @@ class TrustSplitSource(Parametrized):
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> PointCloud:
         n, d = self.points.shape
         trusted = np.zeros(n, dtype=bool)
-        trusted[_permutation_head(rng, n, self.n_trusted)] = True
+        trusted[rng.permutation(n)[: self.n_trusted]] = True
         init = self.bounds.lower + self.bounds.width * rng.random((self.k, d))
         return PointCloud(self.points, trusted, self.bounds, init, self.centres)
 
