@@ -66,23 +66,26 @@ def scans(kp: int):
     """``(nearest, rr_labels)``: the search over exactly ``kp`` centres (a power of two), compiled once
     per ``kp`` (numba keys its disk cache by the closure's constant too)."""
 
+    @njit(cache=True, nogil=True, error_model="numpy", inline="always")
+    def one(a0, a1, c):
+        """Nearest of the ``kp`` centres ``c`` to the point ``(a0, a1)`` and its squared distance."""
+        d0, d1 = c[0, 0] - a0, c[0, 1] - a1
+        b = d0 * d0 + d1 * d1
+        ix = 0
+        for j in range(1, kp):
+            d0, d1 = c[j, 0] - a0, c[j, 1] - a1
+            s = d0 * d0 + d1 * d1
+            closer = s < b  # strict: ties go to the lower index
+            ix = j if closer else ix
+            b = s if closer else b
+        return ix, b
+
     @njit(cache=True, nogil=True, error_model="numpy")
     def nearest(xt, c, idx, best):
         """Nearest of the ``kp`` centres ``c`` to every point of ``xt`` ``(2, n)``: ``idx[i]``, ``best[i]``."""
         x0, x1 = xt[0], xt[1]
         for i in range(x0.shape[0]):
-            a0, a1 = x0[i], x1[i]
-            d0, d1 = c[0, 0] - a0, c[0, 1] - a1
-            b = d0 * d0 + d1 * d1
-            ix = 0
-            for j in range(1, kp):
-                d0, d1 = c[j, 0] - a0, c[j, 1] - a1
-                s = d0 * d0 + d1 * d1
-                closer = s < b  # strict: ties go to the lower index
-                ix = j if closer else ix
-                b = s if closer else b
-            idx[i] = ix
-            best[i] = b
+            idx[i], best[i] = one(x0[i], x1[i], c)
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def rr_labels(xt, c, u, keep, k, labels):
@@ -91,16 +94,7 @@ def scans(kp: int):
         spread = 1.0 - keep if keep < 1.0 else 1.0  # keep >= 1 (epsilon = inf): every label is kept, spread unused
         x0, x1 = xt[0], xt[1]
         for i in range(x0.shape[0]):
-            a0, a1 = x0[i], x1[i]
-            d0, d1 = c[0, 0] - a0, c[0, 1] - a1
-            b = d0 * d0 + d1 * d1
-            ix = 0
-            for j in range(1, kp):
-                d0, d1 = c[j, 0] - a0, c[j, 1] - a1
-                s = d0 * d0 + d1 * d1
-                closer = s < b
-                ix = j if closer else ix
-                b = s if closer else b
+            ix, _ = one(x0[i], x1[i], c)
             ui = u[i]
             other = min(int((ui - keep) / spread * k), k - 1)
             labels[i] = ix if ui < keep else other
