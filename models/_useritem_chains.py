@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from ._useritem_checks import ArrayLike, _check_csr, _check_rng, _fmt, _int_scalar, _int_vector
 from ._useritem_feasibility import _c_prefix, _gr_counts_violation, _gr_violation, _hist_violation
@@ -254,6 +255,111 @@ def random_start(r: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> tupl
 # ----------------------------------------------------------------------------------------------
 # Metropolis-Hastings over (n, h)
 # ----------------------------------------------------------------------------------------------
+# The kernel keeps, besides h:
+#
+# * ``bits``: the set of occupied levels as a bitset (``_occ_bits``), and ``occ``, its size ``L(h)``;
+#   move (c) reads the idx-th occupied level with ``_kth_occupied`` (popcounts and a broadword select);
+# * ``slack[p] = sum_{q <= p} #{r_i >= q} - C_p``, ``p = 1..m``: Gale-Ryser holds iff every entry is
+#   >= 0 (``sum_k k h_k = N`` is preserved by every move).  A move changes ``sum_{q <= p} #{r_i >= q}``
+#   by -1 or +1 on one range of ``p`` (``_slack_range``) and leaves the rest alone, so from a feasible
+#   ``h`` (the kernel's invariant) it stays feasible iff the entries of the range it lowers are >= 1:
+#
+#   - (a), (c): a user ``a -> a - 1`` and another ``b -> b + 1``: ``-[p >= a] + [p >= b + 1]``,
+#     i.e. -1 on ``[a, b]`` (if ``a <= b``), +1 on ``[b + 1, a - 1]`` (if ``b + 1 < a``);
+#   - birth (``a -> a - 1``, a new user at 1): ``+1 - [p >= a]``: +1 on ``[1, a - 1]``, never fails;
+#   - death (a user at 1 leaves, ``b -> b + 1``): ``-1 + [p >= b + 1]``: -1 on ``[1, b]``.
+#
+#   ``tests/models/test_useritem_rowsum.py`` checks this against the full Gale-Ryser check on
+#   every move of every feasible histogram of small margins.
+#
+# Without ``log_f`` and with the Hastings ratio, the within-``n`` moves decide acceptance without
+# logarithms: ``log_alpha >= 0`` iff the proposal ratio (of integers below 2**44) is >= 1, and otherwise the
+# uniform ``u`` is compared with the ratio itself; only when ``u`` is within a relative 1e-9 of it
+# (about once in 10^9 comparisons) is ``math.log(u) < log_alpha`` evaluated as written.  The errors of
+# the logarithms (< 1 ulp each, |log| < 37 for ``u >= 2**-53``) are below 1e-13, so both give the
+# same decision (``_ratio_verdict``), and the chain consumes the same uniforms: the same draws.
+#
+# The hot loop calls no function with array arguments but small leaf functions (``_level_of``,
+# ``_kth_occupied``; ``_log_g`` with ``log_f``): numba increfs an array passed to an inlined helper
+# and decrefs it after, atomic operations that cost more than a move; the inlined helpers take scalars.
+_TIE = 1e-9
+_WORD = 63  # levels per word of the occupied-level bitset (bit 63 unused: words stay >= 0)
+
+
+@intrinsic
+def _popcount(typingctx, x):  # pragma: no cover - compiled
+    """Number of set bits of an integer (LLVM ``ctpop``)."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.ctpop(args[0])
+
+    return x(x), codegen
+
+
+@njit(cache=True)
+def _occ_bits(h):  # pragma: no cover - compiled
+    """The bitset of occupied levels: bit ``(k - 1) % 63`` of word ``(k - 1) // 63`` is set iff
+    ``h[k - 1] > 0``."""
+    bits = np.zeros(max((h.shape[0] + _WORD - 1) // _WORD, 1), np.int64)
+    for k in range(h.shape[0]):
+        if h[k] > 0:
+            bits[k // _WORD] |= np.int64(1) << (k % _WORD)
+    return bits
+
+
+def _select8_table() -> np.ndarray:
+    t = np.zeros(256 * 8, np.int64)  # t[8 v + j] = position of the j-th (0-based) set bit of byte v
+    for v in range(256):
+        j = 0
+        for b in range(8):
+            if v >> b & 1:
+                t[8 * v + j] = b
+                j += 1
+    return t
+
+
+_SELECT8 = _select8_table()
+_L8 = np.uint64(0x0101010101010101)
+_H8 = np.uint64(0x8080808080808080)
+_M1 = np.uint64(0x5555555555555555)
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+
+
+@njit(cache=True, inline="always")
+def _select64(w, idx):  # pragma: no cover - compiled
+    """Position of the idx-th (0-based) set bit of ``w`` (``0 <= w < 2**63``, ``idx < popcount(w)``),
+    without branches: byte popcounts, their prefix sums by one multiplication, the byte whose prefix
+    sum first exceeds ``idx``, then a table for the bit within it."""
+    u = np.uint64(w)
+    x = u - ((u >> np.uint64(1)) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4  # set bits per byte
+    cum = x * _L8  # byte i: set bits in bytes 0..i (<= 63: no carries)
+    iu = np.uint64(idx)
+    below = (((iu * _L8) | _H8) - cum) & _H8  # top bit of byte i: cum_i <= idx
+    nb = np.uint64(_popcount(below))  # the byte holding the bit (<= 7)
+    sh = np.uint64(8) * nb
+    before = ((cum << np.uint64(8)) >> sh) & np.uint64(0xFF)
+    byte = (u >> sh) & np.uint64(0xFF)
+    return np.int64(sh) + _SELECT8[np.int64(byte) * 8 + (idx - np.int64(before))]
+
+
+@njit(cache=True)
+def _kth_occupied(bits, idx):  # pragma: no cover - compiled
+    """The level (1-based) of the idx-th (0-based) occupied level, in increasing order."""
+    wi = 0
+    while True:
+        c = _popcount(bits[wi])
+        if idx < c:
+            break
+        idx -= c
+        wi += 1
+    return wi * _WORD + _select64(bits[wi], idx) + 1
+
+
 @njit(cache=True)
 def _level_of(h, u):  # pragma: no cover - compiled
     """Level (1-based) of the u-th user when users are listed by level."""
@@ -266,46 +372,56 @@ def _level_of(h, u):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _kth_occupied(h, idx):  # pragma: no cover - compiled
-    """The level (1-based) of the idx-th (0-based) occupied level of h."""
-    seen = 0
-    for k in range(h.shape[0]):
-        if h[k] > 0:
-            if seen == idx:
-                return k + 1
-            seen += 1
+def _slack_init(h, n, Cpref):  # pragma: no cover - compiled
+    """``slack[p] = sum_{q <= p} #{r_i >= q} - C_p`` for ``p = 1..m`` (``slack[0] = 0``)."""
+    m = h.shape[0]
+    slack = np.zeros(m + 1, np.int64)
+    rstar = n
+    lhs = 0
+    for p in range(1, m + 1):
+        lhs += rstar
+        slack[p] = lhs - Cpref[p]
+        rstar -= h[p - 1]
+    return slack
+
+
+@njit(cache=True)
+def _slack_range(kind, a, b):  # pragma: no cover - compiled
+    """The range ``[lo, hi]`` of ``p`` where a move changes ``sum_{q <= p} #{r_i >= q}``, and by how
+    much (-1 or +1; ``hi < lo`` if nowhere): ``kind`` 0 = a user ``a -> a - 1`` and another
+    ``b -> b + 1``, 1 = birth (``a -> a - 1``, a new user at 1), 2 = death (a user at 1 leaves,
+    ``b -> b + 1``).  The move keeps a feasible h feasible iff ``d = +1`` or ``slack[lo..hi] >= 1``."""
+    if kind == 0:
+        if a <= b:
+            return a, b, -1
+        return b + 1, a - 1, 1
+    if kind == 1:
+        return 1, a - 1, 1
+    return 1, b, -1
+
+
+@njit(cache=True, inline="always")
+def _occupied4(x0, x1, x2, x3, i0, i1, i2, i3):  # pragma: no cover - compiled
+    """Number of occupied levels among the distinct indices ``i0..i3`` (values ``x0..x3``)."""
+    s = 1 if x0 > 0 else 0
+    if i1 != i0 and x1 > 0:
+        s += 1
+    if i2 != i0 and i2 != i1 and x2 > 0:
+        s += 1
+    if i3 != i0 and i3 != i1 and i3 != i2 and x3 > 0:
+        s += 1
+    return s
+
+
+@njit(cache=True, inline="always")
+def _ratio_verdict(u, ratio):  # pragma: no cover - compiled
+    """``math.log(u) < log_alpha`` decided from ``ratio``, ``exp(log_alpha)`` to a relative 1e-12:
+    1 (true), 0 (false) or -1 (``u`` within a relative ``_TIE`` of ``ratio``: evaluate it)."""
+    if u < ratio * (1.0 - _TIE):
+        return 1
+    if u > ratio * (1.0 + _TIE):
+        return 0
     return -1
-
-
-@njit(cache=True)
-def _hist_ok(h, n, Cpref):  # pragma: no cover - compiled
-    # sum_k k h_k = N is preserved by every move; check sum_{q <= p} #{r_i >= q} >= C_p.
-    rstar = n
-    lhs = 0
-    for p in range(1, h.shape[0] + 1):
-        lhs += rstar
-        if lhs < Cpref[p]:
-            return False
-        rstar -= h[p - 1]
-    return True
-
-
-@njit(cache=True)
-def _shift_ok(h, n, Cpref, a, b):  # pragma: no cover - compiled
-    """``_hist_ok`` after a user moved from level ``a`` to ``a - 1`` and another from ``b`` to
-    ``b + 1`` in a feasible ``h`` (the kernel's invariant): the prefix sums of ``#{r_i >= q}``
-    change by ``-[p >= a] + [p >= b + 1]``, so nothing can fail when ``b + 1 <= a``, and otherwise
-    only ``p`` in ``[a, b]`` can: the same answer as ``_hist_ok``, without the levels above ``b``."""
-    if b + 1 <= a:
-        return True
-    rstar = n
-    lhs = 0
-    for p in range(1, min(b, h.shape[0]) + 1):
-        lhs += rstar
-        if lhs < Cpref[p]:
-            return False
-        rstar -= h[p - 1]
-    return True
 
 
 @njit(cache=True)
@@ -326,75 +442,96 @@ def _h_chain_kernel(  # pragma: no cover - compiled
     m = h.shape[0]
     g = _log_g(h, n, log_f, use_f)
     vary = n_lo < n_hi
+    # within-n acceptance from integer ratios (see above); the proposal ratios are below n**2 < 2**44,
+    # where logarithms of distinct integers differ by far more than their rounding errors
+    fast = hastings and not use_f and n_hi < 2**22
+    slack = _slack_init(h, n, Cpref)
+    bits = _occ_bits(h)  # occupied levels
+    occ = 0
+    for k in range(m):
+        if h[k] > 0:
+            occ += 1
+    logk = np.empty(m + 3)  # log of small integers (numbers of occupied levels), as math.log gives them
+    for k in range(m + 3):
+        logk[k] = math.log(k) if k > 0 else -np.inf
     accepted = 0
     for _ in range(steps):
         u = rng.random() if vary else 0.5 * rng.random()
-        if u < 0.25:
-            # (c) within n, by levels: donor and receiver levels uniform among the occupied
-            # levels (moves the rare large rows far more often than picking users does)
+        if u < 0.5:
+            # within n: a user a -> a - 1 and another b -> b + 1
             if n < 2:
                 continue
-            occ = 0
-            for k in range(m):
-                if h[k] > 0:
-                    occ += 1
-            a = _kth_occupied(h, _randint(rng, occ))
-            b = _kth_occupied(h, _randint(rng, occ))
-            if a < 2 or b >= m or b == a - 1 or (a == b and h[a - 1] < 2):
-                continue
+            by_levels = u < 0.25
+            if by_levels:
+                # (c) by levels: donor and receiver levels uniform among the occupied levels
+                # (moves the rare large rows far more often than picking users does)
+                a = _kth_occupied(bits, _randint(rng, occ))
+                b = _kth_occupied(bits, _randint(rng, occ))
+                if a < 2 or b >= m or b == a - 1 or (a == b and h[a - 1] < 2):
+                    continue
+            else:
+                # (a) by users: a donor at level a, a distinct receiver at level b
+                a = _level_of(h, _randint(rng, n))
+                h[a - 1] -= 1
+                b = _level_of(h, _randint(rng, n - 1))
+                h[a - 1] += 1
+                if a < 2 or b >= m or b == a - 1:  # out of range, or the identity in h-space
+                    continue
+            lo, hi, d = _slack_range(0, a, b)
+            if d < 0:
+                feasible = True
+                for p in range(lo, hi + 1):
+                    if slack[p] < 1:
+                        feasible = False
+                        break
+                if not feasible:
+                    continue
+            x0, x1, x2, x3 = h[a - 1], h[a - 2], h[b - 1], h[b]
+            q_fwd = x0 * (x2 - 1) if a == b else x0 * x2
             h[a - 1] -= 1
             h[a - 2] += 1
             h[b - 1] -= 1
             h[b] += 1
-            occ_new = 0
-            for k in range(m):
-                if h[k] > 0:
-                    occ_new += 1
-            if _shift_ok(h, n, Cpref, a, b):
+            y0, y1, y2, y3 = h[a - 1], h[a - 2], h[b - 1], h[b]
+            occ_new = occ - _occupied4(x0, x1, x2, x3, a - 1, a - 2, b - 1, b) + _occupied4(
+                y0, y1, y2, y3, a - 1, a - 2, b - 1, b
+            )
+            q_rev = y1 * (y1 - 1) if b + 1 == a - 1 else y3 * y1
+            if fast:
+                num = occ * occ if by_levels else q_rev
+                den = occ_new * occ_new if by_levels else q_fwd
+                if num >= den:
+                    ok = True
+                else:
+                    x = rng.random()
+                    v = _ratio_verdict(x, num / den)
+                    if v >= 0:
+                        ok = v == 1
+                    elif by_levels:
+                        ok = math.log(x) < 0.0 + 2.0 * (logk[occ] - logk[occ_new])
+                    else:
+                        ok = math.log(x) < 0.0 + (math.log(q_rev) - math.log(q_fwd))
+                g_new = g
+            else:
                 g_new = _log_g(h, n, log_f, use_f)
                 log_alpha = g_new - g
                 if hastings:
-                    log_alpha += 2.0 * (math.log(occ) - math.log(occ_new))
-                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
-                    g = g_new
-                    accepted += 1
-                    continue
-            h[b] -= 1
-            h[b - 1] += 1
-            h[a - 2] -= 1
-            h[a - 1] += 1
-        elif u < 0.5:
-            # (a) within n: donor level a -> a - 1, receiver level b -> b + 1
-            if n < 2:
+                    if by_levels:
+                        log_alpha += 2.0 * (logk[occ] - logk[occ_new])
+                    else:
+                        log_alpha += math.log(q_rev) - math.log(q_fwd)
+                ok = log_alpha >= 0.0 or math.log(rng.random()) < log_alpha
+            if not ok:
+                h[b] -= 1
+                h[b - 1] += 1
+                h[a - 2] -= 1
+                h[a - 1] += 1
                 continue
-            a = _level_of(h, _randint(rng, n))
-            h[a - 1] -= 1
-            b = _level_of(h, _randint(rng, n - 1))
-            h[a - 1] += 1
-            if a < 2 or b >= m or b == a - 1:  # out of range, or the identity in h-space
-                continue
-            q_fwd = h[a - 1] * (h[b - 1] - 1) if a == b else h[a - 1] * h[b - 1]
-            h[a - 1] -= 1
-            h[a - 2] += 1
-            h[b - 1] -= 1
-            h[b] += 1
-            q_rev = h[a - 2] * (h[a - 2] - 1) if b + 1 == a - 1 else h[b] * h[a - 2]
-            ok = _shift_ok(h, n, Cpref, a, b)
-            if ok:
-                g_new = _log_g(h, n, log_f, use_f)
-                log_alpha = g_new - g
-                if hastings:
-                    log_alpha += math.log(q_rev) - math.log(q_fwd)
-                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
-                    g = g_new
-                    accepted += 1
-                    continue
-            h[b] -= 1
-            h[b - 1] += 1
-            h[a - 2] -= 1
-            h[a - 1] += 1
+            g = g_new
+            i0, i1, i2, i3 = a - 1, a - 2, b - 1, b
         elif u < 0.75:
-            # (b) birth: a user at level a >= 2 gives one item to a new user (level 1)
+            # (b) birth: a user at level a >= 2 gives one item to a new user (level 1); never
+            # breaks Gale-Ryser (see above)
             if n >= n_hi:
                 continue
             a = _level_of(h, _randint(rng, n))
@@ -407,19 +544,19 @@ def _h_chain_kernel(  # pragma: no cover - compiled
             # reverse death from n + 1: the dying user is one of h'_1 at level 1, the receiver
             # one of the other n users at level a - 1
             q_rev = 0.25 * h[0] / (n + 1) * (h[a - 2] - (1 if a == 2 else 0)) / n
-            if _hist_ok(h, n + 1, Cpref):
-                g_new = _log_g(h, n + 1, log_f, use_f)
-                log_alpha = log_target_n[n + 1 - n_lo] - log_target_n[n - n_lo] + g_new - g
-                if hastings:
-                    log_alpha += math.log(q_rev) - math.log(q_fwd)
-                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
-                    g = g_new
-                    n += 1
-                    accepted += 1
-                    continue
-            h[0] -= 1
-            h[a - 2] -= 1
-            h[a - 1] += 1
+            g_new = _log_g(h, n + 1, log_f, use_f)
+            log_alpha = log_target_n[n + 1 - n_lo] - log_target_n[n - n_lo] + g_new - g
+            if hastings:
+                log_alpha += math.log(q_rev) - math.log(q_fwd)
+            if not (log_alpha >= 0.0 or math.log(rng.random()) < log_alpha):
+                h[0] -= 1
+                h[a - 2] -= 1
+                h[a - 1] += 1
+                continue
+            g = g_new
+            n += 1
+            lo, hi, d = _slack_range(1, a, 0)
+            i0, i1, i2, i3 = a - 1, a - 2, 0, 0
         else:
             # (b) death: a user at level 1 leaves, its item goes to another user (b -> b + 1)
             if n <= n_lo or n < 2:
@@ -432,25 +569,46 @@ def _h_chain_kernel(  # pragma: no cover - compiled
             h[0] += 1
             if b >= m:
                 continue
+            lo, hi, d = _slack_range(2, 0, b)
+            feasible = True
+            for p in range(lo, hi + 1):
+                if slack[p] < 1:
+                    feasible = False
+                    break
+            if not feasible:
+                continue
             q_fwd = 0.25 * h[0] / n * (h[b - 1] - (1 if b == 1 else 0)) / (n - 1)
             h[0] -= 1
             h[b - 1] -= 1
             h[b] += 1
             # reverse birth from n - 1: the donor is one of h''_{b+1} users at level b + 1
             q_rev = 0.25 * h[b] / (n - 1)
-            if _hist_ok(h, n - 1, Cpref):
-                g_new = _log_g(h, n - 1, log_f, use_f)
-                log_alpha = log_target_n[n - 1 - n_lo] - log_target_n[n - n_lo] + g_new - g
-                if hastings:
-                    log_alpha += math.log(q_rev) - math.log(q_fwd)
-                if log_alpha >= 0.0 or math.log(rng.random()) < log_alpha:
-                    g = g_new
-                    n -= 1
-                    accepted += 1
-                    continue
-            h[b] -= 1
-            h[b - 1] += 1
-            h[0] += 1
+            g_new = _log_g(h, n - 1, log_f, use_f)
+            log_alpha = log_target_n[n - 1 - n_lo] - log_target_n[n - n_lo] + g_new - g
+            if hastings:
+                log_alpha += math.log(q_rev) - math.log(q_fwd)
+            if not (log_alpha >= 0.0 or math.log(rng.random()) < log_alpha):
+                h[b] -= 1
+                h[b - 1] += 1
+                h[0] += 1
+                continue
+            g = g_new
+            n -= 1
+            i0, i1, i2, i3 = 0, b - 1, b, b
+        # accepted: update slack on [lo, hi], and the occupied levels at indices i0..i3
+        accepted += 1
+        for p in range(lo, hi + 1):
+            slack[p] += d
+        for t in range(4):
+            i = i0 if t == 0 else (i1 if t == 1 else (i2 if t == 2 else i3))
+            bit = np.int64(1) << (i % _WORD)
+            if h[i] > 0:
+                bits[i // _WORD] |= bit
+            else:
+                bits[i // _WORD] &= ~bit
+        occ = 0
+        for w in range(bits.shape[0]):
+            occ += _popcount(bits[w])
     return n, accepted
 
 
