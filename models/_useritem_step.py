@@ -18,7 +18,8 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator
 
-from ._useritem_chains import h_chain
+from ._useritem_chains import _h_chain_continue, h_chain
+from ._useritem_feasibility import _c_prefix
 
 __all__ = ["PointFunction", "RowSumStep", "initial_histogram"]
 
@@ -95,6 +96,11 @@ class RowSumStep(BlockedStep):
         self.moves = int(moves)
         self.rng = get_random_generator(rng)  # replaced per chain by setup_chain
         self.steps = 0
+        # the state the kernel returned last (h, n): a step from exactly that state skips h_chain's
+        # checks (margins, log target and feasibility of h were checked when it was reached)
+        self._last: tuple[np.ndarray, int] | None = None
+        self._Cpref = _c_prefix(self.c)
+        self._lt = np.ascontiguousarray(self.log_target_n)
 
     @staticmethod
     def competence(var, has_grad):
@@ -103,8 +109,13 @@ class RowSumStep(BlockedStep):
     def step(self, point):
         h = np.asarray(point["h"], dtype=np.int64).copy()
         n = int(point["n"]) if "n" in self.names else self.n_lo
-        log_f = np.asarray(self.log_f_fn(point), dtype=np.float64) if self.log_f_fn is not None else np.empty(0)
-        h, n, accepted = h_chain(h, n, self.c, self.log_target_n, log_f, self.moves, self.rng, self.n_lo, self.n_hi)
+        last = self._last
+        if self.log_f_fn is None and last is not None and n == last[1] and np.array_equal(h, last[0]):
+            h, n, accepted = _h_chain_continue(h, n, self._Cpref, self._lt, self.moves, self.rng, self.n_lo, self.n_hi)
+        else:
+            log_f = np.asarray(self.log_f_fn(point), dtype=np.float64) if self.log_f_fn is not None else np.empty(0)
+            h, n, accepted = h_chain(h, n, self.c, self.log_target_n, log_f, self.moves, self.rng, self.n_lo, self.n_hi)
+        self._last = (h.copy(), n)
         new = dict(point)
         new["h"] = np.asarray(h, dtype=point["h"].dtype)
         if "n" in self.names:

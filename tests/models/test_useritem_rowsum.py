@@ -493,3 +493,37 @@ def test_randint_is_the_shared_draw():
     rng = np.random.default_rng(0)
     b = [int(rng.random() * 2.0**53) % 7 for _ in range(5)]
     assert a.tolist() == b
+
+
+# ----------------------------------------------------------------------------------------------
+# RowSumStep: skips h_chain's checks only when continuing from the kernel's own last state
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("known", [True, False])
+def test_row_sum_step_draws_are_h_chains(known):
+    """Consecutive steps give exactly the draws of h_chain on the same stream; a state that is not
+    the one the kernel returned last goes through h_chain's checks again (an infeasible one is refused)."""
+    from hybridpriv.models import RowSumStep, UserItemModel
+    from hybridpriv.models._useritem_chains import h_chain
+    from hybridpriv.models._useritem_step import initial_histogram
+
+    c = [5, 3, 3, 2, 1, 1]
+    model = UserItemModel(c, 7 if known else None)
+    lo, hi = model.n_range
+    pmm = model.build()
+    with pmm:
+        vars_ = [pmm["h"]] if known else [pmm["n"], pmm["h"]]
+        step = RowSumStep(vars_, model._c_sorted, model.n_range, model._log_target_n, None, moves=50)
+    step.rng = np.random.default_rng(9)
+    rng = np.random.default_rng(9)
+    h = initial_histogram(model._c_sorted, lo)
+    n = lo
+    point = {"h": h.copy(), "n": np.int64(n)}
+    for _ in range(40):
+        point, _stats = step.step(point)
+        h, n, _ = h_chain(h, n, model._c_sorted, model._log_target_n, None, 50, rng, lo, hi)
+        assert np.array_equal(point["h"], h) and int(point.get("n", lo)) == n
+    bad = point["h"].copy()
+    bad[0] += 1
+    bad[1] -= 1  # sum_k k h_k changes: infeasible, and not the kernel's last state
+    with pytest.raises(ValueError, match="h must"):
+        step.step({**point, "h": bad})
