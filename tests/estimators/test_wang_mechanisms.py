@@ -285,6 +285,22 @@ def test_algorithm2_reads_a_kept_run_back_as_running_it_again():
     Algorithm2.forget_runs()
 
 
+def test_algorithm2_keeps_runs_within_its_byte_budget(monkeypatch):
+    """Many trials make a large release: the kept runs stay within RUNS_KEPT_BYTES (oldest dropped first)."""
+    data = design(seed=8, n_d=120, n_e=40)
+    mech = Algorithm2("logistic", (0.8, 0.2, 1.0), [10, 40], criterion="brier")
+    Algorithm2.forget_runs()
+    one = 200 * 2 * 8 + 200 * 8  # theta (200 x 2) and the chosen indices of 200 trials
+    monkeypatch.setattr(Algorithm2, "RUNS_KEPT_BYTES", 2 * one + 10)
+    for seed in range(3):
+        mech.release(data, np.random.default_rng(seed), trials=200)
+    assert len(Algorithm2._runs_kept) == 2 and Algorithm2._runs_bytes == 2 * one
+    monkeypatch.setattr(Algorithm2, "RUNS_KEPT_BYTES", one - 1)  # larger than the budget: not kept at all
+    mech.release(data, np.random.default_rng(5), trials=200)
+    assert len(Algorithm2._runs_kept) == 0 and Algorithm2._runs_bytes == 0
+    Algorithm2.forget_runs()
+
+
 # ---------------------------------------------------------------------------------------
 # Lei, public-only
 # ---------------------------------------------------------------------------------------

@@ -221,7 +221,7 @@ class Algorithm2(_PublicPrivate):
     holds.
 
     Kept runs: :meth:`release` keeps the last ``RUNS_KEPT`` runs' choices and released ``theta`` (a few
-    hundred bytes each), keyed by the parameters other than ``output``, the data's
+    hundred bytes each for one trial; ``RUNS_KEPT_BYTES``, 32 MiB, in all), keyed by the parameters other than ``output``, the data's
     :meth:`~hybridpriv.estimators.wang.HybridDesign.content_hash`, ``trials`` and the generator's state;
     the same run asked again (e.g. its size after its ``theta``, with the same random stream, as the
     ``wang-subset`` study does) is read back and the generator set to the state the run leaves it in, so
@@ -230,9 +230,11 @@ class Algorithm2(_PublicPrivate):
     """
 
     label = "algorithm2"
-    #: How many runs :meth:`release` keeps (see above).
+    #: How many runs :meth:`release` keeps, and how many bytes of choices and releases at most (see above).
     RUNS_KEPT: ClassVar[int] = 512
+    RUNS_KEPT_BYTES: ClassVar[int] = 1 << 25
     _runs_kept: ClassVar[OrderedDict] = OrderedDict()
+    _runs_bytes: ClassVar[int] = 0
     _runs_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
@@ -309,6 +311,7 @@ class Algorithm2(_PublicPrivate):
         """Empty the runs :meth:`release` keeps."""
         with cls._runs_lock:
             cls._runs_kept.clear()
+            Algorithm2._runs_bytes = 0
 
     def _run_key(self, design: HybridDesign, rng: np.random.Generator, trials: int) -> tuple | None:
         if not isinstance(self.criterion, str):
@@ -334,8 +337,10 @@ class Algorithm2(_PublicPrivate):
             if key is not None:
                 with self._runs_lock:
                     self._runs_kept[key] = (chosen, theta, rng.bit_generator.state)
-                    while len(self._runs_kept) > self.RUNS_KEPT:
-                        self._runs_kept.popitem(last=False)
+                    Algorithm2._runs_bytes += chosen.nbytes + theta.nbytes
+                    while len(self._runs_kept) > self.RUNS_KEPT or self._runs_bytes > self.RUNS_KEPT_BYTES:
+                        _, (c_old, t_old, _) = self._runs_kept.popitem(last=False)
+                        Algorithm2._runs_bytes -= c_old.nbytes + t_old.nbytes
         else:
             chosen, theta, state = kept
             rng.bit_generator.state = state
