@@ -239,68 +239,6 @@ def test_algorithm2_mechanism_is_the_function_on_the_same_generator():
         Algorithm2("logistic", (0.8, 0.2, 1.0), [10, 60], **kw).release(data, np.random.default_rng(0))
 
 
-def test_algorithm2_reads_a_kept_run_back_as_running_it_again():
-    """The size after the theta of the same run (same data, same generator state) is read back from the kept
-    runs: equal to the un-kept computation (the run itself and the generator's later draws), and another
-    dataset or generator state is another run."""
-    data = design(seed=7, n_d=200, n_e=50)
-    args = ("logistic", (0.8, 0.2, 1.0), [10, 25, 50])
-    theta_mech, size_mech = Algorithm2(*args, criterion="brier"), Algorithm2(*args, criterion="brier", output="size")
-
-    def fresh(mech, d, seed):  # nothing kept: the run computed, then the generator's next draw
-        Algorithm2.forget_runs()
-        g = np.random.default_rng(seed)
-        return mech.release(d, g, trials=3), g.random(4)
-
-    Algorithm2.forget_runs()
-    g1, g2 = np.random.default_rng(11), np.random.default_rng(11)
-    theta = theta_mech.release(data, g1, trials=3)
-    size = size_mech.release(data, g2, trials=3)  # read back
-    assert len(Algorithm2._runs_kept) == 1
-    ref_theta, next_theta = fresh(theta_mech, data, 11)
-    ref_size, next_size = fresh(size_mech, data, 11)
-    np.testing.assert_array_equal(theta, ref_theta)
-    np.testing.assert_array_equal(size, ref_size)
-    np.testing.assert_array_equal(g1.random(4), next_theta)
-    np.testing.assert_array_equal(g2.random(4), next_size)  # the generator left where the run leaves it
-    assert set(size) <= {10.0, 25.0, 50.0}
-    # a dataset differing in one private value (same shapes) and another seed are other runs
-    other = HybridDesign(np.where(np.arange(data.private.size).reshape(data.private.shape) == 0, 0.123, data.private),
-                         data.public, columns=data.columns, label="y")
-    Algorithm2.forget_runs()
-    theta_mech.release(data, np.random.default_rng(11), trials=3)
-    a = theta_mech.release(other, np.random.default_rng(11), trials=3)
-    b = theta_mech.release(data, np.random.default_rng(12), trials=3)
-    assert len(Algorithm2._runs_kept) == 3
-    np.testing.assert_array_equal(a, fresh(theta_mech, other, 11)[0])
-    np.testing.assert_array_equal(b, fresh(theta_mech, data, 12)[0])
-    # another budget is another run (with 3 trials, as the kept one); a callable criterion is never kept
-    Algorithm2.forget_runs()
-    theta_mech.release(data, np.random.default_rng(11), trials=3)
-    Algorithm2("logistic", (0.8, 0.2, 2.0), [10, 25, 50], criterion="brier").release(data, np.random.default_rng(11),
-                                                                                     trials=3)
-    Algorithm2("mean", (0.7, 0.3, 1.0), [3, 6], criterion=_bounded, criterion_sensitivity=1.0).release(
-        design(seed=5, n_d=80, n_e=12, p=1), np.random.default_rng(9))
-    assert len(Algorithm2._runs_kept) == 2
-    Algorithm2.forget_runs()
-
-
-def test_algorithm2_keeps_runs_within_its_byte_budget(monkeypatch):
-    """Many trials make a large release: the kept runs stay within RUNS_KEPT_BYTES (oldest dropped first)."""
-    data = design(seed=8, n_d=120, n_e=40)
-    mech = Algorithm2("logistic", (0.8, 0.2, 1.0), [10, 40], criterion="brier")
-    Algorithm2.forget_runs()
-    one = 200 * 2 * 8 + 200 * 8  # theta (200 x 2) and the chosen indices of 200 trials
-    monkeypatch.setattr(Algorithm2, "RUNS_KEPT_BYTES", 2 * one + 10)
-    for seed in range(3):
-        mech.release(data, np.random.default_rng(seed), trials=200)
-    assert len(Algorithm2._runs_kept) == 2 and Algorithm2._runs_bytes == 2 * one
-    monkeypatch.setattr(Algorithm2, "RUNS_KEPT_BYTES", one - 1)  # larger than the budget: not kept at all
-    mech.release(data, np.random.default_rng(5), trials=200)
-    assert len(Algorithm2._runs_kept) == 0 and Algorithm2._runs_bytes == 0
-    Algorithm2.forget_runs()
-
-
 # ---------------------------------------------------------------------------------------
 # Lei, public-only
 # ---------------------------------------------------------------------------------------

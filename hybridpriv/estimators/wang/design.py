@@ -11,7 +11,6 @@ all the candidates the engine runs on one dataset share them (a subset searched 
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -180,19 +179,6 @@ class HybridDesign:
         if full not in self._cache:
             self._cache[full] = make()
         return self._cache[full]
-
-    def content_hash(self) -> str:
-        """BLAKE2b of what the searches and fits read: the private and public points (shapes and bytes) and
-        the categorical columns (computed once; :class:`~hybridpriv.estimators.wang.Algorithm2` keys its
-        kept runs by it)."""
-        if "content_hash" not in self._cache:
-            h = hashlib.blake2b(digest_size=32)
-            for a in (self.private, self.public):
-                h.update(repr(a.shape).encode())
-                h.update(np.ascontiguousarray(a).tobytes())
-            h.update(repr(self.categorical).encode())
-            self._cache["content_hash"] = h.hexdigest()
-        return self._cache["content_hash"]
 
     def rescaled(self) -> tuple[np.ndarray, np.ndarray, Scaling]:
         """Algorithm 1, step 1 on this design: ``(private01, public01, scaling)`` (computed once)."""

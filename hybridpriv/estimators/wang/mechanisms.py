@@ -20,9 +20,7 @@ Every mechanism promises the ``"public"`` unit nothing (``inf``): the public rec
 from __future__ import annotations
 
 import math
-import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -219,23 +217,9 @@ class Algorithm2(_PublicPrivate):
     (``epsilon_1 + epsilon_2 + k epsilon_3`` for ``selection="paper"``); public records: nothing.
     :meth:`run` gives one run with everything :class:`~hybridpriv.estimators.wang.Algorithm2Result`
     holds.
-
-    Kept runs: :meth:`release` keeps the last ``RUNS_KEPT`` runs' choices and released ``theta`` (a few
-    hundred bytes each for one trial; ``RUNS_KEPT_BYTES``, 32 MiB, in all), keyed by the parameters other than ``output``, the data's
-    :meth:`~hybridpriv.estimators.wang.HybridDesign.content_hash`, ``trials`` and the generator's state;
-    the same run asked again (e.g. its size after its ``theta``, with the same random stream, as the
-    ``wang-subset`` study does) is read back and the generator set to the state the run leaves it in, so
-    the result and every later draw are those of running it again.  ``Algorithm2.forget_runs()`` empties
-    it.  (Callable criteria are not kept: their identity is not part of the key.)
     """
 
     label = "algorithm2"
-    #: How many runs :meth:`release` keeps, and how many bytes of choices and releases at most (see above).
-    RUNS_KEPT: ClassVar[int] = 512
-    RUNS_KEPT_BYTES: ClassVar[int] = 1 << 25
-    _runs_kept: ClassVar[OrderedDict] = OrderedDict()
-    _runs_bytes: ClassVar[int] = 0
-    _runs_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
         self,
@@ -306,47 +290,13 @@ class Algorithm2(_PublicPrivate):
                              self.selection, self.truncate, self.on_zero_weights, counts_function(design))
         return out, s
 
-    @classmethod
-    def forget_runs(cls) -> None:
-        """Empty the runs :meth:`release` keeps."""
-        with cls._runs_lock:
-            cls._runs_kept.clear()
-            Algorithm2._runs_bytes = 0
-
-    def _run_key(self, design: HybridDesign, rng: np.random.Generator, trials: int) -> tuple | None:
-        if not isinstance(self.criterion, str):
-            return None
-        c = self.contrast
-        return (type(c).__name__, repr(sorted(c.get_params().items())), self.epsilons,
-                np.asarray(self.subset_sizes).tobytes(), self.criterion, self.criterion_sensitivity,
-                self.reference_ridge, self.selection, self.truncate, self.on_zero_weights,
-                design.content_hash(), trials, repr(rng.bit_generator.state))
-
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent runs: the released ``theta`` ``(trials, d)`` (or sizes ``(trials,)``)."""
         trials = check_trials(trials)
-        design, rng = self._design(data), check_rng(rng)
-        key = self._run_key(design, rng, trials)
-        with self._runs_lock:
-            kept = self._runs_kept.get(key) if key is not None else None
-            if kept is not None:
-                self._runs_kept.move_to_end(key)
-        if kept is None:
-            out, _ = self._runs(design, rng, trials)
-            chosen, theta = out["chosen"].copy(), out["theta"].copy()
-            if key is not None:
-                with self._runs_lock:
-                    self._runs_kept[key] = (chosen, theta, rng.bit_generator.state)
-                    Algorithm2._runs_bytes += chosen.nbytes + theta.nbytes
-                    while len(self._runs_kept) > self.RUNS_KEPT or self._runs_bytes > self.RUNS_KEPT_BYTES:
-                        _, (c_old, t_old, _) = self._runs_kept.popitem(last=False)
-                        Algorithm2._runs_bytes -= c_old.nbytes + t_old.nbytes
-        else:
-            chosen, theta, state = kept
-            rng.bit_generator.state = state
+        out, _ = self._runs(data, rng, trials)
         if self.output == "size":
-            return self.subset_sizes[chosen].astype(float)
-        return theta.copy()
+            return self.subset_sizes[out["chosen"]].astype(float)
+        return out["theta"]
 
     def run(self, data: Any, rng: np.random.Generator) -> Algorithm2Result:
         """One run with its order, candidates, criteria, choice and ledger."""
