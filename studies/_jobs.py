@@ -52,6 +52,16 @@ def order(names: list[str], scale: str) -> list[str]:
     return sorted(names, key=lambda n: -cost.get(n, CPU_SECONDS["default"].get(n, 0)))
 
 
+def one_thread_env(environ) -> dict[str, str]:
+    """``environ`` with the numerical libraries' thread counts at 1 where unset or empty (an empty
+    ``OMP_NUM_THREADS`` is not "unset" to every library: SciPy's FFT refuses it)."""
+    env = dict(environ)
+    for var in _ONE_THREAD:
+        if not env.get(var, "").strip():
+            env[var] = "1"
+    return env
+
+
 def run_jobs(jobs: list[Job], n: int, log=print, poll: float = 0.2) -> list[Job]:
     """Run ``jobs`` (already in start order) at most ``n`` at a time; return them finished.
 
@@ -60,9 +70,7 @@ def run_jobs(jobs: list[Job], n: int, log=print, poll: float = 0.2) -> list[Job]
     """
     if n < 1:
         raise ValueError(f"jobs must be >= 1, got {n}")
-    env = dict(os.environ)
-    for var in _ONE_THREAD:
-        env.setdefault(var, "1")
+    env = one_thread_env(os.environ)
     waiting, running, done = list(jobs), [], []
     failed = False
     while waiting or running:

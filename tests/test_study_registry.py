@@ -130,3 +130,11 @@ def test_the_scale_each_study_runs_at_in_all():
     assert scale_in_all("avent-kvh", False, True) == "default"
     # calibration reproduces no paper and takes an hour at its default scale: quick in every `all`
     assert {scale_in_all("calibration", q, f) for q, f in ((True, False), (False, False), (False, True))} == {"quick"}
+
+
+def test_study_jobs_hold_each_study_to_one_thread_unless_told_otherwise():
+    from hybridpriv.studies._jobs import one_thread_env
+
+    env = one_thread_env({"OMP_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "4", "PATH": "/bin"})
+    assert env["OMP_NUM_THREADS"] == "1" and env["MKL_NUM_THREADS"] == "1" and env["NUMBA_NUM_THREADS"] == "1"
+    assert env["OPENBLAS_NUM_THREADS"] == "4" and env["PATH"] == "/bin"
