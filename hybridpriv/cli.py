@@ -71,7 +71,7 @@ def _build_parser() -> argparse.ArgumentParser:
     stsub = st.add_subparsers(dest="study_command", parser_class=_Parser)
     stsub.add_parser("list", help="list the registered studies")
     r = stsub.add_parser("run", help="run a study")
-    r.add_argument("name", help="a study of `study list`, or all (every study in turn, with a timing table)")
+    r.add_argument("name", help="a study of `study list`, or all (every study, --jobs at a time, with a timing table)")
     r.add_argument("--quick", action="store_true", help="small settings (under a minute)")
     r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
