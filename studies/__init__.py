@@ -23,7 +23,7 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["STUDIES", "Study", "run_all", "run_study", "scale_in_all"]
+__all__ = ["STUDIES", "Study", "run_all", "run_study", "scale_in_all", "study_argv"]
 
 
 @dataclass(frozen=True)
@@ -174,11 +174,7 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
         todo = []
         for name in order(names, kind):
             scale = scale_of(name)
-            argv = ["study", "run", name, "--out", str(out), "--seed", str(seed), "--quiet"]
-            argv += {"quick": ["--quick"], "full": ["--full"], "default": []}[scale]
-            argv += [] if resume is None else ["--resume", str(Path(resume) / name)]
-            argv += [] if chunk_size is None else ["--chunk-size", str(chunk_size)]
-            argv += [] if scheduler is None else ["--scheduler", scheduler]
+            argv = study_argv(name, scale, seed, out, resume, chunk_size, scheduler)
             todo.append(Job(name, argv, out / "logs" / f"{name}.log"))
         finished = {j.name: j for j in run_jobs(todo, jobs, log=log)}
         for name in names:
@@ -197,6 +193,16 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
         writer.writerows(rows)
     _write_reproduction(out, rows)
     return rows
+
+
+def study_argv(name: str, scale: str, seed: int, out: str | Path, resume: str | Path | None = None,
+               chunk_size: int | None = None, scheduler: str | None = None) -> list[str]:
+    """The ``hybridpriv`` arguments that run study ``name`` alone as :func:`run_all` would run it."""
+    argv = ["study", "run", name, "--out", str(out), "--seed", str(seed), "--quiet"]
+    argv += {"quick": ["--quick"], "full": ["--full"], "default": []}[scale]
+    argv += [] if resume is None else ["--resume", str(Path(resume) / name)]
+    argv += [] if chunk_size is None else ["--chunk-size", str(chunk_size)]
+    return argv + ([] if scheduler is None else ["--scheduler", scheduler])
 
 
 def scale_in_all(name: str, quick: bool, full: bool) -> str:

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -138,3 +139,16 @@ def test_study_jobs_hold_each_study_to_one_thread_unless_told_otherwise():
     env = one_thread_env({"OMP_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "4", "PATH": "/bin"})
     assert env["OMP_NUM_THREADS"] == "1" and env["MKL_NUM_THREADS"] == "1" and env["NUMBA_NUM_THREADS"] == "1"
     assert env["OPENBLAS_NUM_THREADS"] == "4" and env["PATH"] == "/bin"
+
+
+def test_each_study_process_gets_the_run_s_options():
+    from hybridpriv.cli import _build_parser
+    from hybridpriv.studies import study_argv
+
+    argv = study_argv("avent-kvh", "full", 7, "o", resume="r", chunk_size=3, scheduler="tcp://h:1")
+    args = _build_parser().parse_args(argv)
+    assert (args.name, args.full, args.quick, args.seed, args.out) == ("avent-kvh", True, False, 7, "o")
+    assert (args.resume, args.chunk_size, args.scheduler, args.quiet) == (str(Path("r") / "avent-kvh"), 3, "tcp://h:1",
+                                                                           True)
+    plain = _build_parser().parse_args(study_argv("wang-subset", "default", 0, "o"))
+    assert not plain.full and not plain.quick and plain.resume is None and plain.scheduler is None
