@@ -281,7 +281,8 @@ def _study(args: argparse.Namespace) -> int:
         _check_cluster_args(args)
         _check_resume(args)
         jobs = _study_jobs(args)
-        _quiet_libraries()
+        if args.name != "all" or jobs == 1:  # studies run here (with jobs > 1 each process quiets its own)
+            _quiet_libraries()
         if args.name == "all":
             if jobs > 1:
                 rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, resume=args.resume,
