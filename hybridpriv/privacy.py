@@ -189,21 +189,48 @@ class Guarantee:
             return 2.0 * self.epsilon, min(1.0, (1.0 + math.exp(min(self.epsilon, 700.0))) * self.delta)
         return math.inf, 0.0
 
+    def charge_to(self, unit: Guarantee) -> Guarantee:
+        """What a release promising this costs a unit whose budget (or requirement) is ``unit``.
+
+        The promise restated in ``unit``'s relation and trust model, so it can be compared with and
+        added to that unit's budget: :meth:`as_relation` for the relation (add/remove ``eps`` costs a
+        replace-one budget ``2 eps``; replace-one costs an add/remove budget ``inf``); a central
+        promise costs a local-trust unit ``inf`` (it says nothing about what the curator learns),
+        a local promise costs a central unit its own epsilon (the release is a post-processing of
+        the local reports).  A perfect promise (``epsilon = delta = 0``: the unit is never read)
+        costs nothing under any relation and trust.  A delta that reaches 1 is no promise: ``inf``.
+
+        Examples
+        --------
+        >>> Guarantee(0.5, relation="add-remove").charge_to(Guarantee(1.0, relation="replace"))
+        Guarantee(epsilon=1.0, delta=0.0, relation='replace', trust='central')
+        >>> Guarantee(0.5).charge_to(Guarantee(1.0, trust="local")).epsilon
+        inf
+        """
+        if not isinstance(unit, Guarantee):
+            raise TypeError(f"unit must be a Guarantee (the unit's budget), got {type(unit).__name__}")
+        perfect = self.epsilon == 0.0 and self.delta == 0.0
+        if unit.trust == "local" and self.trust != "local" and not perfect:
+            return Guarantee(math.inf, 0.0, unit.relation, unit.trust)
+        eps, delta = self.as_relation(unit.relation)
+        if delta >= 1.0:
+            eps, delta = math.inf, 0.0
+        return Guarantee(eps, delta, unit.relation, unit.trust)
+
     def satisfies(self, required: Guarantee, rtol: float = 1e-9) -> bool:
         """Whether this promise gives at least the protection ``required`` asks for.
 
-        Compares epsilon *and* delta under the required relation (:meth:`as_relation`) and the
-        trust model: a central promise does not meet a local requirement.  A public requirement
+        Compares epsilon *and* delta of what the promise costs the unit (:meth:`charge_to`: under
+        the required relation and trust model; a central promise does not meet a local requirement
+        unless it is perfect).  A public requirement
         (``epsilon = inf``) is met by anything.  ``rtol``: relative slack for rounding.
         """
         if not isinstance(required, Guarantee):
             raise TypeError(f"required must be a Guarantee, got {type(required).__name__}")
         if required.is_public:
             return True
-        if required.trust == "local" and self.trust != "local":
-            return False
-        eps, delta = self.as_relation(required.relation)
-        return eps <= required.epsilon * (1.0 + rtol) and delta <= required.delta * (1.0 + rtol)
+        cost = self.charge_to(required)
+        return cost.epsilon <= required.epsilon * (1.0 + rtol) and cost.delta <= required.delta * (1.0 + rtol)
 
     def __str__(self) -> str:
         if math.isinf(self.epsilon):
