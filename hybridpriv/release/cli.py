@@ -1,10 +1,13 @@
 """The ``hybridpriv release`` sub-command (wired into :mod:`hybridpriv.cli` by :func:`add_parser` / :func:`main`).
 
-``hybridpriv release SPEC --data DIR [--selection FILE.nc | --candidate NAME] --ledger FILE --out DIR``
-    Apply the recommended (or named) candidate to the private data in DIR, charge it to the ledger
-    FILE (created with the SPEC's budgets, or ``--budget UNIT=EPS[:DELTA]``), write ``DIR/release.json``.
-``hybridpriv release --ledger FILE --show [--target-delta D]``
-    Print the ledger: budgets, totals by basic composition, RDP and PLD, and the releases.
+``hybridpriv release SPEC --data DIR [--selection FILE.nc | --candidate NAME] [--ledger FILE] --out DIR``
+    Apply the recommended (or named) candidate to the private data in DIR, charge it to the data's
+    ledger (by default ``DIR/hybridpriv-ledger.json``; created with the SPEC's budgets, or
+    ``--budget UNIT=EPS[:DELTA]`` at most the SPEC's unless ``--allow-budget-above-spec``), write
+    ``OUT/release.json``.
+``hybridpriv release (--ledger FILE | --data DIR) --show [--target-delta D]``
+    Print the ledger: budgets, totals by basic composition, RDP and PLD, and the releases; exit 2
+    with an ``error:`` line if a unit has overspent.
 """
 
 from __future__ import annotations
@@ -28,9 +31,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                   "of user,item pairs")
     r.add_argument("--selection", help="a select run's selection.nc (release its recommendation)")
     r.add_argument("--candidate", help="release this candidate (a label or coordinate, e.g. weighted or 3)")
-    r.add_argument("--ledger", required=True, help="the budget ledger (JSON; created with the SPEC's budgets)")
+    r.add_argument("--ledger", help="the budget ledger (JSON; default: the one in or noted by the --data folder, "
+                                    "DATA/hybridpriv-ledger.json; created with the SPEC's budgets)")
     r.add_argument("--budget", action="append", default=[], metavar="UNIT=EPS[:DELTA]",
-                   help="budget of a unit when the ledger is created (default: the SPEC's epsilon/delta); repeat")
+                   help="budget of a unit when the ledger is created (default: the SPEC's epsilon/delta; above it "
+                        "only with --allow-budget-above-spec); repeat")
+    r.add_argument("--allow-budget-above-spec", action="store_true",
+                   help="allow a ledger budget above the SPEC's (at creation with --budget, or an existing ledger's); "
+                        "recorded in the ledger")
+    r.add_argument("--data-changed", action="store_true",
+                   help="release although the private data differ from those the ledger's earlier releases spent on "
+                        "(the same people's records, corrected); recorded in the ledger")
+    r.add_argument("--audit-record", metavar="FILE",
+                   help="an audit record written by `hybridpriv audit --record` that may vouch for a plugin mechanism "
+                        "(otherwise a plugin is audited before its release)")
     r.add_argument("--out", default="out/release", help="output folder for release.json (default: out/release)")
     r.add_argument("--show", action="store_true", help="print the ledger and exit")
     r.add_argument("--target-delta", type=float, default=None,
@@ -57,6 +71,29 @@ def parse_budget(text: str) -> tuple[str, tuple[float, float]]:
     return unit.strip(), (eps, delta)
 
 
+def _show(args: argparse.Namespace, target: float) -> int:
+    """``--show``: the ledger as text; exit 2 with one ``error:`` line when a unit has overspent."""
+    import sys
+
+    from .ledger import Ledger, format_ledger, ledger_for_data
+
+    if args.ledger is None and args.data is None:
+        raise ValueError("--show needs --ledger FILE or --data DIR (whose ledger to show)")
+    path = args.ledger if args.ledger is not None else ledger_for_data(args.data, None)[0]
+    ledger = Ledger(path)
+    if not ledger.path.exists():
+        raise ValueError(f"ledger {str(path)!r} does not exist")
+    state = ledger.read()
+    print(format_ledger(state, target))
+    over = state.overspent()
+    if over:
+        unit, (spent, budget) = next(iter(over.items()))
+        print(f"error: ledger {ledger.path}: unit {unit!r} has overspent its budget (epsilon {spent:g} of {budget:g})"
+              + (f" and {len(over) - 1} other unit(s)" if len(over) > 1 else ""), file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``hybridpriv release`` for parsed ``args``; returns the exit status (errors raise ``ValueError``)."""
     from .composition import DEFAULT_TARGET_DELTA
@@ -66,11 +103,7 @@ def main(args: argparse.Namespace) -> int:
     if not 0 < target < 1:
         raise ValueError(f"--target-delta must be in (0, 1), got {args.target_delta!r}")
     if args.show:
-        ledger = Ledger(args.ledger)
-        if not ledger.path.exists():
-            raise ValueError(f"--ledger {args.ledger!r} does not exist")
-        print(format_ledger(ledger.read(), target))
-        return 0
+        return _show(args, target)
     if args.spec is None:
         raise ValueError("release needs a SPEC (or --show to print the ledger)")
     if args.data is None:
@@ -82,7 +115,9 @@ def main(args: argparse.Namespace) -> int:
 
     say = (lambda _line: None) if args.quiet else (lambda line: print(line, flush=True))
     result = run_release(args.spec, args.data, args.ledger, args.out, selection=args.selection,
-                         candidate=args.candidate, budgets=budgets, target_delta=target, log=say)
+                         candidate=args.candidate, budgets=budgets,
+                         allow_budget_above_spec=args.allow_budget_above_spec, data_changed=args.data_changed,
+                         audit_record=args.audit_record, target_delta=target, log=say)
     rec = result.record
     shown = rec["released"] if isinstance(rec["released"], float) else f"{len(rec['released'])} values"
     if not args.quiet:

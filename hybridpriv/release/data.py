@@ -13,7 +13,12 @@ Checked: item indices are integers in range, no pair repeats (the matrix is 0/1)
 equals its public column sum, and the number of users lies in the SPEC's ``n`` (every user listed
 reports at least one item, as the model assumes).
 
-Every refusal is a :class:`PrivateDataError` (a ``ValueError``) naming the group or item and the file.
+Every refusal is a :class:`PrivateDataError` (a ``ValueError``) naming the group or item, the file, the
+row and the rule it breaks, **never a private value or a private count**: not the offending record, not
+how many records or users a file holds, not an item's count, not a user's label (a refusal is published
+to whoever runs the command, and it is charged nothing).
+
+:func:`data_bytes` gives each unit's data as canonical bytes, for the ledger's salted fingerprints.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-__all__ = ["PrivateDataError", "load_grouped", "load_user_item"]
+__all__ = ["PrivateDataError", "data_bytes", "load_grouped", "load_user_item"]
 
 
 class PrivateDataError(ValueError):
@@ -57,13 +62,16 @@ def _column(path: Path, what: str) -> np.ndarray:
     for line, row in enumerate(rows, start=1):
         cell = row[0].strip()
         if cell == "":
-            raise PrivateDataError(f"{what}: empty first cell in data row {line} of {path}")
+            raise PrivateDataError(f"{what}: data row {line} of {path}: the first cell is empty (rule: every record "
+                                   "is a number)")
         try:
             x = float(cell)
         except ValueError:
-            raise PrivateDataError(f"{what}: data row {line} of {path} is not a number: {cell!r}") from None
+            raise PrivateDataError(f"{what}: data row {line} of {path}: the first cell is not a number (rule: every "
+                                   "record is a number)") from None
         if math.isnan(x):
-            raise PrivateDataError(f"{what}: NaN in data row {line} of {path}")
+            raise PrivateDataError(f"{what}: data row {line} of {path}: the first cell is NaN (rule: no missing "
+                                   "records)")
         values.append(x)
     return np.asarray(values, dtype=float)
 
@@ -89,14 +97,16 @@ def load_grouped(directory: str | Path, spec: Any) -> list[np.ndarray]:
         else:
             raise PrivateDataError(f"group {g.name!r}: no file {path} (one CSV per group)")
         if x.size != g.size:
-            raise PrivateDataError(f"group {g.name!r}: {path.name} holds {x.size} records but the SPEC declares "
-                                   f"size = {g.size} (group sizes are public: they must match)")
+            raise PrivateDataError(f"group {g.name!r}: {path.name} does not hold the SPEC's size = {g.size} records "
+                                   "(rule: group sizes are public, the file must match)")
         outside = (x < bounds.lower) | (x > bounds.upper)
         if outside.any():
             if not clamp:
+                row = int(np.flatnonzero(outside)[0]) + 1
                 raise PrivateDataError(
-                    f"group {g.name!r}: {int(outside.sum())} record(s) outside bounds [{bounds.lower:g}, "
-                    f"{bounds.upper:g}] (first: {x[outside][0]:g}); the SPEC does not say clamp = true")
+                    f"group {g.name!r}: data row {row} of {path.name} (the first such) lies outside the bounds "
+                    f"[{bounds.lower:g}, {bounds.upper:g}] (rule: records lie in the SPEC's bounds; set "
+                    "clamp = true to clip them)")
             x = bounds.clamp(x)
         out.append(x)
     return out
@@ -116,39 +126,44 @@ def load_user_item(directory: str | Path, spec: Any) -> sparse.csr_array:
     if rows and len(rows[0]) > 1 and not _is_number(rows[0][1].strip()):
         rows = rows[1:]
     users: dict[str, int] = {}
-    r_idx, c_idx = [], []
+    r_idx, c_idx, lines = [], [], []
     for line, row in enumerate(rows, start=1):
         if len(row) < 2:
-            raise PrivateDataError(f"data row {line} of {path} must be user,item, got {row!r}")
+            raise PrivateDataError(f"data row {line} of {path}: it has fewer than two cells (rule: each row is "
+                                   "user,item)")
         user, item = row[0].strip(), row[1].strip()
         try:
             j = int(item)
         except ValueError:
-            raise PrivateDataError(f"data row {line} of {path}: item must be an integer index, got {item!r}") from None
+            raise PrivateDataError(f"data row {line} of {path}: the item is not an integer (rule: an item is its "
+                                   f"index 0..{m - 1} in column_sums)") from None
         if not 0 <= j < m:
-            raise PrivateDataError(f"data row {line} of {path}: item {j} outside 0..{m - 1} (the SPEC has m = {m} items)")
+            raise PrivateDataError(f"data row {line} of {path}: the item is not an index 0..{m - 1} (rule: the SPEC "
+                                   f"has m = {m} items)")
         r_idx.append(users.setdefault(user, len(users)))
         c_idx.append(j)
+        lines.append(line)
     n = len(users)
     if n == 0:
-        raise PrivateDataError(f"{path} lists no user,item pair")
+        raise PrivateDataError(f"{path} lists no user,item pair (rule: the matrix has at least one report)")
+    keys = np.asarray(r_idx, dtype=np.int64) * m + np.asarray(c_idx, dtype=np.int64)
+    order = np.argsort(keys, kind="stable")
+    repeat = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    if repeat.size:
+        row = min(lines[int(order[k + 1])] for k in repeat)
+        raise PrivateDataError(f"data row {row} of {path}: it repeats the user,item pair of an earlier row (rule: "
+                               "the matrix is 0/1, a user reports an item once)")
     mat = sparse.coo_array((np.ones(len(r_idx)), (np.asarray(r_idx), np.asarray(c_idx))), shape=(n, m)).tocsr()
-    mat.sum_duplicates()
-    if mat.data.size and mat.data.max() > 1:
-        i = int(np.repeat(np.arange(n), np.diff(mat.indptr))[np.argmax(mat.data)])
-        user = next(u for u, k in users.items() if k == i)
-        raise PrivateDataError(f"{path}: user {user!r} reports item {int(mat.indices[np.argmax(mat.data)])} twice "
-                               "(the matrix is 0/1)")
     counts = np.bincount(np.asarray(c_idx), minlength=m)
     bad = np.flatnonzero(counts != c)
     if bad.size:
         j = int(bad[0])
-        raise PrivateDataError(f"item {j}: {path.name} has {int(counts[j])} reports but the SPEC's public "
-                               f"column_sums[{j}] = {int(c[j])} (they must match)")
+        raise PrivateDataError(f"item {j}: the number of its reports in {path.name} differs from the SPEC's public "
+                               f"column_sums[{j}] = {int(c[j])} (rule: column sums are public, the file must match)")
     lo, hi = _n_bounds(spec.n, c)
     if not lo <= n <= hi:
-        raise PrivateDataError(f"{path.name} has {n} users but the SPEC declares n = "
-                               f"{lo if lo == hi else f'{lo}..{hi}'}")
+        raise PrivateDataError(f"the number of users in {path.name} is not the SPEC's n = "
+                               f"{lo if lo == hi else f'{lo}..{hi}'} (rule: n is public, the file must match)")
     return mat
 
 
@@ -158,3 +173,21 @@ def _n_bounds(n: object, c: np.ndarray) -> tuple[int, int]:
     if isinstance(n, (tuple, list)):
         return int(n[0]), int(n[1])
     return int(n), int(n)  # type: ignore[call-overload]
+
+
+def data_bytes(kind: str, data: Any, spec: Any) -> dict[str, bytes]:
+    """Each unit's private data as canonical bytes (what the ledger fingerprints, salted).
+
+    ``grouped``: per private group, its records as float64 in file order (the records of a group are
+    its data; their order is part of the file).  ``user-item``: for ``"users"``, the matrix's rows as
+    sorted item lists, the rows sorted (user labels and the order of the pairs do not matter).
+    """
+    if kind == "grouped":
+        return {g.name: np.ascontiguousarray(x, dtype="<f8").tobytes()
+                for g, x in zip(spec.groups, data) if not g.is_public}
+    if kind == "user-item":
+        mat = sparse.csr_array(data)
+        rows = sorted(np.sort(mat.indices[mat.indptr[i]:mat.indptr[i + 1]]).astype("<i8").tobytes()
+                      for i in range(mat.shape[0]))
+        return {"users": b"".join(len(r).to_bytes(8, "little") + r for r in rows)}
+    raise ValueError(f"no canonical form of {kind!r} data")

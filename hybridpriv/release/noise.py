@@ -12,9 +12,13 @@ by the exponential-mechanism medians; ``exponential``, ``logistic``, ...) raise
 :class:`UnsupportedNoiseError`, so such a candidate is refused for release with a clear message,
 never released with NumPy noise by accident.
 
-Non-noise randomness (``random``, ``integers``: which records a sampling mechanism keeps, which items a
-user keeps) comes from NumPy's PCG64 seeded from the operating system's entropy (:mod:`secrets`), not
-from the SPEC's seed: a release must not be reproducible by whoever knows the seed.
+Other randomness (:data:`NUMPY_METHODS`: ``random``, ``integers``, ``uniform``, ``choice``, ...: which
+records a sampling mechanism keeps, which items a user keeps) comes from NumPy's transforms over the
+operating system's entropy (:mod:`secrets`) through ChaCha20 (``randomgen.ChaCha``, a cryptographically
+secure generator), not from the SPEC's seed: a release must not be reproducible by whoever knows the
+seed, and nobody who sees some of its numbers can predict the others.  Every call is counted by method (:attr:`OpenDPGenerator.calls`)
+and :meth:`OpenDPGenerator.provenance` says, method by method, what drew it, so ``release.json``
+records truthfully which numbers came from OpenDP and which from NumPy.
 
 Limitation (see ``docs/release.md``): the mechanisms ask for *unit* noise and scale and add it
 themselves (``value + scale * noise``) in floating point, so the final arithmetic is not OpenDP's
@@ -29,15 +33,26 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NOISE_METHODS", "OpenDPGenerator", "UnsupportedNoiseError", "probe_noise"]
+__all__ = ["NOISE_METHODS", "NUMPY_METHODS", "OpenDPGenerator", "UnsupportedNoiseError", "probe_noise"]
 
 #: The generator methods answered by OpenDP.
 NOISE_METHODS = ("laplace", "normal", "standard_normal")
 
+#: The generator methods answered by NumPy over ChaCha20 keyed from the OS, counted and recorded.
+NUMPY_METHODS = ("random", "integers", "uniform", "choice", "permutation", "permuted", "shuffle", "bytes", "spawn")
+
+#: What drew each kind of number, as ``release.json`` records it.
+DRAWN_BY = {
+    "laplace": "OpenDP make_laplace (exact sampler, cryptographically secure generator)",
+    "normal": "OpenDP make_gaussian (exact sampler, cryptographically secure generator)",
+    "standard_normal": "OpenDP make_gaussian (exact sampler, cryptographically secure generator)",
+}
+_NUMPY = ("NumPy's transform of ChaCha20 (randomgen.ChaCha, 20 rounds) keyed with 256 bits from the operating "
+          "system (secrets): a cryptographically secure generator, not OpenDP")
+
 #: Noise methods of numpy.random.Generator the adapter refuses (no vetted OpenDP sampler behind them).
-_REFUSED = ("gumbel", "exponential", "standard_exponential", "logistic", "standard_cauchy", "standard_t",
-            "standard_gamma", "gamma", "beta", "chisquare", "lognormal", "rayleigh", "wald", "weibull",
-            "pareto", "power", "vonmises", "triangular", "laplace_like", "geometric", "poisson", "binomial")
+_REFUSED = tuple(name for name in dir(np.random.Generator)
+                 if not name.startswith("_") and name not in (*NOISE_METHODS, *NUMPY_METHODS, "bit_generator"))
 
 
 class UnsupportedNoiseError(ValueError):
@@ -65,14 +80,27 @@ def _refuse(name: str):
     return method
 
 
+def _counted(name: str):
+    parent = getattr(np.random.Generator, name)
+
+    def method(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls[name] += 1
+        return parent(self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"NumPy's ``{name}`` (over ChaCha20 keyed from the OS), counted in :attr:`calls`."
+    return method
+
+
 class OpenDPGenerator(np.random.Generator):
     """A :class:`numpy.random.Generator` whose Laplace and Gaussian noise is drawn by OpenDP.
 
     Parameters
     ----------
     seed
-        Seed of the NumPy bit generator behind the *non-noise* methods (``random``, ``integers``);
-        default: 128 bits from :mod:`secrets` (a release is not reproducible, by design).
+        ``None`` (a release): the *non-noise* methods (``random``, ``integers``, ...) draw from ChaCha20
+        keyed with 256 bits from :mod:`secrets` (a release is not reproducible, by design); an integer
+        (tests, probes only): from NumPy's PCG64 with that seed.
     probe
         ``True``: draw everything with NumPy (fast) and only record which methods were called
         (:attr:`calls`), so :func:`probe_noise` can tell before a release whether the adapter covers
@@ -91,13 +119,33 @@ class OpenDPGenerator(np.random.Generator):
     """
 
     def __init__(self, seed: int | None = None, probe: bool = False) -> None:
-        super().__init__(np.random.PCG64(secrets.randbits(128) if seed is None else seed))
+        if seed is None:
+            from randomgen import ChaCha
+
+            bits: np.random.BitGenerator = ChaCha(key=secrets.randbits(256), rounds=20)
+        else:
+            bits = np.random.PCG64(seed)
+        super().__init__(bits)
         self.probe = bool(probe)
         self.calls: Counter[str] = Counter()
         self._cache: dict[tuple[str, float], Any] = {}
 
     def __repr__(self) -> str:
         return f"OpenDPGenerator(probe={self.probe})"
+
+    @property
+    def bit_generator(self) -> np.random.BitGenerator:  # type: ignore[override]
+        """The NumPy bit generator behind the non-noise methods (its raw bits are counted too)."""
+        self.calls["bit_generator"] += 1
+        return super().bit_generator
+
+    def provenance(self) -> dict[str, dict[str, Any]]:
+        """What drew each kind of number the mechanism asked for: ``{method: {calls, drawn_by}}``.
+
+        Only what the mechanism drew through this generator is seen; a mechanism that draws elsewhere
+        (its own generator, NumPy's global state) is refused before a release by the conformance
+        check (its releases must be a function of the generator it is given)."""
+        return {name: {"calls": int(n), "drawn_by": DRAWN_BY.get(name, _NUMPY)} for name, n in sorted(self.calls.items())}
 
     def _measurement(self, kind: str, scale: float):
         key = (kind, scale)
@@ -154,8 +202,9 @@ class OpenDPGenerator(np.random.Generator):
 
 
 for _name in _REFUSED:
-    if hasattr(np.random.Generator, _name):
-        setattr(OpenDPGenerator, _name, _refuse(_name))
+    setattr(OpenDPGenerator, _name, _refuse(_name))
+for _name in NUMPY_METHODS:
+    setattr(OpenDPGenerator, _name, _counted(_name))
 
 
 def probe_noise(mechanism: Any, data: Any) -> Counter[str]:
@@ -166,7 +215,7 @@ def probe_noise(mechanism: Any, data: Any) -> Counter[str]:
     """
     rng = OpenDPGenerator(seed=0, probe=True)
     mechanism.release(data, rng, trials=1)
-    refused = [name for name in rng.calls if name not in NOISE_METHODS]
+    refused = [name for name in rng.calls if name not in (*NOISE_METHODS, *NUMPY_METHODS, "bit_generator")]
     if refused:
         raise UnsupportedNoiseError(
             f"candidate {getattr(mechanism, 'label', type(mechanism).__name__)!r} draws {refused[0]} noise "

@@ -2,15 +2,23 @@
 
 Order of steps (each refusal is a ``ValueError`` naming what is wrong, before anything is spent):
 
-1. read the SPEC; with ``selection``, check that the select run's recorded SPEC config is this SPEC's
-   (a differing key is named) and take its recommendation (or the ``candidate`` named);
+1. read the SPEC (the modules it imports are logged: a SPEC is trusted input); with ``selection``,
+   check that the select run's recorded SPEC config is this SPEC's (a differing key is named) and
+   take its recommendation (or the ``candidate`` named);
 2. rebuild the candidates exactly as the select run built them (a grouped run's posterior is read back
    from ``selection.nc``; the rebuilt candidate's parameters must equal the evaluated ones);
-3. refuse a candidate that does not meet every unit's requirement, or whose noise the OpenDP backend
-   does not cover (:func:`~hybridpriv.release.noise.probe_noise`, on stand-in data);
-4. take the ledger's lock; refuse a release that would overspend any unit **before reading the data**;
-5. read and validate the private data (:mod:`hybridpriv.release.data`); release once with OpenDP noise
-   (:class:`~hybridpriv.release.noise.OpenDPGenerator`);
+3. check the instance being released (:func:`check_instance`): every unit's requirement is met, the
+   Mechanism protocol holds on it *now* (a declaration that became epsilon 0 with the fitted model is
+   refused), its noise is one the OpenDP backend draws (:func:`~hybridpriv.release.noise.probe_noise`,
+   on stand-in data), and a mechanism that does not ship with hybridpriv passes the privacy audit
+   ``hybridpriv audit`` runs (or an audit record bound to it says it passed);
+4. find the data's ledger (:func:`~hybridpriv.release.ledger.ledger_for_data`: by default in the data
+   folder; a ledger elsewhere is noted in the folder), take its lock, check its budgets against the
+   SPEC's and refuse a release that would overspend any unit, its charge converted to the unit's
+   relation and trust, **before reading the data**;
+5. read and validate the private data (:mod:`hybridpriv.release.data`; refusals name the group, row
+   and rule, never a value), check their salted fingerprint against the ledger's earlier releases,
+   release once with OpenDP noise (:class:`~hybridpriv.release.noise.OpenDPGenerator`);
 6. append the ledger entry (atomic), then write ``OUT/release.json`` (atomic), then drop the lock.
 
 The budget is charged *before* the values are published: a job killed between 6's two writes has
@@ -30,13 +38,18 @@ import numpy as np
 
 from ..privacy import Guarantee
 from .composition import DEFAULT_TARGET_DELTA
-from .ledger import Ledger, _now, _pause_hook, write_json_atomic
+from .ledger import Ledger, LedgerError, ledger_for_data
+from .ledger_file import guarantee_json, now, pause_hook, write_json_atomic
 from .noise import OpenDPGenerator, probe_noise
 
-__all__ = ["RELEASE_KINDS", "ReleaseResult", "check_config", "run_release", "spec_budgets"]
+__all__ = ["RELEASE_AUDIT_SAMPLES", "RELEASE_KINDS", "ReleaseResult", "check_config", "check_instance", "run_release",
+           "spec_budgets"]
 
 #: SPEC kinds that can be released from files.
 RELEASE_KINDS = ("grouped", "user-item")
+
+#: Releases per dataset of the audit a plugin must pass before its release (that of ``hybridpriv audit``).
+RELEASE_AUDIT_SAMPLES = 20_000
 
 
 @dataclass
@@ -91,14 +104,10 @@ def _get(d: Any, key: str) -> Any:
         return "(absent)"
 
 
-def spec_budgets(spec: Any) -> dict[str, tuple[float, float]]:
-    """The ledger budgets a SPEC implies: every group's (epsilon, delta), or the users' epsilon."""
-    if spec.kind == "grouped":
-        return {g.name: (g.epsilon, g.delta) for g in spec.groups}
-    return {"users": (float(spec.epsilon), 0.0)}
-
-
-def _requirements(problem: Any, spec: Any) -> dict[str, Guarantee]:
+def spec_budgets(spec: Any, problem: Any = None) -> dict[str, Guarantee]:
+    """The budget a SPEC gives each unit, with its relation and trust: the units' requirements
+    (every group's, public ones ``inf``; or the users')."""
+    problem = spec.problem() if problem is None else problem
     req = problem.requirements
     if isinstance(req, Mapping):
         return dict(req)
@@ -108,7 +117,7 @@ def _requirements(problem: Any, spec: Any) -> dict[str, Guarantee]:
 def _posterior(tree: Any, problem: Any, seed: int) -> Any:
     import xarray as xr
 
-    skip = {"evaluation", "decision", "predictive_checks"}
+    skip = {"evaluation", "decision", "predictive_checks", "summary"}
     idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset() for name in tree.children if name not in skip})
     model = problem.model
     if hasattr(model, "build"):
@@ -130,9 +139,115 @@ def _pick(candidates: Mapping[Any, Any], name: str) -> tuple[Any, Any]:
     raise ValueError(f"unknown candidate {name!r}; known: {', '.join(str(c) for c in candidates)}")
 
 
-def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | Path, out_dir: str | Path,
+def check_instance(mech: Any, requirements: Mapping[str, Guarantee], stand_in: Any, audit_record: str | Path | None = None,
+                   audit_samples: int = RELEASE_AUDIT_SAMPLES, log: Callable[[str], None] = lambda _line: None
+                   ) -> dict[str, Any]:
+    """Step 3 of the module docstring on the instance about to be released; returns what was checked
+    (for ``release.json``: the audit's source and result, or ``None`` for a built-in)."""
+    from ..auditing import audit_base_data, audit_mechanism, find_record, is_shipped
+    from ..testing.conformance import mechanism_problems
+
+    label = str(getattr(mech, "label", type(mech).__name__))
+    problems = mechanism_problems(mech)  # the protocol on this instance: a non-empty declaration, epsilons > 0
+    if problems:
+        raise ValueError(f"candidate {label!r} cannot be released: {'; '.join(problems)}")
+    for unit, required in requirements.items():
+        promised = mech.privacy.get(unit)
+        if promised is None or not promised.satisfies(required):
+            raise ValueError(f"candidate {label!r} does not give unit {unit!r} its required protection "
+                             f"({required}); it promises {promised if promised is not None else 'nothing'}")
+    probe_noise(mech, stand_in)
+    if is_shipped(mech):
+        return {"audit": None, "plugin": False}
+    cls = f"{type(mech).__module__}:{type(mech).__qualname__}"
+    if audit_record is not None:
+        entry = find_record(audit_record, mech)
+        if entry is None:
+            log(f"the audit record {audit_record} has no audit of {label!r} as it is now (class, code, parameters "
+                "and declaration): auditing it now")
+        elif (entry.get("samples") or 0) < audit_samples:
+            log(f"the audit record of {label!r} used {entry.get('samples')} releases per dataset (< {audit_samples:,}): "
+                "auditing it now")
+        else:
+            bad = [u for u, r in entry["units"].items() if r.get("verdict") != "pass"]
+            missing = [u for u, g in mech.privacy.items() if math.isfinite(g.epsilon) and u not in entry["units"]]
+            if bad or missing:
+                unit = (bad or missing)[0]
+                raise ValueError(f"candidate {label!r} (plugin {cls}) "
+                                 + (f"failed its privacy audit on unit {unit!r} (record {audit_record})" if bad else
+                                    f"has no audit of unit {unit!r} in the record {audit_record}") + "; not released")
+            return {"plugin": True, "audit": {"source": f"audit record {entry['file']}", "samples": entry["samples"],
+                                              "confidence": entry["confidence"], "units": entry["units"]}}
+    data, base = audit_base_data(mech, stand_in=stand_in)
+    log(f"auditing the plugin {label!r} ({cls}) before its release: {audit_samples:,} releases per dataset, {base} ...")
+    reports = audit_mechanism(mech, data, samples=audit_samples, confidence=0.99, seed=0)
+    for unit, report in reports.items():
+        if report.verdict != "pass":
+            raise ValueError(f"candidate {label!r} (plugin {cls}) failed its privacy audit: unit {unit!r} has epsilon "
+                             f">= {report.epsilon_lower_bound:.3g} against a claim of {report.epsilon:g} (99% "
+                             f"confidence, {base}); not released")
+    return {"plugin": True, "audit": {
+        "source": "audited before this release", "samples": audit_samples, "confidence": 0.99, "base_data": base,
+        "units": {u: {"epsilon": r.epsilon, "epsilon_lower_bound": r.epsilon_lower_bound, "verdict": r.verdict}
+                  for u, r in reports.items()}}}
+
+
+def _creation_budgets(spec_units: Mapping[str, Guarantee], given: Mapping[str, tuple[float, float]] | None,
+                      allow_above: bool) -> tuple[dict[str, Guarantee], list[dict[str, Any]]]:
+    """The budgets a new ledger is created with: the SPEC's, or ``--budget`` values in the SPEC units' terms."""
+    budgets = dict(spec_units)
+    log = []
+    for unit, (eps, delta) in (given or {}).items():
+        if unit not in spec_units:
+            raise ValueError(f"--budget names unit {unit!r}, which this SPEC does not have (units: {list(spec_units)})")
+        want = spec_units[unit]
+        g = Guarantee(eps, delta, want.relation, want.trust)
+        if g.epsilon > want.epsilon * (1 + 1e-9) or g.delta > want.delta * (1 + 1e-9):
+            if not allow_above:
+                raise ValueError(f"--budget {unit}={eps:g}:{delta:g} is above the SPEC's budget for unit {unit!r} "
+                                 f"({want}); pass --allow-budget-above-spec to create the ledger with it (logged)")
+            log.append({"unit": unit, "budget": guarantee_json(g), "spec": guarantee_json(want),
+                        "allowed_by": "--allow-budget-above-spec", "at": now()})
+        budgets[unit] = g
+    return budgets, log
+
+
+def _release_once(mech: Any, data: Any, label: str) -> tuple[Any, dict[str, Any]]:
+    rng = OpenDPGenerator()
+    try:
+        values = np.asarray(mech.release(data, rng, trials=1))[0]
+    except Exception as exc:  # the message may quote private values: withheld
+        raise ValueError(f"candidate {label!r} failed on the private data ({type(exc).__name__}); its message is "
+                         "withheld, as it may quote private values; nothing was spent") from None
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"candidate {label!r} released a non-finite value on the private data; nothing was spent")
+    return values, rng.provenance()
+
+
+def _write_pointer(pointer: Path | None, ledger: Ledger, log: Callable[[str], None]) -> str | None:
+    if pointer is None:
+        return None
+    try:
+        write_json_atomic(pointer, {"ledger": str(ledger.path), "note": "the ledger these data are charged to "
+                                    "(hybridpriv release); do not delete it"})
+        return str(pointer)
+    except OSError as exc:
+        log(f"warning: could not note the ledger in the data folder ({pointer}: {exc.strerror}); a release with "
+            "another --ledger would not be refused")
+        return None
+
+
+def _spec_imports(spec: Any, log: Callable[[str], None]) -> list[str]:
+    imports = spec.imports() if hasattr(spec, "imports") else []
+    if imports:
+        log("this SPEC imports code (a SPEC is trusted input): " + ", ".join(imports))
+    return imports
+
+
+def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | Path | None, out_dir: str | Path,
                 selection: str | Path | None = None, candidate: str | None = None,
-                budgets: Mapping[str, tuple[float, float]] | None = None,
+                budgets: Mapping[str, tuple[float, float]] | None = None, allow_budget_above_spec: bool = False,
+                data_changed: bool = False, audit_record: str | Path | None = None,
                 target_delta: float = DEFAULT_TARGET_DELTA,
                 log: Callable[[str], None] = lambda _line: None) -> ReleaseResult:
     """Release the recommended (or named) candidate on the private data in ``data_dir`` (module docstring).
@@ -144,18 +259,27 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     data_dir
         The private data (:mod:`hybridpriv.release.data`).
     ledger_path
-        The ledger file; created with ``budgets`` (default :func:`spec_budgets`) if missing.
+        The ledger file, or ``None``: the data folder's (``DATA/hybridpriv-ledger.json``, or the one the
+        folder notes); created with the SPEC's budgets if missing.
     out_dir
         Where ``release.json`` is written (refused if it already holds one).
     selection, candidate
         A select run's ``selection.nc`` (its recommendation, unless ``candidate`` names another of
         its candidates), or just ``candidate`` (a candidate that needs no fitted model).
+    budgets, allow_budget_above_spec
+        ``{unit: (epsilon, delta)}`` for a new ledger instead of the SPEC's; above the SPEC's only with
+        ``allow_budget_above_spec`` (which also lets an existing ledger's higher budgets be used), logged.
+    data_changed
+        Release although the data's fingerprint differs from the ledger's earlier releases (recorded).
+    audit_record
+        An audit record (``hybridpriv audit --record``) that may already vouch for a plugin.
     """
     from ..params import describe
     from ..spec import load_spec
-    from .data import load_grouped, load_user_item
+    from .data import data_bytes, load_grouped, load_user_item
 
     spec = load_spec(spec_path)
+    imports = _spec_imports(spec, log)
     if spec.kind not in RELEASE_KINDS:
         raise ValueError(f"release supports SPEC kinds {list(RELEASE_KINDS)}, got {spec.kind!r}")
     if selection is None and candidate is None:
@@ -165,6 +289,8 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         raise ValueError(f"--out must be a folder, got the existing file {str(out)!r}")
     if (out / "release.json").exists():
         raise ValueError(f"--out {str(out)!r} already holds a release (release.json); choose another folder")
+    if not Path(data_dir).is_dir():
+        raise ValueError(f"--data must be a folder, got {str(data_dir)!r}")
     problem = spec.problem()
     decision_info: dict[str, Any] = {"chosen_by": "named on the command line (--candidate)"}
     posterior = None
@@ -212,40 +338,63 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     if evaluated_params is not None and json.dumps(describe(mech.get_params()), sort_keys=True) != evaluated_params:
         raise ValueError(f"candidate {name!r} rebuilt from the SPEC and selection differs from the one evaluated "
                          "(another hybridpriv version?); rerun select")
-    for unit, required in _requirements(problem, spec).items():
-        promised = mech.privacy.get(unit)
-        if promised is None or not promised.satisfies(required):
-            raise ValueError(f"candidate {name!r} does not give unit {unit!r} its required protection "
-                             f"({required}); it promises {promised if promised is not None else 'nothing'}")
-    probe_noise(mech, _stand_in(spec))
-    ledger = Ledger(ledger_path)
-    out.mkdir(parents=True, exist_ok=True)
+    units = spec_budgets(spec, problem)
     label = str(getattr(mech, "label", name))
-    with ledger.locked(budgets if budgets is not None else spec_budgets(spec), log=log) as state:
+    path, pointer = ledger_for_data(data_dir, ledger_path)
+    ledger = Ledger(path)
+    new_budgets, budget_log = _creation_budgets(units, budgets, allow_budget_above_spec)
+    if ledger.path.exists():  # refuse an overspending release before a plugin's audit (checked again below)
+        with ledger.locked(new_budgets, log=log) as state:
+            state.check_budgets(units, allow_budget_above_spec)
+            state.check(mech.privacy, label)
+    checked = check_instance(mech, units, _stand_in(spec), audit_record=audit_record, log=log)
+    out.mkdir(parents=True, exist_ok=True)
+    with ledger.locked(new_budgets, log=log, budget_log=budget_log) as state:
+        if budgets and state.data["releases"]:
+            log(f"--budget is ignored: the ledger {ledger.path} exists (budgets are fixed when it is created)")
+        raised = state.check_budgets(units, allow_budget_above_spec)
+        for r in raised:
+            log(f"warning: unit {r['unit']!r}: releasing against a ledger budget above the SPEC's "
+                "(--allow-budget-above-spec; recorded in the entry)")
         state.check(mech.privacy, label)  # before the data are read
+        noted = _write_pointer(pointer, ledger, log)
         data = load_grouped(data_dir, spec) if spec.kind == "grouped" else load_user_item(data_dir, spec)
-        values = np.asarray(mech.release(data, OpenDPGenerator(), trials=1))[0]
-        _pause_hook("computed")
+        fingerprints = state.fingerprints(data_bytes(spec.kind, data, spec))
+        changed = state.check_data(fingerprints, data_changed)
+        values, randomness = _release_once(mech, data, label)
+        pause_hook("computed")
         released = float(values) if values.ndim == 0 else [float(v) for v in values]
-        charged = state.charged_units(mech.privacy)
-        entry = state.record(mech.privacy, label, kind=spec.kind, spec=str(spec.source),
-                             output=str(out / "release.json"))
+        charges = state.charges(mech.privacy)
+        info: dict[str, Any] = {"kind": spec.kind, "spec": str(spec.source), "output": str(out / "release.json"),
+                                "candidate_class": f"{type(mech).__module__}:{type(mech).__qualname__}"}
+        if raised:
+            info["budget_above_spec"] = raised
+        if changed:
+            info["data_changed"] = {"units": changed, "allowed_by": "--data-changed"}
+        if checked["plugin"]:
+            info["audit"] = checked["audit"]["source"]
+        entry = state.record(mech.privacy, label, data=fingerprints, **info)
         totals = state.totals(target_delta)
         record = {
-            "format": "hybridpriv-release", "version": 1, "created": _now(), "release_id": entry["id"],
-            "kind": spec.kind, "spec": str(spec.source), "description": spec.description,
+            "format": "hybridpriv-release", "version": 2, "created": now(), "release_id": entry["id"],
+            "kind": spec.kind, "spec": str(spec.source), "spec_imports": imports, "description": spec.description,
             "candidate": {"coordinate": str(coord), "label": label, "class": type(mech).__name__,
+                          "module": type(mech).__module__, "plugin": checked["plugin"],
                           "params": json.loads(json.dumps(describe(mech.get_params()), default=str))},
             "released": released,
             "released_meaning": (f"the {spec.statistic} of all records" if spec.kind == "grouped"
                                  else "the count of every item, in the order of column_sums"),
-            "guarantee": {u: {"epsilon": "inf" if math.isinf(g.epsilon) else g.epsilon, "delta": g.delta,
-                              "relation": g.relation, "trust": g.trust} for u, g in mech.privacy.items()},
+            "guarantee": {u: guarantee_json(g) for u, g in mech.privacy.items()},
+            "charged": {u: guarantee_json(c) for u, (_, c) in charges.items()},
+            "audit": checked["audit"],
             "decision": decision_info,
-            "noise": "OpenDP (opendp.measurements make_laplace / make_gaussian)",
-            "ledger": {"path": str(ledger.path), "entry": entry["id"], "charged": sorted(charged),
-                       "totals_after": {u: totals[u].as_dict() for u in charged}},
+            "randomness": randomness,
+            "ledger": {"path": str(ledger.path), "id": state.id, "entry": entry["id"], "charged": sorted(charges),
+                       "noted_in_data_folder": noted, "totals_after": {u: totals[u].as_dict() for u in charges}},
         }
         write_json_atomic(out / "release.json", record)
-    log(f"released {label} ({spec.kind}); charged {', '.join(sorted(charged))} in {ledger.path}")
+    log(f"released {label} ({spec.kind}); charged {', '.join(sorted(charges))} in {ledger.path}")
     return ReleaseResult(out / "release.json", record, entry)
+
+
+__all__ += ["LedgerError"]

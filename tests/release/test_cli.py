@@ -43,9 +43,19 @@ def grouped(tmp_path_factory):
     return d
 
 
+def fresh_data(grouped: Path, tmp_path: Path, name: str = "data") -> Path:
+    """A copy of the private records (CSV files only: no ledger, no note of one), as another dataset."""
+    d = tmp_path / name
+    d.mkdir()
+    for f in (grouped / "data").glob("*.csv"):
+        shutil.copy(f, d / f.name)
+    return d
+
+
 def test_grouped_select_release_ledger(grouped, tmp_path, capsys):
     spec, sel, ledger = grouped / "grouped.toml", grouped / "sel" / "selection.nc", tmp_path / "ledger.json"
-    code, out, err = run(capsys, "release", spec, "--data", grouped / "data", "--selection", sel,
+    data = fresh_data(grouped, tmp_path)
+    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel,
                          "--ledger", ledger, "--out", tmp_path / "r1")
     assert code == 0, err
     rec = json.loads((tmp_path / "r1" / "release.json").read_text())
@@ -60,7 +70,7 @@ def test_grouped_select_release_ledger(grouped, tmp_path, capsys):
     assert len(entries) == 1 and entries[0]["id"] == rec["release_id"]
     # the second release is beyond the budget: refused before reading the data, nothing written
     before = ledger.read_bytes()
-    code, out, err = run(capsys, "release", spec, "--data", grouped / "data", "--selection", sel,
+    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel,
                          "--ledger", ledger, "--out", tmp_path / "r2")
     assert code == 2 and err.count("\n") == 1 and err.startswith("error: ")
     assert "over its budget" in err and "group '" in err
@@ -74,23 +84,24 @@ def test_mismatched_spec_and_data_are_refused(grouped, tmp_path, capsys):
     spec.write_text((grouped / "grouped.toml").read_text().replace("epsilon = 0.05", "epsilon = 0.1"))
     shutil.copy(grouped / "panel.csv", tmp_path / "panel.csv")
     ledger = tmp_path / "ledger.json"
-    code, _, err = run(capsys, "release", spec, "--data", grouped / "data", "--selection",
+    code, _, err = run(capsys, "release", spec, "--data", fresh_data(grouped, tmp_path, "good"), "--selection",
                        grouped / "sel" / "selection.nc", "--ledger", ledger, "--out", tmp_path / "r")
     assert code == 2 and "groups[3]" in err and "epsilon" in err and "another SPEC" in err
     assert not ledger.exists()
-    bad = tmp_path / "data"
-    shutil.copytree(grouped / "data", bad)
+    bad = fresh_data(grouped, tmp_path, "bad")
     (bad / "strict.csv").write_text((bad / "strict.csv").read_text() + "40\n")
     code, _, err = run(capsys, "release", grouped / "grouped.toml", "--data", bad, "--selection",
                        grouped / "sel" / "selection.nc", "--ledger", ledger, "--out", tmp_path / "r")
-    assert code == 2 and "group 'strict'" in err and "110 records" in err
+    assert code == 2 and "group 'strict'" in err and "size = 109" in err
+    assert "110" not in err  # the file's own count is private: never quoted
     assert json.loads(ledger.read_text())["releases"] == []  # nothing spent
 
 
 def test_killing_a_release_halfway_leaves_the_ledger_consistent(grouped, tmp_path, capsys):
     ledger, marker = tmp_path / "ledger.json", tmp_path / "paused"
+    data = fresh_data(grouped, tmp_path)
     argv = [sys.executable, "-m", "hybridpriv.cli", "release", str(grouped / "grouped.toml"), "--data",
-            str(grouped / "data"), "--selection", str(grouped / "sel" / "selection.nc"), "--ledger", str(ledger),
+            str(data), "--selection", str(grouped / "sel" / "selection.nc"), "--ledger", str(ledger),
             "--out", str(tmp_path / "r1"), "--quiet"]
     env = {**os.environ, "HYBRIDPRIV_RELEASE_PAUSE_AT": "computed", "HYBRIDPRIV_RELEASE_PAUSE_MARKER": str(marker)}
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -108,7 +119,7 @@ def test_killing_a_release_halfway_leaves_the_ledger_consistent(grouped, tmp_pat
     assert json.loads(ledger.read_text())["releases"] == []
     assert not (tmp_path / "r1" / "release.json").exists()
     # nothing was spent and the lock died with the job: the release can be made
-    code, _, err = run(capsys, "release", grouped / "grouped.toml", "--data", grouped / "data", "--selection",
+    code, _, err = run(capsys, "release", grouped / "grouped.toml", "--data", data, "--selection",
                        grouped / "sel" / "selection.nc", "--ledger", ledger, "--out", tmp_path / "r1", "--quiet")
     assert code == 0, err
     assert len(json.loads(ledger.read_text())["releases"]) == 1
