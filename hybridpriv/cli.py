@@ -64,6 +64,8 @@ def _build_parser() -> argparse.ArgumentParser:
     a.add_argument("--candidate", action="append", default=[], help="audit this candidate (label); repeat")
     a.add_argument("--samples", type=int, default=20_000, help="releases per dataset (default 20,000)")
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--record", metavar="FILE", help="write the results as an audit record (JSON) that `hybridpriv "
+                                                    "release --audit-record FILE` accepts for the same candidates")
     _quiet_option(a)
     t = sub.add_parser("spec", help="print a commented template of a SPEC kind")
     t.add_argument("kind", nargs="?", help="the SPEC kind (without it: list the kinds)")
@@ -166,14 +168,10 @@ def _select(args: argparse.Namespace) -> int:
     if args.spec is not None and args.example is not None:
         raise ValueError("give a SPEC file or --example, not both")
     spec = load_spec(args.spec or builtin_example_path(args.example or "grouped"))
-    problem = spec.problem()  # the model is built and validated here: bad knowledge fails before sampling
+    _print_imports(spec)
     overrides = {k: getattr(args, k) for k in ("draws", "trials", "seed") if getattr(args, k) is not None}
-    if "draws" in overrides:
-        problem.datasets = overrides["draws"]
-    if "trials" in overrides:
-        problem.trials = overrides["trials"]
-    if "seed" in overrides:
-        problem.seed = overrides["seed"]
+    run_spec = _with_overrides(spec, overrides)
+    problem = run_spec.problem()  # the model is built and validated here: bad knowledge fails before sampling
     print(f"hybridpriv select ({spec.kind}): {problem.description or spec.source}")
     for line in problem.header:
         print(f"  {line}")
@@ -211,6 +209,24 @@ def _select(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_imports(spec) -> None:
+    """A SPEC is trusted input: say which code it makes hybridpriv import, before importing it."""
+    imports = spec.imports()
+    if imports:
+        print(f"this SPEC imports code (a SPEC is trusted input: it runs what it names): {', '.join(imports)}", flush=True)
+
+
+def _with_overrides(spec, overrides: dict):
+    """The SPEC with the command line's --draws/--trials/--seed, checked as if the file said so."""
+    from .spec import SpecError
+
+    try:
+        return spec.with_overrides(overrides)
+    except SpecError as exc:
+        given = " ".join(f"--{k} {v}" for k, v in overrides.items())
+        raise ValueError(f"{given}: {exc}") from None
+
+
 def _advice(decision) -> None:
     """The recommendation and what the table implies: near-ties, ineligible candidates, a choice at the edge."""
     dim = decision.attrs["candidate_dim"]
@@ -236,11 +252,18 @@ def _audit(args: argparse.Namespace) -> int:
     from .progress import enabled
     from .spec import builtin_example_path, load_spec
 
+    from .auditing import MAX_AUDIT_SAMPLES, write_record
+
     _positive(args.samples, "samples", minimum=200)
+    if args.samples > MAX_AUDIT_SAMPLES:
+        raise ValueError(f"--samples must be <= {MAX_AUDIT_SAMPLES:,}, got {args.samples}")
     _check_seed(args.seed)
     if args.spec is not None and args.example is not None:
         raise ValueError("give a SPEC file or --example, not both")
+    if args.record is not None and Path(args.record).is_dir():
+        raise ValueError(f"--record must be a file, got the folder {args.record!r}")
     spec = load_spec(args.spec or builtin_example_path(args.example or "grouped"))
+    _print_imports(spec)
     problem = spec.problem()
     print(f"hybridpriv audit ({spec.kind}): {problem.description or spec.source}")
     _quiet_libraries()
@@ -248,6 +271,8 @@ def _audit(args: argparse.Namespace) -> int:
     result = audit_problem(problem, args.candidate or None, samples=args.samples, seed=args.seed, log=log)
     for line in format_audit(result):
         print(line)
+    if args.record is not None:
+        print(f"wrote the audit record {write_record(args.record, result)}")
     return 1 if bool(result.violation.any()) else 0
 
 

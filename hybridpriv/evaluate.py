@@ -38,7 +38,7 @@ from .random import check_seed, rng
 from .progress import Phase
 from .tasks import Statistic, Task
 
-__all__ = ["evaluate", "evaluate_many", "requirements_of"]
+__all__ = ["MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
 
 
 # -- arguments ------------------------------------------------------------------------------------
@@ -72,6 +72,21 @@ def _check_dim(dim: object) -> str:
     if not isinstance(dim, str) or not dim.isidentifier() or dim in ("chain", "draw", "trial", "unit", "quantity"):
         raise ValueError(f"dim must be a name other than chain, draw, trial, unit, quantity, got {dim!r}")
     return dim
+
+
+#: Most (candidate, dataset, trial) results one evaluation holds: its loss and estimate arrays take 8 bytes
+#: each per result (4 GiB in all at this size).  Refused before any work, naming trials and datasets.
+MAX_RESULT_CELLS = 2**28
+
+
+def check_result_size(candidate_datasets: int, trials: int) -> None:
+    """Refuse an evaluation whose results (``candidate_datasets`` x ``trials``) would exceed
+    :data:`MAX_RESULT_CELLS`, before anything is allocated or run."""
+    cells = int(candidate_datasets) * int(trials)
+    if cells > MAX_RESULT_CELLS:
+        raise ValueError(f"trials = {trials:,} with {candidate_datasets:,} (candidate, dataset) pairs would hold {cells:.3g} "
+                         f"results ({8 * 2 * cells / 2**30:.3g} GiB), more than {MAX_RESULT_CELLS:,}: lower trials or "
+                         "draws")
 
 
 def _check_trials(trials: object) -> int:
@@ -435,6 +450,7 @@ def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, 
         settings.append((coords, job, requirements_of(src, requirements)))
     if not settings:
         raise ValueError("runs must yield at least one setting")
+    check_result_size(sum(len(job.mechanisms) * job.source.shape[0] * job.draws for _, job, _ in settings), trials)
     checkpoint, owned = _open_checkpoint(checkpoint, seed)
     call = checkpoint.next_call() if checkpoint is not None else 0
     prefix = "evaluate" if call == 0 else f"evaluate{call}"  # the k-th evaluation through this checkpoint

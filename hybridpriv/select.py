@@ -159,15 +159,20 @@ def format_table(decision: xr.Dataset) -> str:
     head = (f"{dim:<{w}}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
             f"{'vs best (± MC s.e.)':>24}" + ("  eligible" if has_meets else ""))
     lines = [head, "-" * len(head)]
+    plugins = {p.strip() for p in str(decision.attrs.get("unaudited_plugins", "")).split(",") if p.strip()}
     for lab in order:
         r = decision.sel({dim: lab})
         mark = "  <- recommended" if str(lab) == str(decision.attrs.get("recommended")) else ""
+        mark += "  [plugin, unaudited]" if str(lab) in plugins else ""
         meets = (f"  {'yes' if bool(r['meets_requirements']) else 'NO ':<9}" if has_meets else "")
         lines.append(
             f"{str(lab):<{w}}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
             f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}"
             f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{meets}{mark}"
         )
+    if plugins:
+        lines.append("[plugin, unaudited]: a mechanism that does not ship with hybridpriv; its privacy declaration is "
+                     "unchecked: `hybridpriv audit` tests it, and `hybridpriv release` audits it before releasing it")
     return "\n".join(lines)
 
 

@@ -129,9 +129,11 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
     changed piece of knowledge (the posterior's parameters) is refused naming it, never reused.
     ``chunk_size``: datasets per chunk (default: measured).
     """
+    from .evaluate import check_result_size
     from .select import decide
 
     say = log or (lambda _line: None)
+    check_result_size(problem.datasets, problem.trials)  # before the fit: at least one candidate
     if resume is None:
         posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
             problem, client, progress, say, None, chunk_size)
@@ -142,7 +144,7 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
         with Checkpoint(resume, {"run": "select", "kind": problem.kind}) as checkpoint:
             posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
                 problem, client, progress, say, checkpoint, chunk_size)
-    decision = decide(evaluation)
+    decision = _mark_plugins(decide(evaluation), attrs)
     while problem.widen is not None:
         extra = problem.widen(decision, posterior)
         if not extra:
@@ -155,13 +157,20 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
         attrs["widened"] = ", ".join(filter(None, [attrs.get("widened", ""), *(str(c) for c in extra)]))
         evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
                                compat="override", join="outer")
-        decision = decide(evaluation)
+        decision = _mark_plugins(decide(evaluation), attrs)
     summary = None
     if problem.group_of is not None:
         from .select import summarize_by
 
         summary = summarize_by(decision, problem.group_of, problem.group_name)
     return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary)
+
+
+def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any]) -> xr.Dataset:
+    """The decision with ``attrs["unaudited_plugins"]``: candidates that do not ship with hybridpriv
+    (a SPEC's ``[[mechanisms]]``), whose declarations nobody has audited yet (the table marks them)."""
+    decision.attrs["unaudited_plugins"] = attrs.get("unaudited_plugins", "")
+    return decision
 
 
 def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk_size):
@@ -202,6 +211,9 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
     datasets = math.ceil(problem.datasets / problem.chains)
     source = ThinnedSource(posterior, min(datasets, posterior.shape[1]))
     candidates = problem.candidates(posterior)
+    from .auditing import is_shipped
+
+    attrs["unaudited_plugins"] = ", ".join(str(c) for c, m in candidates.items() if not is_shipped(m))
     n_sets = source.shape[0] * source.shape[1]
     say(f"evaluating {len(candidates)} candidates x {n_sets} datasets"
         + (f" x {problem.trials} trials" if problem.trials > 1 else "") + " ...")

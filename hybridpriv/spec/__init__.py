@@ -91,12 +91,34 @@ class Spec:
     source: str = "<inline>"
     #: The SPEC file's folder (a ``[[mechanisms]]`` module may sit beside the file).
     base_dir: Path | None = None
+    #: The TOML as read (before defaults and checks), for :meth:`with_overrides`.
+    raw: Mapping[str, Any] | None = None
+
+    def with_overrides(self, evaluation: Mapping[str, Any]) -> Spec:
+        """This SPEC with ``[evaluation]`` keys replaced (the CLI's ``--draws``, ``--trials``, ``--seed``),
+        checked again by the kind's schema and size guards as if the file said so: an override the file
+        could not hold is refused the same way, naming ``evaluation.KEY``."""
+        if not evaluation:
+            return self
+        if self.raw is None:
+            raise SpecError("this SPEC was not read from TOML; build it with the values you want instead")
+        raw = dict(self.raw)
+        raw["evaluation"] = {**dict(raw.get("evaluation") or {}), **dict(evaluation)}
+        return parse_spec(raw, self.base_dir, self.source)
 
     def problem(self):
         """The :class:`hybridpriv.workflow.Problem` this SPEC describes (the model is built and validated)."""
         kind = KINDS[self.kind]
         return attach(kind.build(self.values), self.kind, self.values.get("mechanisms", []),
                       lambda posterior: kind.context(self.values, posterior), self.base_dir)
+
+    def imports(self) -> list[str]:
+        """The code this SPEC makes hybridpriv import (its ``[[mechanisms]]``), found without importing it:
+        ``"module (file)"`` or ``"entry point NAME = module:Class (distribution)"``.  A SPEC is trusted
+        input: the CLI prints this list before it runs anything."""
+        from .custom import describe_import
+
+        return list(dict.fromkeys(describe_import(m["class"], self.base_dir) for m in self.values.get("mechanisms", [])))
 
     def config(self) -> dict[str, Any]:
         """The values as JSON data (arrays by checksum), for provenance."""
@@ -121,7 +143,7 @@ def parse_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None, sourc
     ctx = Context(Path(base_dir) if base_dir is not None else Path.cwd())
     k = KINDS[kind]
     values = k.check(k.top.parse(dict(raw), "", ctx), ctx)
-    return Spec(kind, values, source, ctx.base_dir)
+    return Spec(kind, values, source, ctx.base_dir, dict(raw))
 
 
 def load_spec(path: str | Path) -> Spec:

@@ -35,7 +35,7 @@ from typing import Any
 
 from .schema import Context, Key, SpecError, Table, _show, string
 
-__all__ = ["CONTEXT", "ENTRY_POINT_GROUP", "MECHANISMS", "attach", "load_class", "template_block"]
+__all__ = ["CONTEXT", "ENTRY_POINT_GROUP", "MECHANISMS", "attach", "describe_import", "load_class", "template_block"]
 
 #: The entry-point group a package registers its mechanisms under.
 ENTRY_POINT_GROUP = "hybridpriv.mechanisms"
@@ -102,6 +102,33 @@ def load_class(ref: str, base_dir: Path | None = None, where: str = "class") -> 
             raise SpecError(f"{where} = {ref!r}: module {module_name!r} has no {attr!r}")
         obj = getattr(obj, part)
     return obj
+
+
+def describe_import(ref: str, base_dir: Path | None = None) -> str:
+    """Where the code ``ref`` names lies, found without importing (running) it."""
+    from importlib.machinery import PathFinder
+    from importlib.util import find_spec
+
+    if ":" not in ref:
+        found = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name == ref]
+        if not found:
+            return f"entry point {ref!r} (not installed)"
+        dist = getattr(found[0], "dist", None)
+        return f"entry point {ref} = {found[0].value}" + (f" ({dist.name} {dist.version})" if dist else "")
+    module = ref.partition(":")[0]
+    top = module.split(".")[0]
+    spec = None
+    if top in sys.modules:
+        origin = getattr(sys.modules[top], "__file__", None)
+    else:
+        try:
+            spec = find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None and base_dir is not None:
+            spec = PathFinder.find_spec(top, [str(base_dir)])
+        origin = spec.origin if spec is not None else None
+    return f"{module} ({origin or 'not found'})"
 
 
 def _import(name: str, base_dir: Path | None):
