@@ -84,3 +84,45 @@ def test_refused_noise_and_probe():
     assert probe_noise(WeightedMean(GROUPS, (0, 99), sigma2=100.0), stand_in)["laplace"] >= 1
     calls = probe_noise(ContributionBoundedCounts(2, 1.0), np.eye(5, dtype=np.int8))
     assert set(calls) == {"laplace"}
+
+
+def test_non_noise_randomness_comes_from_chacha20_keyed_from_the_os():
+    from randomgen import ChaCha
+
+    rng = OpenDPGenerator()
+    bits = rng.bit_generator
+    assert isinstance(bits, ChaCha) and int(bits.state["state"]["rounds"]) == 20
+    # the transform over ChaCha20 keeps the law: 40,000 uniforms, KS and the mean (s.e. 0.0014: a 5% bias of
+    # the mean, 0.025, is 17 s.e.), and integers in [0, 10) with each share within 5 s.e. of 1/10
+    u = rng.random(40_000)
+    assert stats.kstest(u, "uniform").pvalue > 1e-5 and abs(u.mean() - 0.5) < 5 * math.sqrt(1 / 12 / 40_000)
+    counts = np.bincount(rng.integers(0, 10, 40_000), minlength=10)
+    assert np.all(np.abs(counts / 40_000 - 0.1) < 5 * math.sqrt(0.09 / 40_000))
+
+
+def test_provenance_says_what_drew_each_number_and_every_other_distribution_is_refused():
+    from hybridpriv.release.noise import NUMPY_METHODS
+
+    rng = OpenDPGenerator()
+    rng.laplace(0.0, 1.0, size=2)
+    rng.uniform(size=3)
+    rng.uniform(size=3)
+    rng.integers(0, 5)
+    got = rng.provenance()
+    assert {k: v["calls"] for k, v in got.items()} == {"laplace": 1, "uniform": 2, "integers": 1}
+    assert got["laplace"]["drawn_by"].startswith("OpenDP make_laplace")
+    assert "not OpenDP" in got["uniform"]["drawn_by"] and "ChaCha20" in got["uniform"]["drawn_by"]
+    # every Generator method is OpenDP's, counted NumPy (non-noise), or refused: none slips through uncounted
+    for name in (n for n in dir(np.random.Generator) if not n.startswith("_") and n != "bit_generator"):
+        if name in ("laplace", "normal", "standard_normal", *NUMPY_METHODS):
+            continue
+        with pytest.raises(UnsupportedNoiseError, match=name):
+            getattr(OpenDPGenerator(), name)(*(() if name not in ("dirichlet",) else ([1.0, 1.0],)))
+    # a probe accepts the counted NumPy methods (a plugin drawing uniforms is released, and recorded as such)
+    class Uniforms:
+        label = "u"
+
+        def release(self, data, rng, trials=1):
+            return rng.uniform(size=trials)
+
+    assert probe_noise(Uniforms(), None) == {"uniform": 1}
