@@ -125,17 +125,37 @@ class RowSumStep(BlockedStep):
 
 
 class PointFunction:
-    """Evaluate a model deterministic at a point (compiled lazily, picklable)."""
+    """Evaluate a model deterministic at a point: a function of that point's values only.
+
+    The deterministic's graph (e.g. ``log_f_items``, a function of the hyperpriors) is compiled
+    with every random variable replaced by its value variable (``model.replace_rvs_by_values``,
+    which also undoes transforms: ``alpha_items`` is ``exp(alpha_items_log__)`` of the point).
+    Compiling ``model[name]`` itself would leave the random variables in the graph: each call
+    would draw the hyperpriors afresh from their priors with an unseeded shared generator,
+    ignoring the point (issue 23, item 12).  Compiled lazily with :func:`sampling_mode`
+    (fast-math off), and picklable (the compiled function is not pickled), for PyMC's chain
+    processes.
+    """
 
     def __init__(self, model: pm.Model, name: str) -> None:
         self.model, self.name, self._fn = model, name, None
 
+    def _compile(self) -> Callable:
+        from pymc.pytensorf import rvs_in_graph
+
+        from ._base import sampling_mode  # strict floating point: the same bits whatever the cache
+
+        (out,) = self.model.replace_rvs_by_values([self.model[self.name]])
+        left = rvs_in_graph(out)
+        if left:  # e.g. a pm.X.dist(...) inside the graph, not a model variable: it would be drawn per call
+            raise ValueError(f"{self.name} depends on random variables that are not model variables "
+                             f"({', '.join(str(v) for v in left)}): it would not be a function of the point")
+        return self.model.compile_fn(out, inputs=self.model.value_vars, on_unused_input="ignore",
+                                     mode=sampling_mode())
+
     def __call__(self, point):
         if self._fn is None:
-            from ._base import sampling_mode  # strict floating point: the same bits whatever the cache
-
-            self._fn = self.model.compile_fn(self.model[self.name], inputs=self.model.value_vars,
-                                             on_unused_input="ignore", mode=sampling_mode())
+            self._fn = self._compile()
         return self._fn(point)
 
     def __getstate__(self):
