@@ -52,7 +52,11 @@ def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains
 
     from ._base import _strict_sample_kwargs
 
-    with pm.Model():
+    import pytensor
+
+    # fast-math off for everything this compiles (the trace and log-likelihood functions too), as in
+    # KnowledgeModel.fit: the same bits whatever the compile cache holds
+    with pm.Model(), pytensor.config.change_flags(numba__fastmath=False):
         params = family.priors()
         family.observe("y", params, records)
         idata = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed, progressbar=False,

@@ -62,7 +62,7 @@ from hybridpriv.privacy import Bounds, check_integer, check_positive, check_real
 from hybridpriv.random import check_seed, rng as named_rng
 
 from ._avent_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
-from ._base import KnowledgeModel, _check_count, chain_seeds
+from ._base import KnowledgeModel, _check_count, chain_seeds, sampling_mode
 from .grouped import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
 
 __all__ = ["HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
@@ -276,7 +276,8 @@ class HybridTrustModel(KnowledgeModel):
                                 sizes=self.sizes)
         model = spec.build()
         names = (*MOMENTS, "mu_T", "mu_L", *spec.free_names)
-        vals = pm.draw([model[k] for k in names], draws=draws, random_seed=named_rng(seed, "prior"))
+        vals = pm.draw([model[k] for k in names], draws=draws, random_seed=named_rng(seed, "prior"),
+                       mode=sampling_mode())  # fast-math off: the same bits whatever the compile cache holds
         ds = xr.Dataset({k: (("chain", "draw"), np.asarray(v, dtype=float).reshape(1, draws)) for k, v in zip(names, vals)})
         post = HybridTrustPosterior(spec, xr.DataTree.from_dict({"posterior": ds}), seed)
         post.check_convergence("raise")
