@@ -1,0 +1,31 @@
+"""The mechanisms the release path publishes, audited as it publishes them (OpenDP noise, ChaCha20 draws),
+on neighbouring pairs chosen here with bounds that exclude 0; a broken variant must be caught (issue 23,
+"done when").  The full sweep is ``benchmarks/audit_release_path.py`` (every releasable grouped estimator,
+both relations, three bounds, user-item k = 1 and 3)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # OpenDP's samplers draw about 60,000 numbers a second
+
+
+def _benchmark():
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "audit_release_path.py"
+    spec = importlib.util.spec_from_file_location("audit_release_path", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_release_path_passes_own_pair_audits_and_catches_broken_noise():
+    bench = _benchmark()
+    rows = bench.run(20_000, seed=1, bounds_list=[(10.0, 20.0)], names=("weighted", "pdp-opt-expected"), ks=(1,))
+    correct = [r for r in rows if not r[6]]
+    assert {r[1] for r in correct} == {"own", "toolkit"} and len(correct) >= 10
+    assert [r for r in correct if r[5] != "pass"] == []
+    caught = {r[0] for r in rows if r[6] and r[5] == "violation"}
+    assert caught == {r[0] for r in rows if r[6]}, rows  # every broken variant flagged on some pair
