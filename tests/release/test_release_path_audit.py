@@ -23,9 +23,9 @@ def _benchmark():
 
 def test_release_path_passes_own_pair_audits_and_catches_broken_noise():
     bench = _benchmark()
-    rows = bench.run(20_000, seed=1, bounds_list=[(10.0, 20.0)], names=("weighted", "pdp-opt-expected"), ks=(1,))
+    rows = bench.run(20_000, seed=1, bounds_list=[(10.0, 20.0)], names=("weighted",), ks=(1,))
     correct = [r for r in rows if not r[6]]
-    assert {r[1] for r in correct} == {"own", "toolkit"} and len(correct) >= 10
+    assert {r[1] for r in correct} == {"own", "toolkit"} and len(correct) >= 6
     assert [r for r in correct if r[5] != "pass"] == []
     caught = {r[0] for r in rows if r[6] and r[5] == "violation"}
     assert caught == {r[0] for r in rows if r[6]}, rows  # every broken variant flagged on some pair
