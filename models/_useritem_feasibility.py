@@ -8,10 +8,12 @@ Row sums are ``r`` (items per user), column sums ``c`` (users per item), both ``
   margins exist (Gale-Ryser)?
 * :func:`log_count_row_sums`, :func:`log_count_cost`: the log number of sorted row-sum vectors
   compatible with ``c`` for every number of users ``n`` (one dynamic programme).
+* :func:`start_histogram`: a feasible row-sum histogram with ``n`` users, in ``O(m log m)``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -19,7 +21,7 @@ from numba import njit
 
 from ._useritem_checks import ArrayLike, _int_scalar, _int_vector
 
-__all__ = ["gale_ryser_violation", "histogram_feasible", "log_count_cost", "log_count_row_sums"]
+__all__ = ["gale_ryser_violation", "histogram_feasible", "log_count_cost", "log_count_row_sums", "start_histogram"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -132,6 +134,57 @@ def histogram_feasible(h: ArrayLike, c: ArrayLike) -> bool:
     return bool(_hist_violation(hh, np.sort(cc)[::-1].copy()) == -1)
 
 
+def start_histogram(c: ArrayLike, n: int) -> np.ndarray:
+    """A feasible row-sum histogram with ``n`` users: the conjugate of ``c``, then split rows.
+
+    The same histogram as :func:`hybridpriv.models._useritem_step.initial_histogram` (the
+    conjugate ``c*_i = #{j: c_j >= i}`` meets the Gale-Ryser conditions with equality; ``s = n -
+    len(c*)`` times, one item of a largest row moves into a new row of 1 item, which keeps
+    feasibility), in ``O(m log m)`` instead of ``s`` sorts: taking one item ``s`` times from a
+    largest row lowers the rows above some level ``L`` to ``L``, and ``s - excess(L)`` of the rows at
+    ``L`` to ``L - 1`` (``excess(L) = sum_i max(r_i - L, 0)``, ``L`` the lowest level with
+    ``excess(L) <= s``).  ``n < len(c*)`` (infeasible) gives the conjugate's histogram, as there.
+
+    Parameters
+    ----------
+    c
+        Non-negative integer column sums, not all 0 (any order; ``m = len(c)``).
+    n
+        The number of users, ``max(c) <= n <= sum(c)`` for a feasible start.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64[m]``: ``h[k - 1]`` users with ``k`` items.
+    """
+    cc = _int_vector(c, "c")
+    n = _int_scalar(n, "n", 0)
+    m = cc.size
+    if m == 0 or cc.max() == 0:
+        raise ValueError(f"c must hold a positive column sum, got {cc!r:.80}")
+    if n > int(cc.sum()):
+        raise ValueError(f"n must be <= sum(c) = {int(cc.sum())} (every user has an item), got {n}")
+    cmax = int(cc.max())
+    # g[v] = #{i: c*_i = v}, v = 0..m: c*_i = v iff c_(v+1) < i <= c_(v) (c_(v) the v-th largest, c_(m+1) = 0)
+    cs = np.sort(cc)[::-1]
+    g = np.concatenate(([0], cs - np.concatenate((cs[1:], [0])))).astype(np.int64)
+    s = n - cmax  # rows to split off
+    if s <= 0:
+        return g[1:].copy()
+    v = np.arange(m + 1, dtype=np.int64)
+    above = np.concatenate((np.cumsum(g[::-1])[::-1][1:], [0]))  # above[L] = #{i: c*_i > L}
+    weight = np.concatenate((np.cumsum((v * g)[::-1])[::-1][1:], [0]))  # sum of c*_i > L
+    excess = weight - v * above  # excess(L), non-increasing in L
+    L = int(np.argmax(excess <= s))  # excess(m) = 0 <= s
+    k = s - int(excess[L])  # rows at level L that go down to L - 1 (fewer than #{c*_i >= L})
+    h = g.copy()
+    h[L + 1 :] = 0
+    h[L] = int(above[L - 1]) - k
+    h[L - 1] += k
+    h[1] += s
+    return h[1:].copy()
+
+
 # ----------------------------------------------------------------------------------------------
 # counting sorted row-sum vectors
 # ----------------------------------------------------------------------------------------------
@@ -199,12 +252,40 @@ def _c_prefix(c: np.ndarray) -> np.ndarray:
     return np.concatenate(([0], np.cumsum(np.sort(c)[::-1]))).astype(np.int64)
 
 
-def log_count_cost(c: ArrayLike, n_max: int) -> int:
+#: Values of ``p`` per vectorised block of :func:`log_count_cost` (bounds its temporary arrays).
+_COST_BLOCK = 1 << 16
+#: Below this ``sum(c)`` :func:`log_count_cost` computes in int64 (every term is below ``2**62``).
+_COST_INT64_SUMS = 2**31
+
+
+def _floor_sum(T, p):
+    """``sum_{S=0}^{T} floor(S / p)`` for ``T >= -1`` (0 at ``T = -1``), elementwise."""
+    q = T // p
+    return p * q * (q - 1) // 2 + q * (T - q * p + 1)
+
+
+def _cost_terms(Cpref: np.ndarray, N: int, nx: int, p: np.ndarray) -> np.ndarray:
+    """Cells of sweep ``p`` of the programme (``p = 2..m``, int64; exact while ``N < 2**31``):
+    ``sum_{S=C_p}^{N} (min(x_p, S // p) + 1)`` with ``x_p = min(nx, N // p)``, in closed form."""
+    a = Cpref[p]
+    x = np.minimum(nx, N // p)
+    split = x * p  # S // p >= x_p from here on (split <= N)
+    t = np.minimum(N, split - 1)
+    below = np.where(t >= a, _floor_sum(t, p) - _floor_sum(a - 1, p), 0)  # S in [a, t]: S // p
+    above = x * (N - np.maximum(a, split) + 1)  # S in [max(a, split), N]: x_p
+    return below + above + (N - a + 1)
+
+
+def log_count_cost(c: ArrayLike, n_max: int, limit: int | None = None) -> int:
     """Number of cells :func:`log_count_row_sums` visits for ``n`` up to ``n_max``.
 
     Run time is proportional to it (about 30-40 ns per cell); peak memory is about
     ``16 (min(n_max, N // 2) + 1) (N + 1)`` bytes with ``N = sum(c)``.  Callers can refuse
     problems that are too large before running the programme.
+
+    Computed in closed form, ``O(m)`` (sweep ``p`` of the programme visits
+    ``sum_{S=C_p}^{N} (min(x_p, S // p) + 1)`` cells, ``x_p = min(n_max, N // p)``, a sum of
+    floors with a formula), in blocks of ``p``, so temporary memory stays small.
 
     Parameters
     ----------
@@ -212,21 +293,47 @@ def log_count_cost(c: ArrayLike, n_max: int) -> int:
         Non-negative integer column sums.
     n_max
         The largest number of users asked for.
+    limit
+        ``None`` (the exact count) or a bound: once the count is known to exceed ``limit`` the
+        function stops and returns the part counted so far, a number ``> limit`` (a lower bound
+        of the count), so a guard decides without the rest of the work.
 
     Returns
     -------
     int
+        The exact count, or (with ``limit``) a lower bound of it above ``limit``.
     """
     cc = _int_vector(c, "c")
     n_max = _int_scalar(n_max, "n_max", 0)
-    Cpref = _c_prefix(cc)
-    m, N = cc.size, int(Cpref[-1])
-    cost = 0
+    if limit is not None:
+        limit = _int_scalar(limit, "limit", 0)
+    m = cc.size
+    cost = max(m, 1) * (n_max + 1)  # the last sweep, over the n asked for (all of it for m < 2)
+    if m < 2 or (limit is not None and cost > limit):
+        return cost
+    if float(cc.sum(dtype=np.float64)) < _COST_INT64_SUMS:  # int64 arithmetic is exact (terms < 2**62)
+        Cpref = _c_prefix(cc)
+        N = int(Cpref[-1])
+        nx = min(n_max, N)
+        for start in range(2, m + 1, _COST_BLOCK):
+            terms = _cost_terms(Cpref, N, nx, np.arange(start, min(m + 1, start + _COST_BLOCK), dtype=np.int64))
+            cost += (int(np.sum(terms >> 31)) << 31) + int(np.sum(terms & (2**31 - 1)))  # exact: no overflow
+            if limit is not None and cost > limit:
+                return cost
+        return cost
+    # huge sums (no caller runs this programme there): the same closed form with Python integers
+    Cp = [0, *itertools.accumulate(sorted(cc.tolist(), reverse=True))]
+    N = Cp[-1]
+    nx = min(n_max, N)
     for p in range(2, m + 1):
-        xp = min(n_max, N // p)
-        S = np.arange(int(Cpref[p]), N + 1, dtype=np.int64)
-        cost += int(np.minimum(xp, S // p).sum()) + S.size
-    return cost + max(m, 1) * (n_max + 1)
+        a, x = Cp[p], min(nx, N // p)
+        split = x * p
+        t = min(N, split - 1)
+        below = _floor_sum(t, p) - _floor_sum(a - 1, p) if t >= a else 0
+        cost += below + x * (N - max(a, split) + 1) + (N - a + 1)
+        if limit is not None and cost > limit:
+            return cost
+    return cost
 
 
 def log_count_row_sums(c: ArrayLike, n_values: ArrayLike) -> np.ndarray:

@@ -50,15 +50,16 @@ from hybridpriv.random import as_generator
 from ._base import KnowledgeModel, Posterior, _strict_sample_kwargs
 from ._useritem_block import BlockChain, draw_streams
 from ._useritem_chains import curveball, random_start
-from ._useritem_feasibility import log_count_cost, log_count_row_sums
+from ._useritem_feasibility import log_count_cost, log_count_row_sums, start_histogram
 from ._useritem_mixing import mixing_check
 from ._useritem_realize import realize_greedy
-from ._useritem_step import PointFunction, RowSumStep, initial_histogram
+from ._useritem_step import PointFunction, RowSumStep
 
 __all__ = [
     "BLOCK",
     "FixedItems",
     "MAX_COUNT_CELLS",
+    "MAX_N_VALUES",
     "STARTS",
     "TRADES_PER_ROW",
     "NegativeBinomialItems",
@@ -75,10 +76,18 @@ BLOCK = 100
 #: Where a matrix's Curveball chain starts (see :class:`UserItemModel`).
 STARTS = ("random", "greedy")
 
+#: Default row-sum kernel moves per draw: ``max(MIN_MOVES, MOVES_PER_REPORT * sum(c))`` (see ``_sample``).
+MOVES_PER_REPORT = 25
+MIN_MOVES = 300
+
 #: Largest dynamic programme (cells) the uniform prior on r given unknown n may run.
 MAX_COUNT_CELLS = 200_000_000
 #: Largest memory of that programme (bytes).
 MAX_COUNT_BYTES = 2 * 2**30
+#: Most candidate values of an unknown n (the log target of n holds one float per value: 80 MB).
+MAX_N_VALUES = 10_000_000
+#: Largest sum of the column sums (int64 arithmetic on reports, users and counts stays exact).
+MAX_TOTAL = 2**62
 
 
 def _check_column_sums(column_sums: object) -> np.ndarray:
@@ -96,6 +105,9 @@ def _check_column_sums(column_sums: object) -> np.ndarray:
         if not np.isfinite(c).all() or (c != np.round(c)).any():
             bad = c[~np.isfinite(c) | (c != np.round(c))][0]
             raise ValueError(f"column_sums must be whole numbers, got {float(bad)!r}")
+    size = float(np.abs(c).sum(dtype=np.float64))  # no int64 overflow (values or their sum)
+    if not size < MAX_TOTAL:
+        raise ValueError(f"column_sums: the counts sum to {size:.3g}, above the limit of 2**62 = {MAX_TOTAL:.3g}")
     c = c.astype(np.int64)
     if (c < 0).any():
         raise ValueError(f"column_sums must be >= 0, got {int(c[c < 0][0])}")
@@ -224,7 +236,10 @@ class UserItemModel(KnowledgeModel):
     ------
     ValueError
         Before any sampling, for infeasible knowledge: a column sum above ``n``, ``n`` above
-        ``sum(c)``, bounds outside ``[max(c), sum(c)]``, malformed sums.
+        ``sum(c)``, bounds outside ``[max(c), sum(c)]``, malformed sums; and, in at most O(m), for
+        knowledge too large to sample: counts summing to ``2**62`` or more, more than
+        :data:`MAX_N_VALUES` candidate values of an unknown ``n``, a uniform prior on row sums whose
+        counting programme exceeds :data:`MAX_COUNT_CELLS` cells or ``MAX_COUNT_BYTES`` of memory.
 
     Notes
     -----
@@ -293,6 +308,24 @@ class UserItemModel(KnowledgeModel):
     # -- level 1: n ---------------------------------------------------------------
     def _n_log_target(self) -> np.ndarray:
         lo, hi = self.n_range
+        # the guards first: each is O(1) or O(m), before any array over n or any programme
+        if hi - lo + 1 > MAX_N_VALUES:
+            raise ValueError(
+                f"n unknown in [{lo}, {hi}]: {hi - lo + 1:,} candidate values of n exceed the limit of "
+                f"{MAX_N_VALUES:,} (the log target of n holds one number per value); give n or narrow its bounds"
+            )
+        if self.items_prior is None and lo < hi:
+            total = self.total
+            memory = 16 * (min(hi, total // 2) + 1) * (total + 1)  # bytes (log_count_cost's docstring)
+            # with a limit the count stops as soon as it exceeds it (then a lower bound): O(1) to O(m)
+            cells = 0 if memory > MAX_COUNT_BYTES else log_count_cost(self._c_sorted, hi, limit=MAX_COUNT_CELLS)
+            if cells > MAX_COUNT_CELLS or memory > MAX_COUNT_BYTES:
+                need = f"{memory / 2**30:.3g} GiB" if memory > MAX_COUNT_BYTES else f"at least {cells:.2g} DP cells"
+                raise ValueError(
+                    f"n unknown in [{lo}, {hi}] with a uniform prior on row sums needs the number of feasible row "
+                    f"sums for every n ({need}; limits {MAX_COUNT_CELLS:.0g} cells, {MAX_COUNT_BYTES / 2**30:g} GiB); "
+                    "give n, narrow its bounds, or use items_prior='negative-binomial'"
+                )
         ns = np.arange(lo, hi + 1)
         log_prior = np.zeros(ns.size)
         if self.n_prior is not None:
@@ -300,16 +333,6 @@ class UserItemModel(KnowledgeModel):
             if not np.isfinite(log_prior).any():
                 raise ValueError(f"n_prior gives zero probability to every feasible n in [{lo}, {hi}]")
         if self.items_prior is None and lo < hi:
-            cells = log_count_cost(self._c_sorted, hi)
-            total = int(self._c_sorted.sum())
-            memory = 16 * (min(hi, total // 2) + 1) * (total + 1)  # bytes (log_count_cost's docstring)
-            if cells > MAX_COUNT_CELLS or memory > MAX_COUNT_BYTES:
-                raise ValueError(
-                    f"n unknown in [{lo}, {hi}] with a uniform prior on row sums needs the number of feasible row "
-                    f"sums for every n ({cells:.2g} DP cells, {memory / 2**30:.3g} GiB; limits {MAX_COUNT_CELLS:.0g} "
-                    f"cells, {MAX_COUNT_BYTES / 2**30:g} GiB); give n, narrow its bounds, "
-                    "or use items_prior='negative-binomial'"
-                )
             log_prior = log_prior - log_count_row_sums(self._c_sorted, ns)
         return log_prior
 
@@ -319,7 +342,6 @@ class UserItemModel(KnowledgeModel):
         lo, hi = self.n_range
         m, c = self.m, self._c_sorted
         k = np.arange(1, m + 1)
-        min_kp = np.minimum.outer(k, k)  # min(k, p)
         cum_c = np.cumsum(c)
         with pm.Model(coords={"items": np.arange(1, m + 1)}) as model:
             if self.n_known:
@@ -328,7 +350,11 @@ class UserItemModel(KnowledgeModel):
                 n = pm.DiscreteUniform("n", lo, hi)
                 pm.Potential("n_target", pt.as_tensor(self._log_target_n)[n - lo])
             h = pm.DiscreteUniform("h", 0, hi, dims="items")
-            gr = pt.all(pt.dot(h, min_kp) >= cum_c) & pt.eq(pt.sum(h), n) & pt.eq(pt.dot(h, k), self.total)
+            # Gale-Ryser: sum_k h_k min(k, p) >= C_p for p = 1..m; that sum is x_1 + ... + x_p with
+            # x_q = #{users with >= q items} = h_q + ... + h_m, two cumulative sums: O(m), not an
+            # m x m matrix of min(k, p) (the same integers)
+            at_least = pt.cumsum(h[::-1])[::-1]  # x_q, q = 1..m
+            gr = pt.all(pt.cumsum(at_least) >= cum_c) & pt.eq(pt.sum(h), n) & pt.eq(pt.dot(h, k), self.total)
             pm.Potential("feasible", pt.switch(gr, 0.0, -np.inf))
             if self.items_prior is not None:
                 log_f = self.items_prior()
@@ -365,8 +391,8 @@ class UserItemModel(KnowledgeModel):
         if isinstance(cores, bool) or not isinstance(cores, Integral) or cores < 1:
             raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
         lo, _ = self.n_range
-        moves = int(moves) if moves is not None else max(300, 25 * self.total)
-        h0 = initial_histogram(self._c_sorted, lo)
+        moves = int(moves) if moves is not None else max(MIN_MOVES, MOVES_PER_REPORT * self.total)
+        h0 = start_histogram(self._c_sorted, lo)  # _useritem_step.initial_histogram's, in O(m log m)
         with model:
             vars_ = [model["h"]] if self.n_known else [model["n"], model["h"]]
             log_f_fn = PointFunction(model, "log_f_items") if self.items_prior is not None else None

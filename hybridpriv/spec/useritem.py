@@ -7,6 +7,7 @@ epsilon.  Candidates: ``ContributionBoundedCounts(k, epsilon)`` for every k of t
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,30 @@ BLOCK = 100
 MAX_BLOCK = 10_000
 #: Most Curveball trades in a whole run (about 10 M per second on one core).
 MAX_TOTAL_TRADES = 2e11
+#: Most items (``m = len(column_sums)``): the row-sum sampler keeps an m-vector per draw (PyMC
+#: preallocates them for every draw), every candidate is evaluated on n x m matrices, the range of k
+#: may widen up to m; 1,000 x the favorite-sites example (m = 100), 2,000 x flights (m = 47).
+MAX_ITEMS = 100_000
+#: Most reports (``sum(column_sums)``, the ones of every sampled matrix: about 9 bytes each in CSR,
+#: several copies while a matrix is made).  The row-sum chain makes 25 moves per report per draw
+#: (about 13 M per second, docs/reproduction-zeber.md): at this cap about 19 s a draw, and the default
+#: 400 draws + 2 x 200 burn-in draws make 2e11 moves, the budget of MAX_TOTAL_MOVES.
+MAX_REPORTS = 10_000_000
+#: Most row-sum kernel moves in a whole run (about 13 M per second on one core: about 4 CPU hours).
+MAX_TOTAL_MOVES = 2e11
+#: With the negative-binomial prior a move also re-evaluates the prior's log density over the m item
+#: counts (``_log_g`` in models/_useritem_chains.py): it costs about ``1 + m / ITEMS_PER_MOVE`` moves
+#: of the uniform prior (measured: 2.0 and 5.5 us per move at m = 10,000 and 30,000, 77 ns uniform).
+ITEMS_PER_MOVE = 400
+#: Most memory (bytes) of the row-sum draws PyMC preallocates: (draws + burn-in) x m int64 per chain,
+#: twice that with the negative-binomial prior (its log pmf over 1..m is recorded too).
+MAX_TRACE_BYTES = 2 * 2**30
+#: Burn-in draws per chain of the row-sum sampler (the Problem's ``tune``).
+TUNE = 200
+#: The model's default row-sum moves per draw, ``max(MIN_MOVES, MOVES_PER_REPORT * sum(c))``
+#: (``hybridpriv.models.useritem``; not imported: that loads PyMC).
+MOVES_PER_REPORT = 25
+MIN_MOVES = 300
 
 
 def _n(value: Any, path: str, ctx: Context) -> int | tuple[int, int]:
@@ -47,7 +72,7 @@ EVALUATION = Table((
 TOP = Table((
     Key("kind", choice("user-item"), doc='"user-item"', example='"user-item"'),
     Key("description", string(), "", doc="a line shown at the top of the output"),
-    Key("column_sums", values(), doc="every item's count: a list of integers or a CSV path", example="[1200, 600, 400, 300]"),
+    Key("column_sums", values(MAX_ITEMS), doc="every item's count: a list of integers or a CSV path", example="[1200, 600, 400, 300]"),
     Key("n", _n, None, doc="number of users: an integer, a [low, high] range, or omitted (unknown)", example="1500"),
     Key("epsilon", epsilon(allow_public=False), doc="user-level epsilon of the release", example="1.0"),
     Key("k", integer_range(1), None, doc="items kept per user to consider: k or a range [low, high] (default 1..min(10, m), "
@@ -74,11 +99,38 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
     """Cross-key checks (before any sampling)."""
     v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
     c = v["column_sums"]
+    m = int(c.size)
+    # size guards first (O(1), then O(m) on the floats read): nothing grows with m, sum(c) or n before them
+    if m > MAX_ITEMS:
+        raise SpecError(f"column_sums: {m:,} items exceed the limit of {MAX_ITEMS:,} (every posterior draw keeps a "
+                        "row-sum histogram over the items, every candidate is evaluated on users x items matrices)")
     bad = np.flatnonzero(~np.isfinite(c) | (c < 0) | (c != np.round(c)))
     if bad.size:
         raise SpecError(f"column_sums[{bad[0]}] must be a whole number >= 0, got {float(c[bad[0]]):g}")
+    reports = float(c.sum())
+    if reports > MAX_REPORTS:
+        raise SpecError(f"column_sums: {reports:,.0f} reports (the sum of the column sums) exceed the limit of "
+                        f"{MAX_REPORTS:,} (every sampled matrix holds that many ones; the row-sum sampler makes "
+                        f"{MOVES_PER_REPORT} moves per report per draw)")
     v["column_sums"] = c.astype(np.int64)
-    m = int(c.size)
+    ev = v["evaluation"]
+    chains = ev["chains"]
+    per_chain = max(1, math.ceil(ev["draws"] / chains)) + TUNE  # draws sampled per chain, burn-in included
+    nb = v["items_prior"] == "negative-binomial"
+    moves = chains * per_chain * max(MIN_MOVES, MOVES_PER_REPORT * reports) * (1 + m / ITEMS_PER_MOVE if nb else 1)
+    if moves > MAX_TOTAL_MOVES:
+        raise SpecError(f"evaluation.draws = {ev['draws']} over {chains} chains (+ {TUNE} burn-in draws each) x "
+                        f"{MOVES_PER_REPORT} x sum(column_sums) = {reports:,.0f} row-sum moves per draw"
+                        + (f" (each worth 1 + m / {ITEMS_PER_MOVE} = {1 + m / ITEMS_PER_MOVE:.3g} with the "
+                           "negative-binomial prior)" if nb else "")
+                        + f" is {moves:.2g} moves (about {moves / 1.3e7 / 3600:.0f} CPU hours; limit "
+                        f"{MAX_TOTAL_MOVES:.0g}); lower evaluation.draws or evaluation.chains, or the problem is too "
+                        "large for this sampler")
+    trace = chains * per_chain * m * 8 * (2 if nb else 1)
+    if trace > MAX_TRACE_BYTES:
+        raise SpecError(f"evaluation.draws = {ev['draws']} over {chains} chains (+ {TUNE} burn-in draws each) x "
+                        f"m = {m:,} items: the sampler would keep {trace / 2**30:.3g} GiB of row-sum draws (limit "
+                        f"{MAX_TRACE_BYTES / 2**30:g} GiB); lower evaluation.draws")
     v["k_default"] = v["k"] is None  # then the range is widened (up to m) while the best k sits at its edge
     if v["k"] is None:
         v["k"] = list(range(1, min(10, m) + 1))
@@ -145,7 +197,7 @@ def build(v: dict[str, Any]):
     return Problem(
         kind="user-item", description=v["description"], model=model, candidates=candidates,
         task=ItemCounts(v["loss"]), dim="k", requirements={"users": Guarantee(eps, 0.0, "add-remove")},
-        chains=ev["chains"], tune=200, min_posterior_draws=1, datasets=ev["draws"],
+        chains=ev["chains"], tune=TUNE, min_posterior_draws=1, datasets=ev["draws"],
         trials=1 if v["loss"] == "squared" else ev["trials"],  # the squared loss is exact: no releases
         seed=ev["seed"], header=header,
         title=f"Choosing k: {v['loss']} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,

@@ -10,8 +10,10 @@ deliberately broken variant that must fail (p < 1e-6).  Run with ``-s`` to see t
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import signal
 import time
 from collections import Counter
 
@@ -21,12 +23,16 @@ from scipy import stats
 
 from hybridpriv.models._useritem_chains import _curveball_kernel, _h_chain, _randint, curveball, h_chain
 from hybridpriv.models._useritem_checks import csr_margins
+from hybridpriv.models import _useritem_feasibility as feasibility
 from hybridpriv.models._useritem_feasibility import (
+    _c_prefix,
     gale_ryser_violation,
     histogram_feasible,
     log_count_cost,
     log_count_row_sums,
+    start_histogram,
 )
+from hybridpriv.models._useritem_step import initial_histogram
 from hybridpriv.models._useritem_mixing import mixing_check
 from hybridpriv.models._useritem_realize import realize_greedy, realize_networkx
 from _support.matrices import all_matrices
@@ -46,6 +52,22 @@ def sorted_row_sums(c, n):
         if sum(r) == total and gale_ryser_violation(r, c) == -1:
             out.append(r)
     return out
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float):
+    """Fail a call that has not returned after ``seconds`` of wall clock (a hang guard, not a speed test)."""
+
+    def handler(signum, frame):
+        raise TimeoutError(f"did not return within {seconds:g} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def hist_of(r, m):
@@ -157,6 +179,121 @@ def test_log_count_cost_and_timing():
     assert np.all(np.isfinite(lg)) and np.all(lg > 0)
     assert dt < 5.0
     assert log_count_cost([4, 2, 2, 1], 9) > 0
+
+
+def log_count_cost_loop(c, n_max):
+    """The reference: ``log_count_cost`` before issue 23, one NumPy sweep of ``N = sum(c)`` per ``p``."""
+    cc = np.asarray(c, dtype=np.int64)
+    Cpref = _c_prefix(cc)
+    m, N = cc.size, int(Cpref[-1])
+    cost = 0
+    for p in range(2, m + 1):
+        xp = min(n_max, N // p)
+        S = np.arange(int(Cpref[p]), N + 1, dtype=np.int64)
+        cost += int(np.minimum(xp, S // p).sum()) + S.size
+    return cost + max(m, 1) * (n_max + 1)
+
+
+@pytest.mark.parametrize("path", ["int64", "int64-small-blocks", "python-ints"])
+def test_log_count_cost_closed_form_matches_the_loop(path, monkeypatch):
+    """Random small cases (zeros, ties, n_max below, at and above sum(c)): the closed form equals the
+    cell-by-cell loop; with a ``limit`` it returns the exact count up to the limit, else a number above
+    the limit and at most the count.  Each arithmetic path of the closed form is checked."""
+    if path == "int64-small-blocks":
+        monkeypatch.setattr(feasibility, "_COST_BLOCK", 3)
+    if path == "python-ints":
+        monkeypatch.setattr(feasibility, "_COST_INT64_SUMS", 0)
+    rng = np.random.default_rng(23)
+    for _ in range(400):
+        m = int(rng.integers(0, 14))
+        c = rng.integers(0, int(rng.integers(1, 40)), m)
+        total = int(c.sum())
+        n_max = int(rng.choice([0, 1, total, max(total // 3, 0), int(rng.integers(0, 3 * total + 3)), 10**12]))
+        want = log_count_cost_loop(c, n_max)
+        assert log_count_cost(c, n_max) == want, (c.tolist(), n_max)
+        assert log_count_cost(list(c), np.int64(min(n_max, 2**62))) == log_count_cost_loop(c, min(n_max, 2**62))
+        limit = int(rng.integers(0, want + 2))
+        got = log_count_cost(c, n_max, limit=limit)
+        assert got == want if want <= limit else limit < got <= want, (c.tolist(), n_max, limit, got, want)
+    # the docstring's example of the timing test, and where it starts
+    assert log_count_cost([4, 2, 2, 1], 9) == log_count_cost_loop([4, 2, 2, 1], 9)
+    assert log_count_cost([], 5) == 6 and log_count_cost([7], 3) == 4
+
+
+def test_log_count_cost_of_huge_sums_is_exact():
+    """Sums near and above 2**31 (int64 path vs Python integers) agree; sums beyond int64 still count.
+    (``limit=None`` is passed explicitly: the cell-by-cell loop before issue 23 would allocate 16 GB
+    here; it fails on the unknown argument instead.)"""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        m = int(rng.integers(2, 40))
+        c = np.floor(rng.dirichlet(np.full(m, rng.uniform(0.05, 3))) * (2**31 - 1)).astype(np.int64)
+        n_max = int(rng.choice([int(c.sum()), int(c.sum()) // 3, 2**62]))
+        fast = log_count_cost(c, n_max, limit=None)
+        feasibility._COST_INT64_SUMS, old = 0, feasibility._COST_INT64_SUMS
+        try:
+            assert log_count_cost(c, n_max) == fast, (c.tolist(), n_max)
+        finally:
+            feasibility._COST_INT64_SUMS = old
+    # the sum overflows int64 (Python integers): 3 x 11 for the last sweep; p = 2: S in [2**63, 2**63 + 5],
+    # min(10, S // 2) = 10, so 6 x 11; p = 3: S = N only, 11
+    assert log_count_cost([2**62, 2**62, 5], 10, limit=None) == 33 + 66 + 11
+
+
+def test_log_count_cost_is_fast_for_a_million_items():
+    """Issue 23: the size guard itself looped over every item and every count (p = 2..m, arrays of
+    sum(c)); m = 1,000,000 items hung for minutes.  A hang guard only (generous CPU bound; the
+    measured time is printed with ``-s``)."""
+    c = np.ones(1_000_000, dtype=np.int64)
+    t0 = time.process_time()
+    with hang_guard(120.0):
+        bounded = log_count_cost(c, c.size, limit=200_000_000)
+        big = log_count_cost(np.full(100_000, 10_000), 10**9, limit=200_000_000)
+        exact = log_count_cost(c, c.size)
+    dt = time.process_time() - t0
+    print(f"\nlog_count_cost, m = 1e6: {dt * 1e3:.1f} ms CPU")
+    assert exact > c.size * (c.size + 1)  # the last sweep alone (the closed form is checked above)
+    assert 200_000_000 < bounded <= exact and big > 200_000_000
+    assert dt < 30.0
+
+
+def test_start_histogram_matches_initial_histogram():
+    """The closed form of the sampler's start (conjugate of c, then rows split off the largest) gives
+    the same histogram as ``_useritem_step.initial_histogram``'s loop, on random margins, every n."""
+    rng = np.random.default_rng(11)
+    cases = [[4, 2, 2, 1], [1], [3], [5, 1, 1], [0, 3, 0, 2], [1, 1, 1, 1]]
+    cases += [rng.integers(0, int(rng.integers(1, 25)), int(rng.integers(1, 12))).tolist() for _ in range(300)]
+    for c in cases:
+        c = np.asarray(c, dtype=np.int64)
+        if c.sum() == 0:
+            with pytest.raises(ValueError, match="c must hold a positive column sum"):
+                start_histogram(c, 1)
+            continue
+        for n in sorted({int(c.max()), int(c.sum()), int(rng.integers(c.max(), c.sum() + 1)), int(c.max()) - 1}):
+            got = start_histogram(c, n)
+            assert got.dtype == np.int64 and np.array_equal(got, initial_histogram(c, n)), (c.tolist(), n)
+            if n >= c.max():
+                assert got.sum() == n and (got * np.arange(1, c.size + 1)).sum() == c.sum()
+                assert histogram_feasible(got, c)
+        with pytest.raises(ValueError, match="n must be <= sum"):
+            start_histogram(c, int(c.sum()) + 1)
+
+
+def test_start_histogram_is_fast_for_many_users():
+    """``initial_histogram`` sorts its list once per user split off (quadratic: minutes at n = 1e5,
+    hours at 1e6); the closed form is O(m log m), whatever max(c).  A hang guard only."""
+    t0 = time.process_time()
+    with hang_guard(120.0):
+        h = start_histogram(np.ones(1_000_000, dtype=np.int64), 1_000_000)
+        h2 = start_histogram(np.full(100_000, 100), 5_000_000)
+        h3 = start_histogram([10**15, 1], 10**15)  # one huge column: no array of max(c)
+    dt = time.process_time() - t0
+    print(f"\nstart_histogram, n = 1e6 and 5e6: {dt * 1e3:.1f} ms CPU")
+    assert h[0] == 1_000_000 and h[1:].sum() == 0
+    assert h2.sum() == 5_000_000 and (h2 * np.arange(1, h2.size + 1)).sum() == 10_000_000
+    assert histogram_feasible(h2, np.full(100_000, 100))
+    assert h3.tolist() == [10**15 - 1, 1]
+    assert dt < 30.0
 
 
 # ----------------------------------------------------------------------------------------------
