@@ -373,6 +373,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _dispatch(parser, args)
     except (ValueError, TypeError, OSError) as exc:
         return _fail(exc)
+    except MemoryError:  # a size guard missed a case: still one line, status 2
+        print("error: out of memory (the problem is larger than this machine holds; make it smaller)", file=sys.stderr)
+        return 2
     except Exception as exc:  # PyMC's SamplingError and the like: still one line, status 2
         if type(exc).__module__.split(".")[0] in ("pymc", "pytensor"):
             return _fail(exc, prefix="the model of public knowledge could not be sampled: ")

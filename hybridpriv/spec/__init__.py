@@ -37,6 +37,10 @@ __all__ = ["EXAMPLES", "KINDS", "Kind", "Spec", "SpecError", "builtin_example_pa
            "template"]
 
 
+#: Largest SPEC file read (TOML parsing is slow on long inline lists; data belong in CSV files).
+MAX_SPEC_BYTES = 2**20
+
+
 @dataclass(frozen=True)
 class Kind:
     """A SPEC kind: its schema (top table and sections), cross-key checks and problem builder."""
@@ -153,6 +157,10 @@ def load_spec(path: str | Path) -> Spec:
         raise SpecError(f"{path} is a folder, not a SPEC file")
     if not path.is_file():
         raise FileNotFoundError(f"spec file not found: {path}")
+    size = path.stat().st_size
+    if size > MAX_SPEC_BYTES:
+        raise SpecError(f"{path} is {size / 2**20:.1f} MiB, more than a SPEC may be ({MAX_SPEC_BYTES // 2**20} MiB): keep "
+                        "long lists of numbers in CSV files beside it (column_sums = \"sums.csv\")")
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:

@@ -246,26 +246,44 @@ def read_csv_rows(path: Path, key: str) -> list[list[str]]:
         raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
 
 
-def _read_column(path: Path, key: str) -> np.ndarray:
-    rows = read_csv_rows(path, key)
-    if not rows:
+def _read_column(path: Path, key: str, max_size: int | None = None) -> np.ndarray:
+    """The first column of a CSV file as floats (a header line skipped); more than ``max_size`` values are
+    refused as soon as the reader passes them, before the rest of the file is read."""
+    if not path.is_file():
+        raise FileNotFoundError(f"spec: {key} file not found: {path}")
+    out: list[float] = []
+    first = True
+    try:
+        with path.open(newline="") as fh:
+            for row in csv.reader(fh):
+                if not row or not any(c.strip() for c in row):
+                    continue
+                try:
+                    out.append(float(row[0]))
+                except ValueError:
+                    if not first:
+                        raise SpecError(f"{key} file {path} has a non-numeric value: {row[0]!r}") from None
+                    continue  # a header line
+                finally:
+                    first = False
+                if max_size is not None and len(out) > max_size:
+                    raise SpecError(f"{key} file {path} holds more than {max_size:,} values (the limit of {key})")
+    except UnicodeDecodeError:
+        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    if not out:
         raise SpecError(f"{key} file {path} holds no values")
-    try:
-        float(rows[0][0])
-    except ValueError:
-        rows = rows[1:]  # a header line
-    try:
-        return np.array([float(r[0]) for r in rows])
-    except ValueError as exc:
-        raise SpecError(f"{key} file {path} has a non-numeric value: {exc}") from None
+    return np.array(out)
 
 
-def values() -> Parser:
-    """A list of numbers, or the path of a CSV file (relative to the SPEC) whose first column holds them."""
+def values(max_size: int | None = None) -> Parser:
+    """A list of numbers, or the path of a CSV file (relative to the SPEC) whose first column holds them;
+    at most ``max_size`` of them (refused before a larger file is read whole)."""
 
     def parse(value: Any, path: str, ctx: Context) -> np.ndarray:
+        if isinstance(value, list) and max_size is not None and len(value) > max_size:
+            raise SpecError(f"{path} holds {len(value):,} values, more than the limit of {max_size:,}")
         if isinstance(value, str):
-            arr = _read_column(ctx.base_dir / value, path)
+            arr = _read_column(ctx.base_dir / value, path, max_size)
         elif isinstance(value, list):
             arr = np.array([number(finite=False)(v, path, ctx) for v in value], dtype=float)
         else:
