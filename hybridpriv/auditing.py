@@ -4,11 +4,11 @@ Every candidate a SPEC compares -- built-in or named by ``[[mechanisms]]`` -- is
 way (:func:`audit_mechanism`): the statistical audit of its privacy declaration, unit by unit
 (:func:`hybridpriv.testing.audit_estimator`: neighbouring datasets, an event search, exact
 Clopper-Pearson bounds on held-out releases).  The candidates are built as ``select`` builds them
-(after a fit of the model of public knowledge, since some use it).  The base dataset
-(:func:`audit_base_data`): for grouped mechanisms the records that make a mean or median leak most
-(:func:`hybridpriv.testing.matrix.base_data`); for the other kinds one dataset the fitted model
-generates, or the release's stand-in data (a typical dataset, not a worst case: say so when you
-quote the result).
+(after a fit of the model of public knowledge, since some use it).  The base dataset is the family's
+(:meth:`hybridpriv.core.family.Family.audit_data`): for grouped mechanisms the records that make a mean
+or median leak most (:func:`hybridpriv.testing.matrix.base_data`); for the other kinds one dataset the
+fitted model generates, or the release's stand-in data (a typical dataset, not a worst case: say so
+when you quote the result).
 
 ``hybridpriv release`` runs the same audit on a mechanism that does not ship with hybridpriv
 (:func:`is_shipped`) before releasing it, unless an audit record (``--record`` of an earlier
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["MAX_AUDIT_SAMPLES", "audit_base_data", "audit_mechanism", "audit_problem", "binding", "find_record",
+__all__ = ["MAX_AUDIT_SAMPLES", "audit_mechanism", "audit_problem", "binding", "find_record",
            "format_audit", "is_shipped", "write_record"]
 
 #: Most releases per dataset an audit draws (each pair of each unit draws twice that many outputs).
@@ -67,22 +67,6 @@ def is_shipped(mechanism: Any) -> bool:
     return any(where.is_relative_to(root) for root in roots)
 
 
-def audit_base_data(mech: Any, posterior: Any = None, seed: int = 0, stand_in: Any = None) -> tuple[Any, str]:
-    """The dataset a mechanism is audited on, and its description (see the module docstring)."""
-    if mech.data_kind == "grouped" and hasattr(mech, "groups") and hasattr(mech, "bounds"):
-        from .testing.matrix import base_data
-
-        return base_data(mech), "worst-case records (every record at the quiet value)"
-    if posterior is not None:
-        from .random import stream
-
-        rng = np.random.default_rng(stream(seed, "audit-data"))
-        return posterior.generate(0, posterior.shape[1] - 1, rng), "one dataset from the fitted model"
-    if stand_in is None:
-        raise ValueError(f"no base data to audit {getattr(mech, 'label', mech)!r} on: give the fitted model or stand-in data")
-    return stand_in, "the release's stand-in data"
-
-
 def audit_mechanism(mech: Any, data: Any, samples: int = 20_000, confidence: float = 0.99, seed: int = 0) -> dict:
     """The audit ``hybridpriv audit`` runs on one candidate: ``{unit: AuditReport}``."""
     from .testing import audit_estimator
@@ -99,8 +83,10 @@ def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int
     ``attrs`` naming the base data of each candidate and, in ``attrs["bindings"]`` (JSON), what each
     candidate's result is bound to (:func:`binding`).
     """
+    from .families import family
     from .progress import phase
 
+    fam = family(problem.kind)
     samples = check_samples(samples)
     say = log or (lambda _line: None)
     per_chain = problem.min_posterior_draws
@@ -124,7 +110,7 @@ def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int
     bases, bindings = {}, {}
     with phase("auditing", total=len(candidates), unit="candidates") as update:
         for i, (key, mech) in enumerate(candidates.items()):
-            data, bases[key] = audit_base_data(mech, posterior, seed)
+            data, bases[key] = fam.audit_data(mech, posterior, seed)
             say(f"auditing {key} ({samples:,} releases per dataset, {bases[key]}) ...")
             for unit, report in audit_mechanism(mech, data, samples, confidence, seed).items():
                 j = units.index(unit)

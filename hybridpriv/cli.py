@@ -36,10 +36,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _kinds_help() -> str:
-    from .spec import EXAMPLES, KINDS
+    from .families import registry
+    from .spec import examples
 
-    kinds = "; ".join(f"{name}: {k.summary}" for name, k in KINDS.items())
-    return f"SPEC kinds -- {kinds}. Built-in examples: {', '.join(EXAMPLES)}. `hybridpriv spec KIND` prints a template."
+    kinds = "; ".join(f"{name}: {f.summary}" for name, f in registry().items())
+    return f"SPEC kinds -- {kinds}. Built-in examples: {', '.join(examples())}. `hybridpriv spec KIND` prints a template."
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -48,7 +49,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("select", help="choose a mechanism from what is public, spending no privacy budget",
                        description="Choose a mechanism from what is public, spending no privacy budget. " + _kinds_help())
     s.add_argument("spec", nargs="?", help="SPEC.toml (default: the built-in example given by --example)")
-    s.add_argument("--example", help="a built-in example instead of a SPEC (default: grouped)")
+    from .families import DEFAULT_EXAMPLE
+
+    s.add_argument("--example", help=f"a built-in example instead of a SPEC (default: {DEFAULT_EXAMPLE})")
     s.add_argument("--out", default="out/select", help="output folder (default: out/select)")
     s.add_argument("--draws", type=int, help="simulated datasets; overrides the SPEC")
     s.add_argument("--trials", type=int, help="mechanism runs per dataset; overrides the SPEC")
@@ -167,7 +170,7 @@ def _select(args: argparse.Namespace) -> int:
     out = _check_out(args.out)
     if args.spec is not None and args.example is not None:
         raise ValueError("give a SPEC file or --example, not both")
-    spec = load_spec(args.spec or builtin_example_path(args.example or "grouped"))
+    spec = load_spec(args.spec or builtin_example_path(args.example))
     _print_imports(spec)
     overrides = {k: getattr(args, k) for k in ("draws", "trials", "seed") if getattr(args, k) is not None}
     run_spec = _with_overrides(spec, overrides)
@@ -262,7 +265,7 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError("give a SPEC file or --example, not both")
     if args.record is not None and Path(args.record).is_dir():
         raise ValueError(f"--record must be a file, got the folder {args.record!r}")
-    spec = load_spec(args.spec or builtin_example_path(args.example or "grouped"))
+    spec = load_spec(args.spec or builtin_example_path(args.example))
     _print_imports(spec)
     problem = spec.problem()
     print(f"hybridpriv audit ({spec.kind}): {problem.description or spec.source}")
@@ -277,11 +280,12 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _spec(args: argparse.Namespace) -> int:
-    from .spec import KINDS, template
+    from .families import registry
+    from .spec import template
 
     if args.kind is None:
-        for name, kind in KINDS.items():
-            print(f"{name:<14} {kind.summary}")
+        for name, fam in registry().items():
+            print(f"{name:<14} {fam.summary}")
         print("\n`hybridpriv spec KIND` prints a commented template; save it, fill it in, run `hybridpriv select FILE`.")
         return 0
     print(template(args.kind), end="")

@@ -189,7 +189,14 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
         lines.append(f"{name:<16} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
     attrs: dict[str, Any] = {"posterior_max_rhat": float(summary["r_hat"].max()),
                              "posterior_min_ess": float(summary["ess_bulk"].min())}
-    checks = posterior.predictive_checks(problem.seed) if hasattr(posterior, "predictive_checks") else None
+    from .core.family import NoChecks
+    from .families import family
+
+    checks = family(problem.kind).predictive_checks(posterior, problem.seed)
+    if isinstance(checks, NoChecks):
+        lines.append(f"posterior predictive checks: none possible: {checks.reason}")
+        attrs["predictive_checks"] = f"none possible: {checks.reason}"
+        checks = None
     if checks is not None:
         import warnings
 

@@ -9,7 +9,7 @@ import xarray as xr
 
 from hybridpriv.privacy import Guarantee
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
-from hybridpriv.spec.hybrid_trust import CANDIDATES, make_candidates, requirements
+from hybridpriv.families.hybrid_trust.spec import CANDIDATES, make_candidates, requirements
 from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 
 GOOD = """
@@ -64,7 +64,7 @@ def test_requirements_are_central_for_tcm_and_local_for_lm():
     # reports is visible), so that candidate becomes ineligible; TCM-only's central promise does
     v["relation"] = "add-remove"
     from hybridpriv.estimators.avent import FullLM, TCMOnly
-    from hybridpriv.spec.hybrid_trust import _groups
+    from hybridpriv.families.hybrid_trust.spec import _groups
 
     req = requirements(v)
     full = FullLM(_groups(v), (0.0, 1.0), relation="add-remove").privacy

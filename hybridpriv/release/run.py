@@ -42,11 +42,7 @@ from .ledger import Ledger, LedgerError, ledger_for_data
 from .ledger_file import guarantee_json, now, pause_hook, write_json_atomic
 from .noise import OpenDPGenerator, probe_noise
 
-__all__ = ["RELEASE_AUDIT_SAMPLES", "RELEASE_KINDS", "ReleaseResult", "check_config", "check_instance", "run_release",
-           "spec_budgets"]
-
-#: SPEC kinds that can be released from files.
-RELEASE_KINDS = ("grouped", "user-item")
+__all__ = ["RELEASE_AUDIT_SAMPLES", "ReleaseResult", "check_config", "check_instance", "run_release", "spec_budgets"]
 
 #: Releases per dataset of the audit a plugin must pass before its release (that of ``hybridpriv audit``).
 RELEASE_AUDIT_SAMPLES = 20_000
@@ -105,31 +101,9 @@ def _get(d: Any, key: str) -> Any:
 
 
 def spec_budgets(spec: Any, problem: Any = None) -> dict[str, Guarantee]:
-    """The budget a SPEC gives each unit, with its relation and trust: the units' requirements
-    (every group's, public ones ``inf``; or the users')."""
-    problem = spec.problem() if problem is None else problem
-    req = problem.requirements
-    if isinstance(req, Mapping):
-        return dict(req)
-    return {g.name: g.requirement(req or "add-remove") for g in spec.groups}
-
-
-def _posterior(tree: Any, problem: Any, seed: int) -> Any:
-    import xarray as xr
-
-    skip = {"evaluation", "decision", "predictive_checks", "summary"}
-    idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset() for name in tree.children if name not in skip})
-    model = problem.model
-    if hasattr(model, "build"):
-        model.build()  # sets what the posterior reads of the model (its parameter names); no sampling
-    return model.posterior_class(model, idata, seed)
-
-
-def _stand_in(spec: Any) -> Any:
-    if spec.kind == "grouped":
-        return [np.full(g.size, spec.bounds.midpoint) for g in spec.groups]
-    m = len(spec.column_sums)
-    return np.eye(m, dtype=np.int8)
+    """The budget a SPEC gives each unit, with its relation and trust (its family's :meth:`budgets`: the
+    units' requirements)."""
+    return spec.family.budgets(spec, spec.problem() if problem is None else problem)
 
 
 def _pick(candidates: Mapping[Any, Any], name: str) -> tuple[Any, Any]:
@@ -140,11 +114,12 @@ def _pick(candidates: Mapping[Any, Any], name: str) -> tuple[Any, Any]:
 
 
 def check_instance(mech: Any, requirements: Mapping[str, Guarantee], stand_in: Any, audit_record: str | Path | None = None,
-                   audit_samples: int = RELEASE_AUDIT_SAMPLES, log: Callable[[str], None] = lambda _line: None
-                   ) -> dict[str, Any]:
+                   audit_samples: int = RELEASE_AUDIT_SAMPLES, log: Callable[[str], None] = lambda _line: None,
+                   family: Any = None) -> dict[str, Any]:
     """Step 3 of the module docstring on the instance about to be released; returns what was checked
     (for ``release.json``: the audit's source and result, or ``None`` for a built-in)."""
-    from ..auditing import audit_base_data, audit_mechanism, find_record, is_shipped
+    from ..auditing import audit_mechanism, find_record, is_shipped
+    from ..core.family import Family
     from ..testing.conformance import mechanism_problems
 
     label = str(getattr(mech, "label", type(mech).__name__))
@@ -178,7 +153,7 @@ def check_instance(mech: Any, requirements: Mapping[str, Guarantee], stand_in: A
                                     f"has no audit of unit {unit!r} in the record {audit_record}") + "; not released")
             return {"plugin": True, "audit": {"source": f"audit record {entry['file']}", "samples": entry["samples"],
                                               "confidence": entry["confidence"], "units": entry["units"]}}
-    data, base = audit_base_data(mech, stand_in=stand_in)
+    data, base = (family or Family()).audit_data(mech, stand_in=stand_in)
     log(f"auditing the plugin {label!r} ({cls}) before its release: {audit_samples:,} releases per dataset, {base} ...")
     reports = audit_mechanism(mech, data, samples=audit_samples, confidence=0.99, seed=0)
     for unit, report in reports.items():
@@ -255,7 +230,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     Parameters
     ----------
     spec_path
-        The SPEC (kinds :data:`RELEASE_KINDS`).
+        The SPEC (of a family that can be released: one with ``load_private``).
     data_dir
         The private data (:mod:`hybridpriv.release.data`).
     ledger_path
@@ -276,12 +251,11 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     """
     from ..params import describe
     from ..spec import load_spec
-    from .data import data_bytes, load_grouped, load_user_item
 
     spec = load_spec(spec_path)
     imports = _spec_imports(spec, log)
-    if spec.kind not in RELEASE_KINDS:
-        raise ValueError(f"release supports SPEC kinds {list(RELEASE_KINDS)}, got {spec.kind!r}")
+    fam = spec.family
+    stand_in = fam.stand_in(spec)  # a family that cannot be released says so here, naming itself
     if selection is None and candidate is None:
         raise ValueError("give --selection FILE.nc (a select run's recommendation) or --candidate NAME")
     out = Path(out_dir)
@@ -306,10 +280,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         decision = tree["decision"].to_dataset()
         dim = decision.attrs["candidate_dim"]
         name = candidate if candidate is not None else str(attrs["recommended"])
-        if spec.kind == "grouped":
-            if "model_family" in attrs:  # the family the selection fitted (family = auto may have fallen back)
-                problem.model.use_family(str(attrs["model_family"]))
-            posterior = _posterior(tree, problem, int(attrs["seed"]))
+        posterior = fam.release_posterior(tree, problem, attrs)
         coords = [str(c) for c in decision[dim].values]
         if name not in coords:
             labels = [str(x) for x in decision["label"].values]
@@ -347,7 +318,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         with ledger.locked(new_budgets, log=log) as state:
             state.check_budgets(units, allow_budget_above_spec)
             state.check(mech.privacy, label)
-    checked = check_instance(mech, units, _stand_in(spec), audit_record=audit_record, log=log)
+    checked = check_instance(mech, units, stand_in, audit_record=audit_record, log=log, family=fam)
     out.mkdir(parents=True, exist_ok=True)
     with ledger.locked(new_budgets, log=log, budget_log=budget_log) as state:
         if budgets and state.data["releases"]:
@@ -358,8 +329,8 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                 "(--allow-budget-above-spec; recorded in the entry)")
         state.check(mech.privacy, label)  # before the data are read
         noted = _write_pointer(pointer, ledger, log)
-        data = load_grouped(data_dir, spec) if spec.kind == "grouped" else load_user_item(data_dir, spec)
-        fingerprints = state.fingerprints(data_bytes(spec.kind, data, spec))
+        data = fam.load_private(data_dir, spec)
+        fingerprints = state.fingerprints(fam.data_bytes(data, spec))
         changed = state.check_data(fingerprints, data_changed)
         values, randomness = _release_once(mech, data, label)
         pause_hook("computed")
@@ -382,8 +353,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                           "module": type(mech).__module__, "plugin": checked["plugin"],
                           "params": json.loads(json.dumps(describe(mech.get_params()), default=str))},
             "released": released,
-            "released_meaning": (f"the {spec.statistic} of all records" if spec.kind == "grouped"
-                                 else "the count of every item, in the order of column_sums"),
+            "released_meaning": fam.released_meaning(spec),
             "guarantee": {u: guarantee_json(g) for u, g in mech.privacy.items()},
             "charged": {u: guarantee_json(c) for u, (_, c) in charges.items()},
             "audit": checked["audit"],

@@ -1,89 +1,57 @@
 """SPEC files: what is public, which candidates to compare, how to evaluate them (TOML).
 
-One schema per SPEC kind (:mod:`hybridpriv.spec.schema`), declared once: parsing refuses unknown
-keys naming them, every error names the key and the value, and ``hybridpriv spec KIND`` prints a
-commented template generated from the same declaration.  Each kind builds a
-:class:`hybridpriv.workflow.Problem` (model, candidates, task, candidate dimension, requirements)
-and every kind runs through the same select path (:func:`hybridpriv.workflow.run_selection`).
-
-==================  =============================================================================
-kind                what it chooses
-==================  =============================================================================
-``grouped``         a mean or median estimator for groups of different epsilons (Ferrando et al.)
-``user-item``       k, the items kept per user, for DP item counts (Zeber & Lopatka)
-``hybrid-trust``    a mean estimator for trusted-curator beside local-DP users (Avent et al.)
-``kmeans``          DP K-means under hybrid trust: algorithm x iterations (Avent et al.)
-``public-private``  an M-estimator helped by public records: approach, subset size (Wang et al.)
-==================  =============================================================================
+A SPEC's ``kind`` names a registered family (:mod:`hybridpriv.families`), which declares its schema
+once (:mod:`hybridpriv.spec.schema`): parsing refuses unknown keys naming them, every error names the
+key and the value, and ``hybridpriv spec KIND`` prints a commented template generated from the same
+declaration.  The family builds a :class:`hybridpriv.workflow.Problem` (model, candidates, task,
+candidate dimension, requirements) and every family runs through the same select path
+(:func:`hybridpriv.workflow.run_selection`).  ``hybridpriv spec`` lists the kinds.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import grouped, useritem
-from . import hybrid_trust
-from . import public_private
-from . import kmeans
 from .custom import MECHANISMS, attach, template_block
-from .schema import Context, Key, SpecError, Table, tables, template as _template
+from .schema import Context, Key, SpecError, Table, choice, tables, template as _template
 
-__all__ = ["EXAMPLES", "KINDS", "Kind", "Spec", "SpecError", "builtin_example_path", "load_spec", "parse_spec",
-           "template"]
+__all__ = ["EXAMPLES", "Spec", "SpecError", "builtin_example_path", "examples", "load_spec", "parse_spec", "template",
+           "top_table"]
 
 
 #: Largest SPEC file read (TOML parsing is slow on long inline lists; data belong in CSV files).
 MAX_SPEC_BYTES = 2**20
 
 
-@dataclass(frozen=True)
-class Kind:
-    """A SPEC kind: its schema (top table and sections), cross-key checks and problem builder."""
+def _kind_key(fam: Any) -> Key:
+    """The ``kind`` key of a family's SPEC: its name (optional for the default family)."""
+    from ..families import DEFAULT_KIND
 
-    name: str
-    summary: str
-    top: Table
-    sections: Sequence[tuple[str, Table, bool]]
-    check: Callable[[dict[str, Any], Context], dict[str, Any]]
-    build: Callable[[dict[str, Any]], Any]
-    #: ``context(values, posterior)``: what a SPEC-named mechanism's constructor may take.
-    context: Callable[[dict[str, Any], Any], dict[str, Any]]
-
-    def __post_init__(self) -> None:
-        # every kind accepts [[mechanisms]]: your own classes beside the built-in candidates
-        key = Key("mechanisms", tables(MECHANISMS), [], doc=MECHANISMS.doc)
-        object.__setattr__(self, "top", Table((*self.top.keys, key), self.top.doc, self.top.examples))
+    if fam.name == DEFAULT_KIND:
+        return Key("kind", choice(fam.name), fam.name, doc=f'"{fam.name}" (the default kind)')
+    return Key("kind", choice(fam.name), doc=f'"{fam.name}"', example=f'"{fam.name}"')
 
 
-KINDS: dict[str, Kind] = {
-    "grouped": Kind("grouped", "a mean or median estimator for groups of different epsilons (Ferrando et al.)",
-                    grouped.TOP, grouped.SECTIONS, grouped.check, grouped.build,
-                    grouped.context),
-    "user-item": Kind("user-item", "k, the items kept per user, for DP item counts (Zeber & Lopatka)",
-                      useritem.TOP, useritem.SECTIONS, useritem.check, useritem.build,
-                      useritem.context),
-    "hybrid-trust": Kind("hybrid-trust", "a mean estimator for users who trust the curator beside local-DP users "
-                         "(Avent et al.)", hybrid_trust.TOP, hybrid_trust.SECTIONS, hybrid_trust.check, hybrid_trust.build,
-                         hybrid_trust.context),
-    "public-private": Kind("public-private", "an M-estimator of private records helped by public ones: the approach "
-                           "and the public subset size (Wang et al.)", public_private.TOP, public_private.SECTIONS,
-                           public_private.check, public_private.build, public_private.context),
-}
-KINDS["kmeans"] = Kind("kmeans", "DP K-means for users who trust the curator beside local-DP users: the algorithm "
-                       "and its iterations (Avent et al.)", kmeans.TOP, kmeans.SECTIONS, kmeans.check, kmeans.build,
-                       kmeans.context)
+def top_table(fam: Any, mechanisms: bool = True) -> Table:
+    """A family's top-level SPEC table: ``kind``, the family's own keys and ``[[mechanisms]]`` (every family
+    accepts your own classes; ``mechanisms=False``: without it, for the template)."""
+    extra = (Key("mechanisms", tables(MECHANISMS), [], doc=MECHANISMS.doc),) if mechanisms else ()
+    return Table((_kind_key(fam), *fam.top.keys, *extra), fam.top.doc, fam.top.examples)
 
-#: Built-in examples: name -> (file in hybridpriv/examples, kind).
-EXAMPLES = {"grouped": "grouped.toml", "favorite-sites": "favorite-sites.toml"}
-EXAMPLES["salaries"] = "salaries.toml"  # hybrid-trust
-EXAMPLES["pima"] = "pima.toml"  # public-private
-EXAMPLES["faithful"] = "faithful.toml"  # kmeans
-EXAMPLES["flights"] = "flights.toml"  # user-item, real data
+
+def examples() -> dict[str, str]:
+    """Built-in examples: name -> SPEC file in ``hybridpriv/examples``, from every registered family."""
+    from ..families import registry
+
+    out: dict[str, str] = {}
+    for fam in registry().values():
+        out.update(getattr(fam, "examples", {}) or {})
+    return out
 
 
 @dataclass
@@ -110,11 +78,18 @@ class Spec:
         raw["evaluation"] = {**dict(raw.get("evaluation") or {}), **dict(evaluation)}
         return parse_spec(raw, self.base_dir, self.source)
 
+    @property
+    def family(self) -> Any:
+        """The :class:`~hybridpriv.core.family.Family` of this SPEC's kind."""
+        from ..families import family
+
+        return family(self.kind)
+
     def problem(self):
         """The :class:`hybridpriv.workflow.Problem` this SPEC describes (the model is built and validated)."""
-        kind = KINDS[self.kind]
-        return attach(kind.build(self.values), self.kind, self.values.get("mechanisms", []),
-                      lambda posterior: kind.context(self.values, posterior), self.base_dir)
+        fam = self.family
+        return attach(fam.build(self.values), fam, self.values.get("mechanisms", []),
+                      lambda posterior: fam.plugin_context(self.values, posterior), self.base_dir)
 
     def imports(self) -> list[str]:
         """The code this SPEC makes hybridpriv import (its ``[[mechanisms]]``), found without importing it:
@@ -139,14 +114,17 @@ class Spec:
 
 def parse_spec(raw: Mapping[str, Any], base_dir: str | Path | None = None, source: str = "<inline>") -> Spec:
     """Validate a SPEC given as a dict (e.g. from ``tomllib``)."""
+    from ..families import DEFAULT_KIND, registry
+
     if not isinstance(raw, Mapping):
         raise SpecError("the top level must be a table")
-    kind = raw.get("kind", "grouped")
-    if kind not in KINDS:
-        raise SpecError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    kind = raw.get("kind", DEFAULT_KIND)
+    fams = registry()
+    if kind not in fams:
+        raise SpecError(f"kind must be one of {list(fams)}, got {kind!r}")
     ctx = Context(Path(base_dir) if base_dir is not None else Path.cwd())
-    k = KINDS[kind]
-    values = k.check(k.top.parse(dict(raw), "", ctx), ctx)
+    fam = fams[kind]
+    values = fam.check(top_table(fam).parse(dict(raw), "", ctx), ctx)
     return Spec(kind, values, source, ctx.base_dir, dict(raw))
 
 
@@ -174,15 +152,27 @@ def load_spec(path: str | Path) -> Spec:
 
 def template(kind: str) -> str:
     """A commented TOML template of SPEC kind ``kind``: every key with its meaning and default."""
-    if kind not in KINDS:
-        raise SpecError(f"kind must be one of {list(KINDS)}, got {kind!r}")
-    k = KINDS[kind]
-    top = Table(tuple(key for key in k.top.keys if key.name != "mechanisms"), k.top.doc, k.top.examples)
-    return _template(top, k.sections) + "\n".join(template_block()) + "\n"
+    from ..families import registry
+
+    fams = registry()
+    if kind not in fams:
+        raise SpecError(f"kind must be one of {list(fams)}, got {kind!r}")
+    fam = fams[kind]
+    return _template(top_table(fam, mechanisms=False), fam.sections) + "\n".join(template_block()) + "\n"
 
 
-def builtin_example_path(name: str = "grouped") -> Path:
-    """The SPEC of a built-in example (see :data:`EXAMPLES`)."""
-    if name not in EXAMPLES:
-        raise ValueError(f"example must be one of {list(EXAMPLES)}, got {name!r}")
-    return Path(str(resources.files("hybridpriv") / "examples" / EXAMPLES[name]))
+def builtin_example_path(name: str | None = None) -> Path:
+    """The SPEC of a built-in example (:func:`examples`; default: the first family's first)."""
+    from ..families import DEFAULT_EXAMPLE
+
+    name = DEFAULT_EXAMPLE if name is None else name
+    known = examples()
+    if name not in known:
+        raise ValueError(f"example must be one of {list(known)}, got {name!r}")
+    return Path(str(resources.files("hybridpriv") / "examples" / known[name]))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EXAMPLES":  # the examples of every registered family (a function of the registry)
+        return examples()
+    raise AttributeError(name)

@@ -13,7 +13,7 @@ or from the SPEC file's folder if it is not importable) or the name of an entry 
 ``pyproject.toml``).  The class must be a :class:`hybridpriv.estimators.base.Mechanism` of the
 kind's data kind.  It is built as ``Class(**params, **setting)``, where *setting* holds the
 constructor arguments the class names and ``params`` does not give, taken from the kind's
-context (:data:`CONTEXT`: e.g. ``groups``, ``bounds``, ``relation`` for the grouped kind; the fitted
+context (:func:`context_docs`: what the SPEC's family offers, e.g. its groups and bounds; the fitted
 ``posterior`` for every kind).  The mechanism is then evaluated, selected, audited and released
 like a built-in (one path: :func:`attach` adds it to the problem's candidates).
 
@@ -35,29 +35,18 @@ from typing import Any
 
 from .schema import Context, Key, SpecError, Table, _show, string
 
-__all__ = ["CONTEXT", "ENTRY_POINT_GROUP", "MECHANISMS", "attach", "describe_import", "load_class", "template_block"]
+__all__ = ["ENTRY_POINT_GROUP", "MECHANISMS", "attach", "context_docs", "describe_import", "load_class", "template_block"]
 
 #: The entry-point group a package registers its mechanisms under.
 ENTRY_POINT_GROUP = "hybridpriv.mechanisms"
 
-#: What each kind offers a custom mechanism's constructor, by argument name.
-CONTEXT: dict[str, dict[str, str]] = {
-    "grouped": {"groups": "the privacy groups (list of hybridpriv.privacy.Group)",
-                "bounds": "the records' bounds (hybridpriv.privacy.Bounds)",
-                "relation": "the neighbouring relation the groups require",
-                "statistic": '"mean" or "median"', "clamp": "whether records are clipped into the bounds",
-                "sigma2": "the fitted model (its variance_posterior_mean is the records' variance)"},
-    "user-item": {"epsilon": "the users' epsilon", "m": "the number of items",
-                  "column_sums": "the public column sums (numpy array)"},
-    "hybrid-trust": {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",
-                     "noise": '"laplace" or "gaussian"', "relation": "the TCM group's neighbouring relation"},
-    "kmeans": {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",
-               "d": "the points' dimension"},
-    "public-private": {"contrast": "the contrast the task scores (numpy array)",
-                       "epsilon": "the private records' total epsilon"},
-}
-for _names in CONTEXT.values():
-    _names["posterior"] = "the fitted model of public knowledge (None while the SPEC is checked)"
+#: What every family offers a plugin's constructor besides its own context.
+POSTERIOR_DOC = "the fitted model of public knowledge (None while the SPEC is checked)"
+
+
+def context_docs(fam: Any) -> dict[str, str]:
+    """What a family offers a plugin's constructor, by argument name (its ``context_docs`` and ``posterior``)."""
+    return {**dict(fam.context_docs), "posterior": POSTERIOR_DOC}
 
 
 def _params(value: Any, path: str, ctx: Context) -> dict[str, Any]:
@@ -144,14 +133,14 @@ def _import(name: str, base_dir: Path | None):
         sys.path.remove(str(base_dir))
 
 
-def _check_class(cls: Any, kind: str, data_kind: str, params: Mapping[str, Any], where: str) -> None:
+def _check_class(cls: Any, fam: Any, data_kind: str, params: Mapping[str, Any], where: str) -> None:
     from ..estimators.base import Mechanism
 
     if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
         raise SpecError(f"{where}: {cls!r} is not a subclass of hybridpriv.estimators.base.Mechanism (see "
                         "hybridpriv.testing.check_mechanism for what a mechanism needs)")
     if cls.data_kind != data_kind:
-        raise SpecError(f"{where}: {cls.__name__}.data_kind = {cls.data_kind!r}, but kind {kind!r} evaluates "
+        raise SpecError(f"{where}: {cls.__name__}.data_kind = {cls.data_kind!r}, but kind {fam.name!r} evaluates "
                         f"{data_kind!r} data")
     sig = inspect.signature(cls.__init__)
     takes_any = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
@@ -160,11 +149,12 @@ def _check_class(cls: Any, kind: str, data_kind: str, params: Mapping[str, Any],
     unknown = sorted(set(params) - set(names))
     if unknown and not takes_any:
         raise SpecError(f"{where}.params: {cls.__name__} takes no argument(s) {unknown}; it takes {names}")
+    offered = context_docs(fam)
     missing = [n for n in names if sig.parameters[n].default is inspect.Parameter.empty
-               and n not in params and n not in CONTEXT[kind]]
+               and n not in params and n not in offered]
     if missing:
-        raise SpecError(f"{where}: {cls.__name__} needs {missing}, which neither params nor the {kind} kind's context "
-                        f"gives (context: {sorted(CONTEXT[kind])})")
+        raise SpecError(f"{where}: {cls.__name__} needs {missing}, which neither params nor the {fam.name} kind's "
+                        f"context gives (context: {sorted(offered)})")
 
 
 def _instance(cls: type, entry: Mapping[str, Any], context: Mapping[str, Any], where: str):
@@ -180,12 +170,12 @@ def _instance(cls: type, entry: Mapping[str, Any], context: Mapping[str, Any], w
     return mech
 
 
-def attach(problem: Any, kind: str, entries: list[dict[str, Any]], context: Callable[[Any], dict[str, Any]],
+def attach(problem: Any, fam: Any, entries: list[dict[str, Any]], context: Callable[[Any], dict[str, Any]],
            base_dir: Path | None = None) -> Any:
     """Add the SPEC's ``[[mechanisms]]`` to ``problem``'s candidates (checked now, built after the fit).
 
-    ``context(posterior)`` gives the kind's setting (:data:`CONTEXT`); it is called with ``None``
-    for the load-time check.
+    ``fam`` is the SPEC's :class:`~hybridpriv.core.family.Family`; ``context(posterior)`` gives its
+    setting (:func:`context_docs`); it is called with ``None`` for the load-time check.
     """
     if not entries:
         return problem
@@ -196,13 +186,12 @@ def attach(problem: Any, kind: str, entries: list[dict[str, Any]], context: Call
     for i, entry in enumerate(entries):
         where = f"mechanisms[{i}]"
         cls = load_class(entry["class"], base_dir, f"{where}.class")
-        _check_class(cls, kind, data_kind, entry["params"], where)
+        _check_class(cls, fam, data_kind, entry["params"], where)
         mech = _instance(cls, entry, context(None), where)
-        data = None
-        if data_kind == "grouped" and hasattr(mech, "groups") and hasattr(mech, "bounds"):
-            from ..testing.matrix import base_data
-
-            data = base_data(mech)  # its releases can be checked before any sampling too
+        try:  # data its releases can be checked on before any sampling, where the family has them
+            data, _ = fam.audit_data(mech)
+        except ValueError:
+            data = None
         problems = mechanism_problems(mech, data)
         if problems:
             raise SpecError(f"{where}: {cls.__name__} is not a usable mechanism: " + "; ".join(problems))

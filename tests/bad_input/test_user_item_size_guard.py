@@ -16,7 +16,7 @@ import time
 from hypothesis import Phase, example
 
 import hybridpriv.models.useritem as ui
-import hybridpriv.spec.useritem as spec_ui
+import hybridpriv.families.user_item.spec as spec_ui
 from hybridpriv.models._useritem_feasibility import histogram_feasible
 from hybridpriv.models._useritem_step import initial_histogram
 from hybridpriv.spec import builtin_example_path

@@ -68,7 +68,7 @@ def test_auto_chooses_the_mixture_for_clamped_bimodal_records_and_recovers_them(
     assert float(table.elpd_diff.sel(family="normal")) < -2 * float(table.se_diff.sel(family="normal"))
     # LOO-PIT (arviz_stats.loo_pit + uniformity test): the clamped normal misplaces these records, the mixture not
     assert float(table.loo_pit_p.sel(family="normal")) < 0.01 < float(table.loo_pit_p.sel(family="mixture"))
-    from hybridpriv.spec.grouped import family_choice_lines
+    from hybridpriv.families.grouped.spec import family_choice_lines
 
     lines = family_choice_lines(table)  # what select prints with family = "auto"
     assert lines[0] == "family = auto (200 public records; PSIS-LOO ELPD, LOO-PIT uniformity p):"

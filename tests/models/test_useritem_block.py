@@ -350,7 +350,7 @@ def test_row_sum_move_never_gets_stuck_between_feasible_margins():
 
 def test_the_spec_default_block_is_the_models_and_reaches_the_model(tmp_path):
     from hybridpriv.spec import load_spec
-    from hybridpriv.spec import useritem as spec_useritem
+    from hybridpriv.families.user_item import spec as spec_useritem
 
     assert spec_useritem.BLOCK == BLOCK
     assert next(k for k in spec_useritem.TOP.keys if k.name == "block").default == BLOCK

@@ -90,7 +90,7 @@ def test_bad_start_is_refused_naming_it():
 
 
 def test_the_spec_default_is_the_models():
-    from hybridpriv.spec import useritem as spec_useritem
+    from hybridpriv.families.user_item import spec as spec_useritem
 
     assert spec_useritem.TRADES_PER_ROW == TRADES_PER_ROW
     assert next(k for k in spec_useritem.TOP.keys if k.name == "trades_per_row").default == TRADES_PER_ROW

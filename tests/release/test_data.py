@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hybridpriv.release.data import PrivateDataError, load_grouped, load_user_item
+from hybridpriv.families.grouped.release import load_grouped
+from hybridpriv.families.user_item.release import load_user_item
+from hybridpriv.release.data import PrivateDataError
 from hybridpriv.spec import parse_spec
 
 GROUPED = {"bounds": [0, 10], "groups": [

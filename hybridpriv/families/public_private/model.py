@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..models.wang import WangPosterior, WangPrivateModel
+from ...models.wang import WangPosterior, WangPrivateModel
 
 __all__ = ["Layout", "SpecWangModel", "SpecWangPosterior"]
 
@@ -51,7 +51,7 @@ class Layout:
     def design(self, Z: np.ndarray, y: np.ndarray) -> Any:
         """The :class:`~hybridpriv.estimators.wang.HybridDesign` of private records ``(Z, y)`` (standardised scale):
         integer columns rounded on their original scale, categorical ones to the nearest level code."""
-        from ..estimators.wang import HybridDesign
+        from ...estimators.wang import HybridDesign
 
         Z = np.array(Z, dtype=float, copy=True)
         if self.integer.any():

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair, string,
+from ...spec.schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair, string,
                      table, tables, values)
 
 __all__ = ["CANDIDATES", "EVALUATION", "KNOWLEDGE", "LM", "RELEASE", "SECTIONS", "TCM", "TOP", "build", "check",
@@ -84,7 +84,6 @@ EVALUATION = Table((
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
-    Key("kind", choice("hybrid-trust"), doc='"hybrid-trust"', example='"hybrid-trust"'),
     Key("description", string(), "", doc="a line shown at the top of the output"),
     Key("m", number(0.0, strict=True), doc="every record lies in [0, m]", example="250.0"),
     Key("n", integer(2), None, doc="number of users in all (with c, instead of tcm.size and lm.size)", example="1000"),
@@ -168,7 +167,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def _groups(v: dict[str, Any]):
-    from ..privacy import Group
+    from ...privacy import Group
 
     n_T, n_L = v["sizes"]
     t, l_ = v["tcm"], v["lm"]
@@ -177,7 +176,7 @@ def _groups(v: dict[str, Any]):
 
 def requirements(v: dict[str, Any]) -> dict[str, Any]:
     """What each group requires: the TCM group central DP under ``relation``, the LM group local DP (replace)."""
-    from ..privacy import Guarantee
+    from ...privacy import Guarantee
 
     t, l_ = v["tcm"], v["lm"]
     return {t["name"]: Guarantee(t["epsilon"], t["delta"], v["relation"], "central"),
@@ -186,7 +185,7 @@ def requirements(v: dict[str, Any]) -> dict[str, Any]:
 
 def make_candidates(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
     """The candidates, ``{label: estimator}``; the weights use the posterior's moments (plug-in or Bayes)."""
-    from ..estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
+    from ...estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
 
     groups, bounds = _groups(v), (0.0, v["m"])
     common = {"noise": v["noise"], "relation": v["relation"]}
@@ -218,10 +217,10 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
-    from ..estimators.avent import TCMOnly
-    from ..models import HybridTrustModel, ReleasedMean
-    from ..tasks import Statistic
-    from ..workflow import Problem
+    from ...estimators.avent import TCMOnly
+    from ...models import HybridTrustModel, ReleasedMean
+    from ...tasks import Statistic
+    from ...workflow import Problem
 
     kn, ev = v["knowledge"], v["evaluation"]
     names = {v["tcm"]["name"]: "T", v["lm"]["name"]: "L", None: None}

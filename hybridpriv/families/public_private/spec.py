@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .schema import Context, Key, SpecError, Table, choice, epsilon, integer, list_of, number, string, table
+from ...spec.schema import Context, Key, SpecError, Table, choice, epsilon, integer, list_of, number, string, table
 
 __all__ = ["CONTRASTS", "COLUMN_TYPES", "EVALUATION", "MODEL", "PRIVATE", "SECTIONS", "TOP", "CANDIDATES",
            "build", "check", "load_public", "make_candidates", "register_contrast"]
@@ -136,7 +136,6 @@ EVALUATION = Table((
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
-    Key("kind", choice("public-private"), doc='"public-private"', example='"public-private"'),
     Key("description", string(), "", doc="a line shown at the top of the output"),
     Key("public_records", _path, doc="the public records: a CSV file with a header row", example='"public.csv"'),
     Key("columns", _per_column(choice(*COLUMN_TYPES)),
@@ -278,7 +277,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def _contrast(v: dict[str, Any]):
-    from ..estimators.wang import LogisticContrast, as_contrast
+    from ...estimators.wang import LogisticContrast, as_contrast
 
     name = v["contrast"]
     if name == "logistic":
@@ -298,7 +297,7 @@ def _standardise(v: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _summaries(v: dict[str, Any], center: np.ndarray, scale: np.ndarray):
-    from ..models.wang import PublishedSummaries
+    from ...models.wang import PublishedSummaries
 
     pr, cols = v["private"], list(v["columns"])
     mean = None if pr["covariate_mean"] is None else (np.array([pr["covariate_mean"][c] for c in cols]) - center) / scale
@@ -314,8 +313,8 @@ def _lei_cells(v: dict[str, Any], layout: Any) -> int:
 
 def make_candidates(v: dict[str, Any], posterior: Any, layout: Any) -> dict[str, Any]:
     """The candidates ``{coordinate: mechanism}``; Algorithm 1's order comes from ``posterior`` (public)."""
-    from ..estimators.wang import Algorithm1, Algorithm2, LeiHistogram, PublicOnly
-    from ..models.wang import weight_order
+    from ...estimators.wang import Algorithm1, Algorithm2, LeiHistogram, PublicOnly
+    from ...models.wang import weight_order
 
     eps, cand, c = v["epsilon"], v["candidates"], _contrast(v)
     out: dict[str, Any] = {"public-only": PublicOnly(c)}
@@ -345,10 +344,10 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
-    from ..estimators.wang import ParameterError, PredictionError
-    from ..privacy import Guarantee
-    from ..workflow import Problem
-    from ._public_private_model import Layout, SpecWangModel
+    from ...estimators.wang import ParameterError, PredictionError
+    from ...privacy import Guarantee
+    from ...workflow import Problem
+    from .model import Layout, SpecWangModel
 
     layout = Layout(v, *_standardise(v))
     Z = layout.public[:, :len(v["columns"])]

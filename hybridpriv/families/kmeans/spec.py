@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .schema import (Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair,
+from ...spec.schema import (Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair,
                      read_csv_rows, string,
                      table)
 
@@ -100,7 +100,6 @@ EVALUATION = Table((
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
-    Key("kind", choice("kmeans"), doc='"kmeans"', example='"kmeans"'),
     Key("description", string(), "", doc="a line shown at the top of the output"),
     Key("bounds", pair(number()), doc="[lower, upper]: the box of every coordinate", example="[0.0, 1.0]"),
     Key("n", integer(2), doc="users in the private dataset", example="1000"),
@@ -162,7 +161,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 def requirements(v: dict[str, Any]) -> dict[str, Any]:
     """What each unit requires: ``tcm`` central DP (add/remove-one), ``lm`` local DP (replace-one), at ``epsilon``."""
-    from ..privacy import Guarantee
+    from ...privacy import Guarantee
 
     return {"tcm": Guarantee(v["epsilon"], 0.0, "add-remove", "central"),
             "lm": Guarantee(v["epsilon"], 0.0, "replace", "local")}
@@ -170,7 +169,7 @@ def requirements(v: dict[str, Any]) -> dict[str, Any]:
 
 def make_candidates(v: dict[str, Any], posterior: Any = None) -> dict[str, Any]:
     """The candidates, ``{"ALGORITHM-T<tau>": mechanism}``, algorithm by algorithm, each over ``iterations``."""
-    from ..estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
+    from ...estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
 
     kw = {"k": v["k"], "epsilon": v["epsilon"], "bounds": tuple(v["bounds"]), "d": int(v["knowledge"]["pilot"].shape[1])}
     build = {"hybrid": lambda t: HybridKMeans(tau=t, **kw), "tcm": lambda t: TCMKMeans(tau=t, **kw),
@@ -188,9 +187,9 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
-    from ..estimators.kmeans import WCSS
-    from ..models import KMeansPilotModel
-    from ..workflow import Problem
+    from ...estimators.kmeans import WCSS
+    from ...models import KMeansPilotModel
+    from ...workflow import Problem
 
     kn, ev = v["knowledge"], v["evaluation"]
     try:

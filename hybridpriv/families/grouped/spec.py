@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, check_groups
-from .schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair,
+from ...privacy import NEIGHBOUR_RELATIONS, Bounds, Group, check_groups
+from ...spec.schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair,
                      string, table, tables, values)
 
 __all__ = ["GROUP", "MODEL", "RELEASE", "EVALUATION", "TOP", "build", "check"]
@@ -68,7 +68,6 @@ EVALUATION = Table((
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
-    Key("kind", choice("grouped"), "grouped", doc='"grouped" (the default kind)'),
     Key("description", string(), "", doc="a line shown at the top of the output"),
     Key("statistic", choice("mean", "median"), "mean", doc="mean or median"),
     Key("bounds", pair(number()), doc="[lower, upper] of every record", example="[0, 80]"),
@@ -132,7 +131,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
             raise SpecError(f"model.released_means[{k}].group names unknown group {r['group']!r}")
     est = v["evaluation"]["estimators"]
     if est is not None:
-        from ..estimators import ESTIMATOR_NAMES, ESTIMATOR_STATISTIC
+        from ...estimators import ESTIMATOR_NAMES, ESTIMATOR_STATISTIC
 
         for name in est:
             if name not in ESTIMATOR_NAMES:
@@ -163,7 +162,7 @@ def family_choice_lines(table) -> list[str]:
 
 
 def _family(v: dict[str, Any]):
-    from ..models import BetaFamily, MixtureFamily, NormalFamily
+    from ...models import BetaFamily, MixtureFamily, NormalFamily
 
     options = {k: x for k, x in v["model"]["family_options"].items() if x is not None}
     if v["model"]["family"] == "auto":
@@ -186,10 +185,10 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
-    from ..estimators import default_estimators, make_estimator
-    from ..models import GroupedDataModel, ReleasedMean
-    from ..tasks import Statistic
-    from ..workflow import Problem
+    from ...estimators import default_estimators, make_estimator
+    from ...models import GroupedDataModel, ReleasedMean
+    from ...tasks import Statistic
+    from ...workflow import Problem
 
     releases = []
     for k, r in enumerate(v["model"]["released_means"]):

@@ -1,0 +1,144 @@
+"""A family is one object: everything that differs between families is a method of a :class:`Family`.
+
+A family (grouped means and medians, user-item counts, hybrid trust, K-means, public + private
+M-estimators, and the next one) bundles its SPEC schema, the selection problem it builds (model of
+public knowledge, candidates, task, requirements), the data its mechanisms read, how its private data
+are loaded and fingerprinted for a release, the stand-in data a release is probed and audited on,
+the context a plugin mechanism's constructor receives, and its predictive checks.  The core (the
+CLI, ``select``, ``release``, ``audit``, plugins) asks the family and never names one; a family is
+registered once (:mod:`hybridpriv.families`: a list, plus the entry-point group
+``hybridpriv.families`` for outside packages).
+
+A capability a family lacks is a method it does not override: the base raises :class:`Unsupported`
+naming the family and the capability, e.g. ``family 'kmeans' cannot be released: it has no loader
+of private data (load_private)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+__all__ = ["Family", "NoChecks", "Unsupported"]
+
+
+class Unsupported(ValueError):
+    """A family lacks a capability (the method is not implemented), named with the family."""
+
+
+class NoChecks:
+    """A family's explicit "no predictive check is possible", with the reason (printed by ``select``)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = str(reason)
+
+    def __repr__(self) -> str:
+        return f"NoChecks({self.reason!r})"
+
+
+class Family:
+    """The protocol every family implements (subclass it; one instance is registered).
+
+    Class attributes
+    ----------------
+    name
+        The SPEC ``kind`` (``"grouped"``, ``"user-item"``, ...).
+    summary
+        One line: what its selection chooses (``hybridpriv spec`` lists it).
+    data_kind
+        What its mechanisms read (:data:`hybridpriv.data.DATA_KINDS`).
+    top, sections
+        Its SPEC schema (:class:`hybridpriv.spec.schema.Table`; ``sections``: ``(name, table, is_array)``
+        for the template); every family's SPEC also accepts ``[[mechanisms]]``.
+    context_docs
+        What :meth:`plugin_context` offers a plugin's constructor, by argument name (``posterior`` is
+        added for every family).
+    release_files
+        What :meth:`load_private` reads, for the help text and docs ("" when it cannot be released).
+    examples
+        Built-in example SPECs: name -> file in ``hybridpriv/examples`` (``--example NAME``).
+    """
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    data_kind: ClassVar[str] = ""
+    top: ClassVar[Any] = None
+    sections: ClassVar[Sequence[tuple[str, Any, bool]]] = ()
+    context_docs: ClassVar[Mapping[str, str]] = {}
+    release_files: ClassVar[str] = ""
+    examples: ClassVar[Mapping[str, str]] = {}
+
+    def __repr__(self) -> str:
+        return f"<family {self.name!r}>"
+
+    def _unsupported(self, what: str, method: str) -> Unsupported:
+        return Unsupported(f"family {self.name!r} {what} (it has no {method} method)")
+
+    # -- the SPEC -------------------------------------------------------------------------
+    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        """Cross-key checks and conversions of parsed SPEC values (before any sampling)."""
+        return values
+
+    def build(self, values: dict[str, Any]) -> Any:
+        """The selection problem (:class:`hybridpriv.workflow.Problem`) the SPEC values describe."""
+        raise self._unsupported("builds no selection problem", "build")
+
+    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
+        """What a SPEC-named mechanism's constructor may take, by argument name (:attr:`context_docs`;
+        ``posterior`` is ``None`` while the SPEC is checked)."""
+        return {"posterior": posterior}
+
+    # -- release ----------------------------------------------------------------------------
+    def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
+        """Each protected unit's budget, with its relation and trust (the units' requirements)."""
+        req = problem.requirements
+        if isinstance(req, Mapping):
+            return dict(req)
+        raise self._unsupported("declares no per-unit budgets", "budgets")
+
+    def release_posterior(self, tree: Any, problem: Any, attrs: Mapping[str, Any]) -> Any:
+        """The fitted model a release rebuilds the candidates with, read back from a selection's
+        DataTree (``None``: the candidates need none)."""
+        return None
+
+    def load_private(self, directory: Any, spec: Any) -> Any:
+        """The private data of a release, read from ``directory`` and checked against the SPEC (refusals
+        name the unit, row and rule, never a value: :class:`hybridpriv.release.data.PrivateDataError`)."""
+        raise self._unsupported("cannot be released: it has no loader of private data", "load_private")
+
+    def stand_in(self, spec: Any) -> Any:
+        """Data of the right shape, public, on which a candidate is probed before a release."""
+        raise self._unsupported("cannot be released: it has no stand-in data", "stand_in")
+
+    def data_bytes(self, data: Any, spec: Any) -> dict[str, bytes]:
+        """Each unit's private data as canonical bytes (for the ledger's salted fingerprints)."""
+        raise self._unsupported("cannot be released: it gives no canonical form of its data", "data_bytes")
+
+    def released_meaning(self, spec: Any) -> str:
+        """What the released value is, in words (``release.json``)."""
+        return "the release of the chosen candidate"
+
+    # -- audit ------------------------------------------------------------------------------
+    def audit_data(self, mech: Any, posterior: Any = None, seed: int = 0, stand_in: Any = None) -> tuple[Any, str]:
+        """The dataset a candidate's privacy audit runs on, and its description: by default one dataset
+        the fitted model generates, else ``stand_in``."""
+        if posterior is not None:
+            import numpy as np
+
+            from ..random import stream
+
+            rng = np.random.default_rng(stream(seed, "audit-data"))
+            return posterior.generate(0, posterior.shape[1] - 1, rng), "one dataset from the fitted model"
+        if stand_in is None:
+            raise ValueError(f"no base data to audit {getattr(mech, 'label', mech)!r} on: give the fitted model or "
+                             "stand-in data")
+        return stand_in, "the release's stand-in data"
+
+    # -- criticism --------------------------------------------------------------------------
+    def predictive_checks(self, posterior: Any, seed: int) -> Any:
+        """Posterior predictive checks of the public knowledge (an ``xarray.Dataset``), or
+        :class:`NoChecks` saying why none is possible."""
+        checks = getattr(posterior, "predictive_checks", None)
+        if callable(checks):
+            return checks(seed)
+        return NoChecks(f"the {self.name} model has no predictive checks")

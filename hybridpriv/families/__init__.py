@@ -1,0 +1,64 @@
+"""The families, registered once: :data:`FAMILIES` (the built-in ones) and the entry-point group
+:data:`ENTRY_POINT_GROUP` (an outside package's families), found by :func:`registry`.
+
+Each family is one package holding its SPEC, its model wiring, its private-data loader and the
+:class:`~hybridpriv.core.family.Family` object that ties them (``docs/add-a-family.md``).  To add a
+built-in family, add its package and one line to :data:`FAMILIES`; an outside package registers
+``[project.entry-points."hybridpriv.families"] my-family = "my_package:FAMILY"`` instead.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from ..core.family import Family, Unsupported
+from . import grouped, hybrid_trust, kmeans, public_private, user_item
+
+__all__ = ["DEFAULT_EXAMPLE", "DEFAULT_KIND", "ENTRY_POINT_GROUP", "FAMILIES", "family", "registry"]
+
+#: The entry-point group an outside package registers its families under.
+ENTRY_POINT_GROUP = "hybridpriv.families"
+
+#: The built-in families, in the order ``hybridpriv spec`` lists them.
+FAMILIES: list[Family] = [grouped.FAMILY, user_item.FAMILY, hybrid_trust.FAMILY, public_private.FAMILY, kmeans.FAMILY]
+
+#: The kind of a SPEC that names none, and the example ``select`` runs without a SPEC.
+DEFAULT_KIND = FAMILIES[0].name
+DEFAULT_EXAMPLE = next(iter(FAMILIES[0].examples))
+
+_loaded: dict[str, Family] | None = None
+
+
+def registry() -> dict[str, Family]:
+    """Every family by name: the built-in ones, then those of installed entry points (loaded once).
+
+    An entry point that fails to load, is not a :class:`~hybridpriv.core.family.Family` or reuses a
+    name is refused, naming it (a family is trusted code, like a SPEC's mechanisms).
+    """
+    global _loaded
+    if _loaded is None:
+        out = {f.name: f for f in FAMILIES}
+        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            try:
+                fam = ep.load()
+            except Exception as exc:  # the author's import error, named
+                raise Unsupported(f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP!r} failed to load: "
+                                  f"{type(exc).__name__}: {exc}") from None
+            if isinstance(fam, type) and issubclass(fam, Family):
+                fam = fam()
+            if not isinstance(fam, Family) or not fam.name:
+                raise Unsupported(f"entry point {ep.name!r} of group {ENTRY_POINT_GROUP!r} is {fam!r}, not a "
+                                  "hybridpriv.core.family.Family with a name")
+            if fam.name in out:
+                raise Unsupported(f"entry point {ep.name!r} registers family {fam.name!r}, which exists already")
+            out[fam.name] = fam
+        _loaded = out
+    return dict(_loaded)
+
+
+def family(name: str) -> Family:
+    """The family registered as ``name`` (a SPEC's ``kind``)."""
+    fams = registry()
+    if name not in fams:
+        raise ValueError(f"kind must be one of {list(fams)}, got {name!r}")
+    return fams[name]

@@ -1,0 +1,76 @@
+"""The grouped family: a mean or median of records whose groups have different epsilons (Ferrando et al.)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.family import Family
+from . import spec as _spec
+
+__all__ = ["FAMILY", "GroupedFamily"]
+
+
+class GroupedFamily(Family):
+    name = "grouped"
+    summary = "a mean or median estimator for groups of different epsilons (Ferrando et al.)"
+    data_kind = "grouped"
+    top, sections = _spec.TOP, _spec.SECTIONS
+    examples = {"grouped": "grouped.toml"}
+    context_docs = {
+        "groups": "the privacy groups (list of hybridpriv.privacy.Group)",
+        "bounds": "the records' bounds (hybridpriv.privacy.Bounds)",
+        "relation": "the neighbouring relation the groups require",
+        "statistic": '"mean" or "median"', "clamp": "whether records are clipped into the bounds",
+        "sigma2": "the fitted model (its variance_posterior_mean is the records' variance)",
+    }
+    release_files = "one CSV per group, DIR/<group>.csv (first column: the records; a header row may come first)"
+
+    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return _spec.check(values, ctx)
+
+    def build(self, values: dict[str, Any]) -> Any:
+        return _spec.build(values)
+
+    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
+        return _spec.context(values, posterior)
+
+    def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
+        return {g.name: g.requirement(problem.requirements or "add-remove") for g in spec.groups}
+
+    def release_posterior(self, tree: Any, problem: Any, attrs: Any) -> Any:
+        import xarray as xr
+
+        if "model_family" in attrs:  # the family the selection fitted (family = auto may have fallen back)
+            problem.model.use_family(str(attrs["model_family"]))
+        skip = {"evaluation", "decision", "predictive_checks", "summary"}
+        idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset() for name in tree.children if name not in skip})
+        problem.model.build()  # sets what the posterior reads of the model (its parameter names); no sampling
+        return problem.model.posterior_class(problem.model, idata, int(attrs["seed"]))
+
+    def load_private(self, directory: Any, spec: Any) -> list[np.ndarray]:
+        from .release import load_grouped
+
+        return load_grouped(directory, spec)
+
+    def stand_in(self, spec: Any) -> list[np.ndarray]:
+        return [np.full(g.size, spec.bounds.midpoint) for g in spec.groups]
+
+    def data_bytes(self, data: Any, spec: Any) -> dict[str, bytes]:
+        """Per private group, its records as float64 in file order."""
+        return {g.name: np.ascontiguousarray(x, dtype="<f8").tobytes()
+                for g, x in zip(spec.groups, data) if not g.is_public}
+
+    def released_meaning(self, spec: Any) -> str:
+        return f"the {spec.statistic} of all records"
+
+    def audit_data(self, mech: Any, posterior: Any = None, seed: int = 0, stand_in: Any = None) -> tuple[Any, str]:
+        if hasattr(mech, "groups") and hasattr(mech, "bounds"):
+            from ...testing.matrix import base_data
+
+            return base_data(mech), "worst-case records (every record at the quiet value)"
+        return super().audit_data(mech, posterior, seed, stand_in)
+
+
+FAMILY = GroupedFamily()

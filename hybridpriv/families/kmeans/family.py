@@ -1,0 +1,37 @@
+"""The K-means family: DP K-means for users who trust the curator beside local-DP users (Avent et al.)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.family import Family, NoChecks
+from . import spec as _spec
+
+__all__ = ["FAMILY", "KMeansFamily"]
+
+
+class KMeansFamily(Family):
+    name = "kmeans"
+    summary = ("DP K-means for users who trust the curator beside local-DP users: the algorithm "
+               "and its iterations (Avent et al.)")
+    data_kind = "points"
+    top, sections = _spec.TOP, _spec.SECTIONS
+    examples = {"faithful": "faithful.toml"}
+    context_docs = {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",
+                    "d": "the points' dimension"}
+
+    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return _spec.check(values, ctx)
+
+    def build(self, values: dict[str, Any]) -> Any:
+        return _spec.build(values)
+
+    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
+        return _spec.context(values, posterior)
+
+    def predictive_checks(self, posterior: Any, seed: int) -> Any:
+        return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset "
+                        "resamples the pilot points themselves, so there is no modelled law to check them against")
+
+
+FAMILY = KMeansFamily()

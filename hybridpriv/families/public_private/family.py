@@ -1,0 +1,33 @@
+"""The public-private family: an M-estimator of private records helped by public ones (Wang et al.)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.family import Family
+from . import spec as _spec
+
+__all__ = ["FAMILY", "PublicPrivateFamily"]
+
+
+class PublicPrivateFamily(Family):
+    name = "public-private"
+    summary = ("an M-estimator of private records helped by public ones: the approach and the "
+               "public subset size (Wang et al.)")
+    data_kind = "public-private"
+    top, sections = _spec.TOP, _spec.SECTIONS
+    examples = {"pima": "pima.toml"}
+    context_docs = {"contrast": "the contrast the task scores (numpy array)",
+                    "epsilon": "the private records' total epsilon"}
+
+    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return _spec.check(values, ctx)
+
+    def build(self, values: dict[str, Any]) -> Any:
+        return _spec.build(values)
+
+    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
+        return _spec.context(values, posterior)
+
+
+FAMILY = PublicPrivateFamily()

@@ -1,0 +1,63 @@
+"""The user-item family: k, the items kept per user, for contribution-bounded DP item counts (Zeber & Lopatka)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.family import Family, NoChecks
+from . import spec as _spec
+
+__all__ = ["FAMILY", "UserItemFamily"]
+
+
+class UserItemFamily(Family):
+    name = "user-item"
+    summary = "k, the items kept per user, for DP item counts (Zeber & Lopatka)"
+    data_kind = "user-item"
+    top, sections = _spec.TOP, _spec.SECTIONS
+    examples = {"favorite-sites": "favorite-sites.toml", "flights": "flights.toml"}
+    context_docs = {"epsilon": "the users' epsilon", "m": "the number of items",
+                    "column_sums": "the public column sums (numpy array)"}
+    release_files = "DIR/matrix.csv of user,item pairs, one per report (item: its index in column_sums)"
+
+    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return _spec.check(values, ctx)
+
+    def build(self, values: dict[str, Any]) -> Any:
+        return _spec.build(values)
+
+    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
+        return _spec.context(values, posterior)
+
+    def load_private(self, directory: Any, spec: Any) -> Any:
+        from .release import load_user_item
+
+        return load_user_item(directory, spec)
+
+    def stand_in(self, spec: Any) -> np.ndarray:
+        return np.eye(len(spec.column_sums), dtype=np.int8)
+
+    def data_bytes(self, data: Any, spec: Any) -> dict[str, bytes]:
+        """The matrix's rows as sorted item lists, the rows sorted (user labels and pair order do not matter)."""
+        from scipy import sparse
+
+        mat = sparse.csr_array(data)
+        rows = sorted(np.sort(mat.indices[mat.indptr[i]:mat.indptr[i + 1]]).astype("<i8").tobytes()
+                      for i in range(mat.shape[0]))
+        return {"users": b"".join(len(r).to_bytes(8, "little") + r for r in rows)}
+
+    def released_meaning(self, spec: Any) -> str:
+        return "the count of every item, in the order of column_sums"
+
+    def predictive_checks(self, posterior: Any, seed: int) -> Any:
+        checks = getattr(posterior, "predictive_checks", None)
+        if callable(checks):
+            return checks(seed)
+        return NoChecks("every sampled matrix has exactly the published column sums and number of users (the model "
+                        "conditions on them), and nothing else about the matrix is public to check it against; the "
+                        "items-per-user distribution is an assumption (items_prior), not checked")
+
+
+FAMILY = UserItemFamily()

@@ -1,0 +1,91 @@
+"""A family is one object (issue 24): the registry, the protocol's defaults, an outside family found
+through the entry-point group, and a capability a family lacks refused naming the family."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from hybridpriv.cli import main
+from hybridpriv.core.family import Family, NoChecks, Unsupported
+from hybridpriv.families import ENTRY_POINT_GROUP, FAMILIES, family, registry
+from hybridpriv.spec import builtin_example_path, examples, load_spec, parse_spec, template
+
+
+def test_every_registered_family_declares_what_the_core_asks():
+    assert [f.name for f in FAMILIES] == list(registry())[: len(FAMILIES)]
+    for fam in registry().values():
+        assert isinstance(fam, Family) and fam.name and fam.summary and fam.data_kind, fam
+        assert fam.top.doc and f"kind {fam.name}" in fam.top.doc
+        assert "posterior" not in fam.context_docs and fam.context_docs  # posterior is added for every family
+        assert fam.examples, fam
+        for example in fam.examples:
+            assert load_spec(builtin_example_path(example)).family is fam
+        assert template(fam.name).startswith("# hybridpriv SPEC, kind")
+    assert set(examples()) == {e for f in FAMILIES for e in f.examples}
+
+
+def test_a_missing_capability_is_refused_naming_the_family_and_the_method(tmp_path, capsys):
+    bare = Family()
+    with pytest.raises(Unsupported, match=r"family '' cannot be released: it has no loader .*\(it has no load_private"):
+        bare.load_private(tmp_path, None)
+    assert isinstance(bare.predictive_checks(object(), 0), NoChecks)
+    # from the command line: a family without a release loader is refused before anything else
+    code = main(["release", str(builtin_example_path("faithful")), "--data", str(tmp_path), "--candidate", "hybrid-1",
+                 "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "family 'kmeans' cannot be released" in err
+    with pytest.raises(ValueError, match=r"kind must be one of \['grouped', 'user-item'"):
+        family("movies")
+
+
+TINY = textwrap.dedent('''
+    from hybridpriv.core.family import Family
+    from hybridpriv.families.grouped import FAMILY as GROUPED
+
+
+    class Tiny(Family):
+        """An outside family: grouped means under another name (enough to prove the registry path)."""
+        name = "tiny"
+        summary = "grouped means, registered from outside"
+        data_kind = "grouped"
+        top, sections = GROUPED.top, GROUPED.sections
+        context_docs = GROUPED.context_docs
+        examples = {}
+
+        def check(self, values, ctx):
+            return GROUPED.check(values, ctx)
+
+        def build(self, values):
+            return GROUPED.build(values)
+
+
+    FAMILY = Tiny()
+''')
+
+
+def test_an_outside_family_is_found_through_the_entry_point_group(tmp_path, monkeypatch):
+    import hybridpriv.families as families
+
+    (tmp_path / "tiny_family.py").write_text(TINY)
+    info = tmp_path / "tiny_family-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-family\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\ntiny = tiny_family:FAMILY\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(families, "_loaded", None)
+    try:
+        assert family("tiny").summary == "grouped means, registered from outside"
+        spec = parse_spec({"kind": "tiny", "bounds": [0, 10], "groups": [{"name": "a", "size": 10, "epsilon": 1.0}]})
+        assert spec.family.name == "tiny" and spec.problem().candidates is not None
+    finally:
+        monkeypatch.setattr(families, "_loaded", None)
+    # a broken entry point is refused, naming it
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nbroken = tiny_family:NOTHING\n")
+    monkeypatch.setattr(families, "_loaded", None)
+    try:
+        with pytest.raises(Unsupported, match="entry point 'broken' .* failed to load"):
+            registry()
+    finally:
+        monkeypatch.setattr(families, "_loaded", None)
