@@ -27,19 +27,11 @@ import xarray as xr
 
 from .random import rng, stream
 
-__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "dp_items_histogram", "noisy_group_mean",
-           "plot_calibration", "pythia_spec", "pythia_user_item", "reliability", "score", "summarize"]
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
 
-#: Draws (and, for grouped, tuning steps) of the select run's retries, as multiples of the SPEC's,
-#: when the model's convergence check refuses the fit (the refusal's own advice).
+#: Draws (and the model's tuning steps, in its family's ``tune_section``) of the select run's retries,
+#: as multiples of the SPEC's, when the model's convergence check refuses the fit (the refusal's advice).
 RETRIES = (1, 2, 4)
-#: The SPEC section holding the model's tuning steps, per kind (user-item's row-sum chain has none).
-TUNED = {"grouped": "model", "hybrid-trust": "knowledge"}
-#: The kinds the budget-spending selector covers (its DP features: a group mean, a histogram of
-#: items per user); a hybrid-trust truth would need local-DP features of the LM group.
-PYTHIA_KINDS = ("grouped", "user-item")
-#: The candidate coordinate's prefix per kind (its candidate dimension).
-PREFIX = {"grouped": "estimator", "hybrid-trust": "estimator", "user-item": "k"}
 #: Edges of the P(best) bins of the reliability diagram.
 BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
@@ -143,10 +135,9 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
     Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
     ``stage(name)``: a resume folder per evaluation (or ``None``).  ``pythia_share`` > 0: also run the
-    budget-spending selector (:func:`pythia_spec` for grouped truths, :func:`pythia_user_item` for
-    user-item ones; not for hybrid-trust, :data:`PYTHIA_KINDS`) with that share of the budget, and
-    score its choice against the same oracle
-    (``pythia_*`` keys).
+    budget-spending selector of the truth's family (:meth:`hybridpriv.core.family.Family.pythia`; none
+    where the family has none) with that share of the budget, and score its choice against the same
+    oracle (``pythia_*`` keys).
     """
     raw = dict(truth.spec)
     for key, value in (settings or {}).items():  # a section's keys are merged into the truth's section
@@ -160,14 +151,14 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     recommended = coords.index(str(dec.attrs["recommended"]))
     s = score(dec.expected_loss.values, dec.risk_low.values, dec.risk_high.values, dec.p_best.values,
               dec.meets_requirements.values, realised, recommended)
-    out = {"candidates": coords, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
+    out = {"candidates": coords, "dim": dim, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
            "risk_high": dec.risk_high.values, "p_best": dec.p_best.values,
            "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
            **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"]}
-    if pythia_share and truth.family in PYTHIA_KINDS:
+    if pythia_share and _has_pythia(truth.family):
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
                            realised_trials, stage, client, chunk_size))
     return out
@@ -180,6 +171,7 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     common random numbers); ``tag`` prefixes the resume folders."""
     from .data import FixedSource
     from .evaluate import evaluate
+    from .families import family
     from .models._base import ConvergenceError
     from .spec import parse_spec
     from .stats import mean_with_se
@@ -190,8 +182,8 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     failures = []
     for attempt, factor in enumerate(RETRIES):  # as the refusal advises: more draws (and tuning)
         raw["evaluation"]["draws"] = first["evaluation"]["draws"] * factor
-        if truth.family in TUNED:
-            section = TUNED[truth.family]
+        section = family(truth.family).tune_section
+        if section is not None:
             raw[section] = {**raw.get(section, {}), "tune": first[section]["tune"] * factor}
         problem = parse_spec(raw).problem()
         if adjust is not None:
@@ -224,90 +216,19 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan))}
 
 
-def noisy_group_mean(records: Any, size: int, bounds: Any, relation: str, epsilon: float, rng: np.random.Generator,
-                     trials: int | None = None) -> tuple[np.ndarray, float]:
-    """An epsilon-DP mean of a group's ``records`` (the budget-spending selector's feature): their sum
-    over the group's public ``size`` plus Laplace noise of scale ``sum_sensitivity / (size epsilon)``
-    (:meth:`hybridpriv.privacy.Bounds.sum_sensitivity` under ``relation``).  ``trials``: that many
-    independent releases (default one).  Returns the release(s) and the noise scale.  Simulation
-    noise (NumPy), not for a release of real data."""
-    from .mechanisms import laplace
-    from .privacy import Bounds
+def _has_pythia(name: str) -> bool:
+    from .core.family import Family
+    from .families import family
 
-    scale = Bounds.from_pair(bounds).sum_sensitivity(relation) / (size * epsilon)
-    value = np.sum(records) / size
-    return laplace(value if trials is None else np.full(trials, value), scale, rng), scale
-
-
-def pythia_spec(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
-                rng: np.random.Generator) -> dict[str, Any]:
-    """A budget-spending selector's SPEC (Pythia-style): each private group spends ``share`` of its
-    epsilon on a Laplace release of its mean from the private records, which enters the model as an
-    earlier release (``model.released_means``); the candidates get the rest, ``(1 - share) epsilon``,
-    so the total charged per group is the same as the model-only selector's.  The release is a noisy
-    sum divided by the public size, under the SPEC's neighbouring ``relation`` (the candidates'):
-    sensitivity ``max(|lower|, |upper|)`` for ``"add-remove"`` (the default), ``upper - lower`` for
-    ``"replace"``.  Local-trust groups are not probed (their records never reach the curator)."""
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"share must be in (0, 1), got {share!r}")
-    relation = raw.get("relation", "add-remove")
-    groups, released = [], list(raw.get("model", {}).get("released_means", []))
-    for g in raw["groups"]:
-        g = dict(g)
-        eps = float(g["epsilon"])
-        if np.isfinite(eps) and g.get("trust", "central") == "central":
-            value, scale = noisy_group_mean(data[g["name"]], g["size"], raw["bounds"], relation, share * eps, rng)
-            value = float(value)
-            released.append({"group": g["name"], "value": value, "noise_scale": scale})
-            g["epsilon"] = eps * (1.0 - share)
-        groups.append(g)
-    return {**raw, "groups": groups, "model": {**raw.get("model", {}), "released_means": released}}
-
-
-def dp_items_histogram(matrix: Any, epsilon: float, rng: np.random.Generator) -> np.ndarray:
-    """The number of users with ``k = 1..m`` items, each count plus Laplace(1 / epsilon) noise:
-    epsilon-DP under adding or removing a user (who adds 1 to one count).  Simulation noise
-    (NumPy), for the calibration study, not for a release."""
-    from .mechanisms import laplace
-
-    m = matrix.shape[1]
-    counts = np.bincount(np.diff(matrix.indptr), minlength=m + 1)[1 : m + 1]
-    return laplace(counts.astype(float), 1.0 / epsilon, rng)
-
-
-def pythia_user_item(raw: dict[str, Any], matrix: Any, share: float,
-                     rng: np.random.Generator) -> tuple[dict[str, Any], Any]:
-    """A budget-spending selector for user-item counts: ``share`` of epsilon buys a Laplace histogram of
-    the items per user (each user adds 1 to one bin: sensitivity 1 under add-remove), whose
-    clipped, smoothed shape (+0.5 per bin) becomes a fixed prior on items per user
-    (:class:`hybridpriv.models.useritem.FixedItems`); the candidates get ``(1 - share) epsilon``.
-    Returns the SPEC and the prior."""
-    from .models.useritem import FixedItems
-
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"share must be in (0, 1), got {share!r}")
-    noisy = dp_items_histogram(matrix, share * raw["epsilon"], rng)
-    prior = FixedItems(np.log(np.maximum(noisy, 0.0) + 0.5))
-    return {**raw, "epsilon": raw["epsilon"] * (1.0 - share)}, prior
+    return type(family(name)).pythia is not Family.pythia
 
 
 def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_trials, stage, client,
             chunk_size) -> dict[str, Any]:
-    import dataclasses
+    from .families import family
 
-    gen = rng(seed, "calibration", truth.family, i, "pythia")
-    adjust = None
-    if truth.family == "grouped":
-        spec = pythia_spec(raw, truth.data, share, gen)
-    else:
-        from .models import UserItemModel
-
-        spec, prior = pythia_user_item(raw, truth.data, share, gen)
-
-        def adjust(problem):
-            mdl = problem.model
-            return dataclasses.replace(problem, model=UserItemModel(mdl.column_sums, mdl.n_range, items_prior=prior,
-                                                                    trades_per_row=mdl.trades_per_row))
+    spec, adjust = family(truth.family).pythia(raw, truth.data, share, rng(seed, "calibration", truth.family, i,
+                                                                           "pythia"))
     run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
                               tag="pythia-", adjust=adjust)
     if run["refused"]:
@@ -337,14 +258,14 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         name = f"{t.family}-{i}"
         rows.append(calibrate_truth(t, seed, i, (settings or {}).get(t.family),
                                     stage=lambda part, name=name: stage(f"{name}-{part}"), **options))
-    cand = list(dict.fromkeys(f"{PREFIX[t.family]}:{c}" for t, r in zip(truths, rows) for c in r["candidates"]))
+    cand = list(dict.fromkeys(f"{r['dim']}:{c}" for r in rows if not r["refused"] for c in r["candidates"]))
     grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
             ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",
              "is_best", "ratio")}
     for j, (t, r) in enumerate(zip(truths, rows)):
         if r["refused"]:
             continue
-        cols = [cand.index(f"{PREFIX[t.family]}:{c}") for c in r["candidates"]]
+        cols = [cand.index(f"{r['dim']}:{c}") for c in r["candidates"]]
         for v in grid:
             grid[v][j, cols] = np.asarray(r[v], dtype=float)
     per_truth = {

@@ -1,6 +1,6 @@
 """Calibration: how far today's recommendations can be trusted, on truths the models do not contain.
 
-For three SPEC kinds (``grouped`` means; ``hybrid-trust`` means; ``user-item`` counts) the study draws held-out truths from generators outside the models (:mod:`hybridpriv.heldout`:
+For three SPEC kinds (``grouped`` means; ``hybrid-trust`` means; ``user-item`` counts) the study draws held-out truths from generators outside the models (each family's held-out generators, :mod:`hybridpriv.heldout`:
 skewed, bimodal, heavy-tailed, clamped, shifted groups, heaped -- for the hybrid-trust kind with
 the TCM and LM groups sharing a law or not; mixture / heavy-tailed row sums with
 structured item popularity) plus real datasets shipped in ``hybridpriv/examples``, runs the select
@@ -21,8 +21,7 @@ from pathlib import Path
 import xarray as xr
 
 from hybridpriv.calibration import calibrate, plot_calibration
-from hybridpriv.heldout import (REAL_GROUPED, REAL_HYBRID_TRUST, REAL_USER_ITEM, grouped_truth, hybrid_trust_truth,
-                                real_grouped_truth, real_hybrid_trust_truth, real_user_item_truth, user_item_truth)
+from hybridpriv.families import family
 from hybridpriv.random import rng
 
 __all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "plot", "run"]
@@ -36,8 +35,8 @@ SCALES = {
                            "hybrid-trust": {"evaluation": {"draws": 100, "trials": 10}},
                            "user-item": {"evaluation": {"draws": 100}}},
               "realised_draws": 4, "realised_trials": 2000, "pythia_share": 0.1},
-    "default": {"synthetic": 30, "real": {"grouped": list(REAL_GROUPED), "hybrid-trust": list(REAL_HYBRID_TRUST),
-                                          "user-item": list(REAL_USER_ITEM)},
+    "default": {"synthetic": 30, "real": {name: list(family(name).real_datasets)
+                                          for name in ("grouped", "hybrid-trust", "user-item")},
                 "settings": {"grouped": {}, "hybrid-trust": {}, "user-item": {}}, "realised_draws": 8,
                 "realised_trials": 5000,
                 "pythia_share": 0.1},
@@ -50,17 +49,15 @@ SCALE_IN_ALL = "quick"
 
 
 def truths(scale: str, seed: int) -> list:
-    """The held-out truths of ``scale``: stream ``("calibration", family, i, "truth")`` for truth ``i``."""
+    """The held-out truths of ``scale``, made by each family: stream ``("calibration", family, i, "truth")``
+    for truth ``i``."""
     cfg, quick = SCALES[scale], scale == "quick"
     out = []
-    for family, make, real in (("grouped", grouped_truth, real_grouped_truth),
-                               ("user-item", user_item_truth, real_user_item_truth),
-                               ("hybrid-trust", hybrid_trust_truth, real_hybrid_trust_truth)):
-        n = cfg["synthetic"]
-        out += [make(i, rng(seed, "calibration", family, i, "truth"), quick=quick) for i in range(n)]
-        for j, name in enumerate(cfg["real"][family]):
-            r = rng(seed, "calibration", family, n + j, "truth")
-            out.append(real(name) if family == "user-item" else real(name, r))
+    for name in ("grouped", "user-item", "hybrid-trust"):
+        fam, n = family(name), cfg["synthetic"]
+        out += [fam.synthetic_truth(i, rng(seed, "calibration", name, i, "truth"), quick=quick) for i in range(n)]
+        for j, real in enumerate(cfg["real"][name]):
+            out.append(fam.real_truth(real, rng(seed, "calibration", name, n + j, "truth")))
     return out
 
 

@@ -1,11 +1,11 @@
 """The budget-spending selector's two DP features, audited on neighbouring datasets
 (:func:`hybridpriv.testing.audit`), with bounds that exclude 0, under every relation they offer.
 
-* :func:`hybridpriv.calibration.noisy_group_mean`: add-remove (a record at the bound farthest from 0
+* :func:`hybridpriv.families.grouped.heldout.noisy_group_mean`: add-remove (a record at the bound farthest from 0
   added: the sum moves by ``max(|lower|, |upper|)``) and replace (a record moved from one bound to the
   other: the sum moves by ``upper - lower``).  Each audit must pass at the claimed epsilon and fail
   when the noise is calibrated for the other relation's (smaller) sensitivity.
-* :func:`hybridpriv.calibration.dp_items_histogram`: add-remove only (a user added: one count moves by
+* :func:`hybridpriv.families.user_item.heldout.dp_items_histogram`: add-remove only (a user added: one count moves by
   1).  Under replace a user could move two counts: it does not offer that relation.
 """
 
@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from hybridpriv.calibration import dp_items_histogram, noisy_group_mean
+from hybridpriv.families.grouped.heldout import noisy_group_mean
+from hybridpriv.families.user_item.heldout import dp_items_histogram
 from hybridpriv.testing import NeighbouringPair, audit
 
 BOUNDS = (40.0, 100.0)  # excludes 0: the two relations' sensitivities differ (100 vs 60)

@@ -57,6 +57,11 @@ class Family:
         What :meth:`load_private` reads, for the help text and docs ("" when it cannot be released).
     examples
         Built-in example SPECs: name -> file in ``hybridpriv/examples`` (``--example NAME``).
+    tune_section
+        The SPEC section holding the model's ``tune`` (scaled with the draws when a fit is retried
+        after the convergence check refused it), or ``None``.
+    real_datasets
+        Names of the real held-out truths :meth:`real_truth` makes (the calibration study).
     """
 
     name: ClassVar[str] = ""
@@ -67,6 +72,8 @@ class Family:
     context_docs: ClassVar[Mapping[str, str]] = {}
     release_files: ClassVar[str] = ""
     examples: ClassVar[Mapping[str, str]] = {}
+    tune_section: ClassVar[str | None] = None
+    real_datasets: ClassVar[Sequence[str]] = ()
 
     def __repr__(self) -> str:
         return f"<family {self.name!r}>"
@@ -133,6 +140,25 @@ class Family:
             raise ValueError(f"no base data to audit {getattr(mech, 'label', mech)!r} on: give the fitted model or "
                              "stand-in data")
         return stand_in, "the release's stand-in data"
+
+    # -- calibration (held-out truths, the budget-spending selector) ---------------------------
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        """Synthetic held-out truth number ``i`` (:class:`hybridpriv.heldout.Truth`), drawn with ``rng``."""
+        raise self._unsupported("has no held-out truths", "synthetic_truth")
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        """The held-out truth of real dataset ``name`` (one of :attr:`real_datasets`)."""
+        raise self._unsupported("has no real held-out truths", "real_truth")
+
+    def truth_dataset(self, data: Any, groups: Any = None) -> Any:
+        """A truth's private data as the family's mechanisms read them (``groups``: the fitted model's)."""
+        return data
+
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        """The budget-spending selector: ``share`` of each unit's epsilon spent on DP features of ``data``
+        that enter the model; returns the SPEC for the rest of the budget and ``adjust(problem) -> problem``
+        (or ``None``)."""
+        raise self._unsupported("has no budget-spending selector", "pythia")
 
     # -- criticism --------------------------------------------------------------------------
     def predictive_checks(self, posterior: Any, seed: int) -> Any:

@@ -4,7 +4,8 @@ from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
 
 from hybridpriv.calibration import score
-from hybridpriv.heldout import REAL_GROUPED, REAL_USER_ITEM, real_grouped_truth, real_user_item_truth
+from hybridpriv.families.grouped.heldout import REAL_GROUPED, real_grouped_truth
+from hybridpriv.families.user_item.heldout import REAL_USER_ITEM, real_user_item_truth
 
 
 @cfg(120)

@@ -2,9 +2,11 @@ import numpy as np
 import pytest
 
 from hybridpriv.calibration import BINS, reliability, score, summarize
-from hybridpriv.heldout import (GROUPED_GENERATORS, POPULARITY, REAL_GROUPED, REAL_HYBRID_TRUST, REAL_USER_ITEM,
-                                ROW_LAWS, grouped_truth, hybrid_trust_truth, real_grouped_truth,
-                                real_hybrid_trust_truth, real_user_item_truth, user_item_truth)
+from hybridpriv.families.grouped.heldout import REAL_GROUPED, grouped_truth, real_grouped_truth
+from hybridpriv.families.hybrid_trust.heldout import REAL_HYBRID_TRUST, hybrid_trust_truth, real_hybrid_trust_truth
+from hybridpriv.families.user_item.heldout import (POPULARITY, REAL_USER_ITEM, ROW_LAWS, real_user_item_truth,
+                                                   user_item_truth)
+from hybridpriv.heldout import RECORD_LAWS as GROUPED_GENERATORS
 from hybridpriv.random import rng
 from hybridpriv.studies import calibration
 
@@ -218,7 +220,7 @@ def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):
 
 
 def test_pythia_spec_charges_each_private_group_its_epsilon_in_total():
-    from hybridpriv.calibration import pythia_spec
+    from hybridpriv.families.grouped.heldout import pythia_spec
 
     t = calibration.truths("quick", 0)[0]
     draws = [pythia_spec(t.spec, t.data, 0.1, np.random.default_rng(s)) for s in range(4000)]
@@ -254,7 +256,7 @@ def test_pythia_spec_charges_each_private_group_its_epsilon_in_total():
 def test_dp_items_histogram_is_the_histogram_plus_laplace_noise_of_scale_one_over_epsilon():
     import scipy.sparse as sp
 
-    from hybridpriv.calibration import dp_items_histogram, pythia_user_item
+    from hybridpriv.families.user_item.heldout import dp_items_histogram, pythia_user_item
 
     rows = [[0], [0, 1], [1, 2], [0, 1, 2], [2]]
     mat = sp.csr_matrix(([1] * 9, [j for r in rows for j in r], np.cumsum([0] * 1 + [len(r) for r in rows])), shape=(5, 3))

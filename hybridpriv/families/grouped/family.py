@@ -8,6 +8,7 @@ import numpy as np
 
 from ...core.family import Family
 from . import spec as _spec
+from .heldout import REAL_GROUPED
 
 __all__ = ["FAMILY", "GroupedFamily"]
 
@@ -25,6 +26,8 @@ class GroupedFamily(Family):
         "statistic": '"mean" or "median"', "clamp": "whether records are clipped into the bounds",
         "sigma2": "the fitted model (its variance_posterior_mean is the records' variance)",
     }
+    tune_section = "model"
+    real_datasets = tuple(REAL_GROUPED)
     release_files = "one CSV per group, DIR/<group>.csv (first column: the records; a header row may come first)"
 
     def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
@@ -71,6 +74,26 @@ class GroupedFamily(Family):
 
             return base_data(mech), "worst-case records (every record at the quiet value)"
         return super().audit_data(mech, posterior, seed, stand_in)
+
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        from .heldout import grouped_truth
+
+        return grouped_truth(i, rng, quick)
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        from .heldout import real_grouped_truth
+
+        return real_grouped_truth(name, rng)
+
+    def truth_dataset(self, data: Any, groups: Any = None) -> Any:
+        from ...data import GroupedDataset
+
+        return GroupedDataset(tuple(np.asarray(data[g.name], dtype=float) for g in groups))
+
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        from .heldout import pythia_spec
+
+        return pythia_spec(raw, data, share, rng), None
 
 
 FAMILY = GroupedFamily()

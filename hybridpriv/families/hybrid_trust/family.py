@@ -6,6 +6,7 @@ from typing import Any
 
 from ...core.family import Family
 from . import spec as _spec
+from .heldout import REAL_HYBRID_TRUST
 
 __all__ = ["FAMILY", "HybridTrustFamily"]
 
@@ -17,6 +18,8 @@ class HybridTrustFamily(Family):
     data_kind = "grouped"
     top, sections = _spec.TOP, _spec.SECTIONS
     examples = {"salaries": "salaries.toml"}
+    tune_section = "knowledge"
+    real_datasets = tuple(REAL_HYBRID_TRUST)
     context_docs = {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",
                     "noise": '"laplace" or "gaussian"', "relation": "the TCM group's neighbouring relation"}
 
@@ -28,6 +31,24 @@ class HybridTrustFamily(Family):
 
     def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
         return _spec.context(values, posterior)
+
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        from .heldout import hybrid_trust_truth
+
+        return hybrid_trust_truth(i, rng, quick)
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        from .heldout import real_hybrid_trust_truth
+
+        return real_hybrid_trust_truth(name, rng)
+
+    def truth_dataset(self, data: Any, groups: Any = None) -> Any:
+        """The TCM then the LM records."""
+        import numpy as np
+
+        from ...data import GroupedDataset
+
+        return GroupedDataset((np.asarray(data["tcm"], dtype=float), np.asarray(data["lm"], dtype=float)))
 
 
 FAMILY = HybridTrustFamily()

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...core.family import Family, NoChecks
 from . import spec as _spec
+from .heldout import REAL_USER_ITEM
 
 __all__ = ["FAMILY", "UserItemFamily"]
 
@@ -20,6 +21,7 @@ class UserItemFamily(Family):
     examples = {"favorite-sites": "favorite-sites.toml", "flights": "flights.toml"}
     context_docs = {"epsilon": "the users' epsilon", "m": "the number of items",
                     "column_sums": "the public column sums (numpy array)"}
+    real_datasets = tuple(REAL_USER_ITEM)
     release_files = "DIR/matrix.csv of user,item pairs, one per report (item: its index in column_sums)"
 
     def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
@@ -58,6 +60,32 @@ class UserItemFamily(Family):
         return NoChecks("every sampled matrix has exactly the published column sums and number of users (the model "
                         "conditions on them), and nothing else about the matrix is public to check it against; the "
                         "items-per-user distribution is an assumption (items_prior), not checked")
+
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        from .heldout import user_item_truth
+
+        return user_item_truth(i, rng, quick)
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        from .heldout import real_user_item_truth
+
+        return real_user_item_truth(name)
+
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        """A Laplace histogram of the items per user becomes the model's fixed prior on row sums."""
+        import dataclasses
+
+        from ...models import UserItemModel
+        from .heldout import pythia_user_item
+
+        spec, prior = pythia_user_item(raw, data, share, rng)
+
+        def adjust(problem):
+            mdl = problem.model
+            return dataclasses.replace(problem, model=UserItemModel(mdl.column_sums, mdl.n_range, items_prior=prior,
+                                                                    trades_per_row=mdl.trades_per_row))
+
+        return spec, adjust
 
 
 FAMILY = UserItemFamily()
