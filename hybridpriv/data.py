@@ -7,7 +7,7 @@ or the posterior predictive of a PyMC model of public knowledge (every fitted mo
 :meth:`DatasetSource.generate` a numpy ``Generator`` on the stream ``("dataset", chain, draw)``
 (:mod:`hybridpriv.random`), so a dataset does not depend on chunking or on which worker made it.
 
-Every dataset has a *kind* (:data:`DATA_KINDS`), and every mechanism says which kind it reads.
+Every dataset has a *kind* (:func:`data_kind_of`; the registered kinds: :func:`hybridpriv.families.data_kinds`), and every mechanism says which kind it reads.
 """
 
 from __future__ import annotations
@@ -23,28 +23,22 @@ import numpy as np
 from .params import Parametrized
 from .privacy import Bounds, Group, check_groups
 
-__all__ = ["DATA_KINDS", "DatasetSource", "FixedSource", "GroupedDataset", "IIDSource", "STATISTICS",
+__all__ = ["DatasetSource", "FixedSource", "GroupedDataset", "IIDSource", "STATISTICS",
            "data_kind_of", "sample_statistic"]
 
 #: Statistics a dataset's truth is computed for.
 STATISTICS = ("mean", "median")
 
-#: The kinds of data mechanisms read.  ``"grouped"``: one 1-D array of scalar records per privacy
-#: group (:class:`GroupedDataset`); ``"user-item"``: a binary users x items matrix (SciPy CSR);
-#: ``"public-private"``: a private design beside public records
-#: (:class:`hybridpriv.estimators.wang.HybridDesign`); ``"points"``: a point cloud whose users
-#: trust the curator or not (:class:`hybridpriv.estimators.kmeans.PointCloud`).
-DATA_KINDS = ("grouped", "user-item", "public-private", "points")
-
-
 def data_kind_of(data: object) -> str:
-    """The kind of ``data`` (its ``data_kind`` attribute; a SciPy sparse matrix is ``"user-item"``)."""
+    """The kind of ``data``: its ``data_kind`` attribute, else the registered data kind that recognises it
+    (a SciPy sparse matrix is a users x items matrix)."""
     kind = getattr(data, "data_kind", None)
     if kind is None:
-        import scipy.sparse as sp
+        from .families import data_kinds
 
-        if sp.issparse(data):
-            return "user-item"
+        for name, dk in data_kinds().items():
+            if dk.recognises(data):
+                return name
         raise TypeError(f"cannot tell the data kind of {type(data).__name__}; give it a data_kind attribute")
     return kind
 

@@ -44,7 +44,7 @@ def scalar_loss(name: str) -> Callable[[np.ndarray], np.ndarray]:
 class Task(Parametrized, ABC):
     """Base class of tasks (see the module docstring)."""
 
-    #: The data kind the task scores (``hybridpriv.data.DATA_KINDS``).
+    #: The data kind the task scores (a registered data kind, ``hybridpriv.families.data_kinds()``).
     data_kind: str = "grouped"
     #: What the loss measures, for tables and figure axes.
     loss_name: str = "loss"

@@ -194,7 +194,7 @@ class Posterior(ABC):
     """
 
     convergence_vars: tuple[str, ...] = ()
-    #: The data kind :meth:`generate` makes (``hybridpriv.data.DATA_KINDS``).
+    #: The data kind :meth:`generate` makes (a registered data kind, ``hybridpriv.families.data_kinds()``).
     data_kind: str = "grouped"
 
     def __init__(self, model: KnowledgeModel, idata: Any, seed: int = 0) -> None:

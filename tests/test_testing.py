@@ -16,13 +16,13 @@ from scipy import stats
 
 from hybridpriv.estimators import ContributionBoundedCounts, Estimator, PEMedian, WeightedMean
 from hybridpriv.privacy import Group, Guarantee
+from hybridpriv.families.grouped.datakind import estimator_mechanism
 from hybridpriv.testing import (
     AuditReport,
     NeighbouringPair,
     assert_passes,
     audit,
     audit_estimator,
-    estimator_mechanism,
     neighbouring_pair,
 )
 
@@ -334,7 +334,8 @@ def test_estimator_mechanism_runs_the_estimator_vectorised():
 def test_add_remove_pairs_use_the_estimators_absent_value():
     """A sum of offsets from the midpoint (PDP Sample, expected denominator): absent = the midpoint, not 0."""
     from hybridpriv.estimators import PDPSample
-    from hybridpriv.testing import absent_value, neighbouring_pairs
+    from hybridpriv.families.grouped.datakind import absent_value
+    from hybridpriv.testing import neighbouring_pairs
 
     groups = [Group("a", 3, 1.0), Group("pub", 2, math.inf)]
     base = [np.full(3, 2.0), np.full(2, 2.0)]

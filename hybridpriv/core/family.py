@@ -46,7 +46,9 @@ class Family:
     summary
         One line: what its selection chooses (``hybridpriv spec`` lists it).
     data_kind
-        What its mechanisms read (:data:`hybridpriv.data.DATA_KINDS`).
+        What its mechanisms read: the name of a registered :class:`~hybridpriv.core.datakind.DataKind`.
+    defines
+        The data kinds this family introduces (another family's may be reused by name).
     top, sections
         Its SPEC schema (:class:`hybridpriv.spec.schema.Table`; ``sections``: ``(name, table, is_array)``
         for the template); every family's SPEC also accepts ``[[mechanisms]]``.
@@ -67,6 +69,7 @@ class Family:
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     data_kind: ClassVar[str] = ""
+    defines: ClassVar[Sequence[Any]] = ()
     top: ClassVar[Any] = None
     sections: ClassVar[Sequence[tuple[str, Any, bool]]] = ()
     context_docs: ClassVar[Mapping[str, str]] = {}

@@ -3,7 +3,7 @@
 A :class:`Mechanism` is a candidate the engine can evaluate, the selection can choose, the audit
 can test and the accountant can charge:
 
-* ``data_kind``: the data it reads (:data:`hybridpriv.data.DATA_KINDS`: grouped arrays, a users x
+* ``data_kind``: the data it reads (a registered data kind, :func:`hybridpriv.families.data_kinds`: grouped arrays, a users x
   items matrix, a private design beside public records, a point cloud);
 * ``release(data, rng, trials) -> array``: ``trials`` independent releases on one dataset, stacked
   on a leading axis (vectorised where it can be);
@@ -46,7 +46,7 @@ class Mechanism(Parametrized, ABC):
     Subclasses set ``data_kind`` and ``label``, implement :meth:`release` and :attr:`privacy`.
     """
 
-    #: The data the mechanism reads: one of :data:`hybridpriv.data.DATA_KINDS`.
+    #: The data the mechanism reads: a registered data kind (:func:`hybridpriv.families.data_kinds`).
     data_kind: ClassVar[str] = "grouped"
     #: The coordinate of this candidate in results (unique within a comparison).
     label: str = "mechanism"

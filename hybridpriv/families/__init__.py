@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from importlib import metadata
 
+from ..core.datakind import DataKind
 from ..core.family import Family, Unsupported
 from . import grouped, hybrid_trust, kmeans, public_private, user_item
 
-__all__ = ["DEFAULT_EXAMPLE", "DEFAULT_KIND", "ENTRY_POINT_GROUP", "FAMILIES", "family", "registry"]
+__all__ = ["DEFAULT_EXAMPLE", "DEFAULT_KIND", "ENTRY_POINT_GROUP", "FAMILIES", "data_kind", "data_kinds", "family",
+           "registry"]
 
 #: The entry-point group an outside package registers its families under.
 ENTRY_POINT_GROUP = "hybridpriv.families"
@@ -62,3 +64,22 @@ def family(name: str) -> Family:
     if name not in fams:
         raise ValueError(f"kind must be one of {list(fams)}, got {name!r}")
     return fams[name]
+
+
+def data_kinds() -> dict[str, DataKind]:
+    """Every data kind the registered families define, by name (a name defined twice is refused)."""
+    out: dict[str, DataKind] = {}
+    for fam in registry().values():
+        for kind in fam.defines:
+            if kind.name in out and out[kind.name] is not kind:
+                raise Unsupported(f"data kind {kind.name!r} is defined by two families (the second: {fam.name!r})")
+            out[kind.name] = kind
+    return out
+
+
+def data_kind(name: str) -> DataKind:
+    """The data kind registered as ``name`` (a mechanism's ``data_kind``)."""
+    kinds = data_kinds()
+    if name not in kinds:
+        raise ValueError(f"data_kind must be one of {list(kinds)}, got {name!r}")
+    return kinds[name]

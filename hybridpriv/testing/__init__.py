@@ -35,9 +35,7 @@ from .conformance import MechanismCheckError, check_mechanism, mechanism_problem
 from .core import AuditReport, NeighbouringPair, assert_passes, audit
 from .pairs import (
     Coordinate,
-    absent_value,
     audit_estimator,
-    estimator_mechanism,
     mechanism_sampler,
     neighbouring_pair,
     neighbouring_pairs,
@@ -48,12 +46,10 @@ __all__ = [
     "Coordinate",
     "MechanismCheckError",
     "NeighbouringPair",
-    "absent_value",
     "assert_passes",
     "audit",
     "audit_estimator",
     "check_mechanism",
-    "estimator_mechanism",
     "mechanism_problems",
     "mechanism_sampler",
     "neighbouring_pair",

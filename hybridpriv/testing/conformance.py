@@ -5,7 +5,7 @@ calls :func:`check_mechanism` on an instance, with a dataset of its kind if they
 lists *everything* the class still lacks, not only the first problem:
 
 * the protocol: a :class:`~hybridpriv.estimators.base.Mechanism` subclass, ``data_kind`` one of
-  :data:`hybridpriv.data.DATA_KINDS`, a non-empty string ``label``, a ``privacy`` dict
+  a registered data kind (:func:`hybridpriv.families.data_kinds`), a non-empty string ``label``, a ``privacy`` dict
   ``unit -> Guarantee`` with positive epsilons;
 * parameters: ``get_params()`` returns the constructor's arguments, ``clone()`` rebuilds an equal
   mechanism (the same fingerprint), and it pickles (the engine ships candidates to dask workers);
@@ -37,7 +37,7 @@ class MechanismCheckError(AssertionError):
 
 
 def _protocol_problems(mech: Any) -> list[str]:
-    from ..data import DATA_KINDS
+    from ..families import data_kinds
     from ..estimators.base import Mechanism
     from ..privacy import Guarantee
 
@@ -49,8 +49,9 @@ def _protocol_problems(mech: Any) -> list[str]:
             if not hasattr(mech, name):
                 out.append(f"it has no {name!r}")
         return out
-    if getattr(mech, "data_kind", None) not in DATA_KINDS:
-        out.append(f"data_kind must be one of {list(DATA_KINDS)}, got {getattr(mech, 'data_kind', None)!r}")
+    if getattr(mech, "data_kind", None) not in data_kinds():
+        out.append(f"data_kind must be one of {list(data_kinds())} (the registered data kinds), got "
+                   f"{getattr(mech, 'data_kind', None)!r}")
     label = getattr(mech, "label", None)
     if not isinstance(label, str) or not label or label in ("mechanism", "estimator"):  # the base classes' defaults
         out.append(f"label must be a non-empty string naming it in results (set the class attribute), got {label!r}")

@@ -53,7 +53,8 @@ from ..estimators.wang import Algorithm1, HybridDesign, HybridMEstimator, LeiHis
 from ..privacy import Bounds, Group, Guarantee
 from .cases.grouped import StrictNoiseAtLoosestEpsilon, SwappedKeepProbabilities, TCMNoiseAtLMEpsilon
 from .core import AuditReport
-from .pairs import absent_value, audit_estimator
+from ..families.grouped.datakind import absent_value
+from .pairs import audit_estimator
 
 __all__ = [
     "EPSILONS",
@@ -173,7 +174,7 @@ class MatrixCase:
 def base_data(estimator) -> list[np.ndarray]:
     """Base records that make a grouped estimator leak: every record at the quiet value, medians tied.
 
-    Means: the absent value (:func:`~hybridpriv.testing.absent_value`) or, if it is outside the
+    Means: the absent value (:func:`~hybridpriv.families.grouped.datakind.absent_value`) or, if it is outside the
     bounds, the value of least magnitude (least randomness from subsampling).  Medians: tied at 90%
     of the way from the lower to the upper bound.
     """

@@ -1,6 +1,6 @@
 """The K-means family's data, source and task: :class:`PointCloud`, :class:`TrustSplitSource`, :class:`WCSS`.
 
-A :class:`PointCloud` is one dataset of the ``"points"`` kind (:data:`hybridpriv.data.DATA_KINDS`):
+A :class:`PointCloud` is one dataset of the ``"points"`` kind (a registered data kind, :func:`hybridpriv.families.data_kinds`):
 every user's point in a box, which users trust the curator (the TCM users; the others are LM
 users), the box's bounds and a data-independent **public start** (line 1 of Algorithm 1's
 initial centres).  Every candidate evaluated on the dataset starts from the same centres and sees

@@ -156,16 +156,16 @@ class Released(Task):
     Parameters
     ----------
     data_kind
-        The data kind of the mechanisms (one of :data:`hybridpriv.data.DATA_KINDS`).
+        The data kind of the mechanisms (a registered data kind, :func:`hybridpriv.families.data_kinds`).
     """
 
     loss_name = "released value"
 
     def __init__(self, data_kind: str = "public-private") -> None:
-        from ...data import DATA_KINDS
+        from ...families import data_kinds
 
-        if not isinstance(data_kind, str) or data_kind not in DATA_KINDS:
-            raise ValueError(f"data_kind must be one of {DATA_KINDS}, got {data_kind!r}")
+        if not isinstance(data_kind, str) or data_kind not in data_kinds():
+            raise ValueError(f"data_kind must be one of {list(data_kinds())}, got {data_kind!r}")
         self.data_kind = data_kind
 
     def truth(self, data: Any) -> dict[str, float]:

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...core.family import Family
 from . import spec as _spec
+from .datakind import GROUPED_DATA
 from .heldout import REAL_GROUPED
 
 __all__ = ["FAMILY", "GroupedFamily"]
@@ -17,6 +18,7 @@ class GroupedFamily(Family):
     name = "grouped"
     summary = "a mean or median estimator for groups of different epsilons (Ferrando et al.)"
     data_kind = "grouped"
+    defines = (GROUPED_DATA,)
     top, sections = _spec.TOP, _spec.SECTIONS
     examples = {"grouped": "grouped.toml"}
     context_docs = {

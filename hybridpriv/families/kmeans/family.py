@@ -6,6 +6,7 @@ from typing import Any
 
 from ...core.family import Family, NoChecks
 from . import spec as _spec
+from .datakind import POINTS_DATA
 
 __all__ = ["FAMILY", "KMeansFamily"]
 
@@ -15,6 +16,7 @@ class KMeansFamily(Family):
     summary = ("DP K-means for users who trust the curator beside local-DP users: the algorithm "
                "and its iterations (Avent et al.)")
     data_kind = "points"
+    defines = (POINTS_DATA,)
     top, sections = _spec.TOP, _spec.SECTIONS
     examples = {"faithful": "faithful.toml"}
     context_docs = {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",

@@ -6,6 +6,7 @@ from typing import Any
 
 from ...core.family import Family
 from . import spec as _spec
+from .datakind import DESIGN_DATA
 
 __all__ = ["FAMILY", "PublicPrivateFamily"]
 
@@ -15,6 +16,7 @@ class PublicPrivateFamily(Family):
     summary = ("an M-estimator of private records helped by public ones: the approach and the "
                "public subset size (Wang et al.)")
     data_kind = "public-private"
+    defines = (DESIGN_DATA,)
     top, sections = _spec.TOP, _spec.SECTIONS
     examples = {"pima": "pima.toml"}
     context_docs = {"contrast": "the contrast the task scores (numpy array)",

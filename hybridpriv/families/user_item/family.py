@@ -8,6 +8,7 @@ import numpy as np
 
 from ...core.family import Family, NoChecks
 from . import spec as _spec
+from .datakind import USER_ITEM_DATA
 from .heldout import REAL_USER_ITEM
 
 __all__ = ["FAMILY", "UserItemFamily"]
@@ -17,6 +18,7 @@ class UserItemFamily(Family):
     name = "user-item"
     summary = "k, the items kept per user, for DP item counts (Zeber & Lopatka)"
     data_kind = "user-item"
+    defines = (USER_ITEM_DATA,)
     top, sections = _spec.TOP, _spec.SECTIONS
     examples = {"favorite-sites": "favorite-sites.toml", "flights": "flights.toml"}
     context_docs = {"epsilon": "the users' epsilon", "m": "the number of items",
