@@ -328,7 +328,7 @@ class ThinnedSource(Parametrized):
         self.source = source
         self.groups = getattr(source, "groups", None)
         self.bounds = getattr(source, "bounds", None)
-        self.data_kind = getattr(source, "data_kind", "grouped")
+        self.data_kind = source.data_kind
         self.index = np.unique(np.linspace(0, total - 1, draws).round().astype(int))
         self._chains = chains
 

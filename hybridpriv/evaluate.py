@@ -36,7 +36,7 @@ from .params import describe
 from .privacy import Guarantee
 from .random import check_seed, rng
 from .progress import Phase
-from .tasks import Statistic, Task
+from .tasks import Task
 
 __all__ = ["MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
 
@@ -274,10 +274,14 @@ def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required)
 def _prepare(candidates, source, task, trials, seed, draws) -> _Job:
     mechs = _as_candidates(candidates)
     check_source(source)
-    if task is None:
-        if not all(m.data_kind == "grouped" for m in mechs.values()):
-            raise ValueError("task is required for mechanisms that do not read grouped data (e.g. ItemCounts(), WCSS())")
-        task = Statistic()
+    from .families import data_kind
+
+    kinds = {m.data_kind for m in mechs.values()}
+    if task is None:  # the data kind's default task, if it has one (and the candidates share their kind)
+        task = data_kind(next(iter(kinds))).default_task() if len(kinds) == 1 else None
+        if task is None:
+            raise ValueError(f"task is required for mechanisms that read {sorted(kinds)} data (e.g. ItemCounts(), "
+                             "WCSS())")
     if not isinstance(task, Task):
         raise TypeError(f"task must be a hybridpriv.tasks.Task, got {type(task).__name__}")
     source_kind = getattr(source, "data_kind", None)
@@ -285,10 +289,7 @@ def _prepare(candidates, source, task, trials, seed, draws) -> _Job:
         task.check(mech)
         if source_kind is not None and mech.data_kind != source_kind:
             raise ValueError(f"candidate {coord!r} reads {mech.data_kind!r} data, the source makes {source_kind!r} data")
-        groups = getattr(source, "groups", None)
-        if mech.data_kind == "grouped" and groups is not None:
-            if [(g.name, g.size) for g in mech.groups] != [(g.name, g.size) for g in groups]:
-                raise ValueError(f"candidate {coord!r} was built for other groups than the source's")
+        data_kind(mech.data_kind).check_candidate(mech, source, coord)
     chains, n_draws = source.shape
     if draws is not None:
         if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_draws:
@@ -346,8 +347,9 @@ def evaluate(
         A dataset source (:class:`hybridpriv.data.DatasetSource`): any fitted model, an
         :class:`~hybridpriv.data.IIDSource`, a :class:`~hybridpriv.data.FixedSource`.
     task
-        A :class:`hybridpriv.tasks.Task` (default :class:`~hybridpriv.tasks.Statistic`, for grouped
-        estimators).
+        A :class:`hybridpriv.tasks.Task` (default: the candidates' data kind's
+        :meth:`~hybridpriv.core.datakind.DataKind.default_task`, e.g. a :class:`~hybridpriv.tasks.Statistic`
+        for grouped estimators).
     trials
         Independent releases of each candidate per dataset (vectorised; ignored by candidates
         the task scores by their exact risk).

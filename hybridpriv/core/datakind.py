@@ -42,6 +42,13 @@ class DataKind:
         ``guarantee.relation`` allows, worst first (:class:`hybridpriv.testing.NeighbouringPair`)."""
         raise NotImplementedError(f"data kind {self.name!r} defines no neighbouring pairs")
 
+    def default_task(self) -> Any:
+        """The task ``evaluate`` scores this kind's candidates with when none is given (``None``: one must be)."""
+        return None
+
+    def check_candidate(self, mechanism: Any, source: Any, coordinate: Any) -> None:
+        """Refuse (``ValueError`` naming ``coordinate``) a candidate built for another setting than ``source``'s."""
+
     def recognises(self, data: Any) -> bool:
         """Whether ``data`` (without a ``data_kind`` attribute) is of this kind (e.g. a SciPy matrix)."""
         return False

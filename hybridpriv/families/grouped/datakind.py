@@ -112,5 +112,15 @@ class GroupedData(DataKind):
     def neighbouring_pairs(self, mechanism: Any, data: Any, unit: str, guarantee: Any, record: int) -> list:
         return _grouped_pairs(mechanism, data, unit, guarantee, record)
 
+    def default_task(self) -> Any:
+        from ...tasks import Statistic
+
+        return Statistic()
+
+    def check_candidate(self, mechanism: Any, source: Any, coordinate: Any) -> None:
+        groups = getattr(source, "groups", None)
+        if groups is not None and [(g.name, g.size) for g in mechanism.groups] != [(g.name, g.size) for g in groups]:
+            raise ValueError(f"candidate {coordinate!r} was built for other groups than the source's")
+
 
 GROUPED_DATA = GroupedData()
