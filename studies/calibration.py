@@ -1,6 +1,6 @@
 """Calibration: how far today's recommendations can be trusted, on truths the models do not contain.
 
-For three SPEC kinds (``grouped`` means; ``hybrid-trust`` means; ``user-item`` counts) the study draws held-out truths from generators outside the models (each family's held-out generators, :mod:`hybridpriv.heldout`:
+For every family that makes held-out truths (today ``grouped`` means, ``user-item`` counts, ``hybrid-trust`` means) the study draws held-out truths from generators outside the models (each family's held-out generators, :mod:`hybridpriv.heldout`:
 skewed, bimodal, heavy-tailed, clamped, shifted groups, heaped -- for the hybrid-trust kind with
 the TCM and LM groups sharing a law or not; mixture / heavy-tailed row sums with
 structured item popularity) plus real datasets shipped in ``hybridpriv/examples``, runs the select
@@ -21,24 +21,26 @@ from pathlib import Path
 import xarray as xr
 
 from hybridpriv.calibration import calibrate, plot_calibration
-from hybridpriv.families import family
+from hybridpriv.families import family, registry
 from hybridpriv.random import rng
 
 __all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "plot", "run"]
 
+
+def _families() -> list:
+    """Every registered family that makes held-out truths, in the registry's order."""
+    return [f for f in registry().values() if f.has_truths]
+
+
 DESCRIPTION = "Calibration: regret, interval coverage and P(best) reliability of select on held-out truths"
 #: per scale: synthetic truths per family, real datasets per family, select settings, realised-risk releases
+#: (the families are every registered one with held-out truths; each gives its quick real datasets and settings)
 SCALES = {
-    "quick": {"synthetic": 1, "real": {"grouped": ["faithful-waiting"], "hybrid-trust": ["salaries"],
-                                       "user-item": ["verbagg"]},
-              "settings": {"grouped": {"model": {"family": "normal"}, "evaluation": {"draws": 100, "trials": 10}},
-                           "hybrid-trust": {"evaluation": {"draws": 100, "trials": 10}},
-                           "user-item": {"evaluation": {"draws": 100}}},
+    "quick": {"synthetic": 1, "real": {f.name: list(f.quick_calibration.get("real", [])) for f in _families()},
+              "settings": {f.name: dict(f.quick_calibration.get("settings", {})) for f in _families()},
               "realised_draws": 4, "realised_trials": 2000, "pythia_share": 0.1},
-    "default": {"synthetic": 30, "real": {name: list(family(name).real_datasets)
-                                          for name in ("grouped", "hybrid-trust", "user-item")},
-                "settings": {"grouped": {}, "hybrid-trust": {}, "user-item": {}}, "realised_draws": 8,
-                "realised_trials": 5000,
+    "default": {"synthetic": 30, "real": {f.name: list(f.real_datasets) for f in _families()},
+                "settings": {f.name: {} for f in _families()}, "realised_draws": 8, "realised_trials": 5000,
                 "pythia_share": 0.1},
 }
 SCALES["full"] = {**SCALES["default"], "synthetic": 100}
@@ -53,7 +55,7 @@ def truths(scale: str, seed: int) -> list:
     for truth ``i``."""
     cfg, quick = SCALES[scale], scale == "quick"
     out = []
-    for name in ("grouped", "user-item", "hybrid-trust"):
+    for name in cfg["real"]:
         fam, n = family(name), cfg["synthetic"]
         out += [fam.synthetic_truth(i, rng(seed, "calibration", name, i, "truth"), quick=quick) for i in range(n)]
         for j, real in enumerate(cfg["real"][name]):

@@ -64,6 +64,8 @@ class Family:
         after the convergence check refused it), or ``None``.
     real_datasets
         Names of the real held-out truths :meth:`real_truth` makes (the calibration study).
+    quick_calibration
+        The calibration study's quick scale for this family: ``{"real": [names], "settings": {SPEC values}}``.
     """
 
     name: ClassVar[str] = ""
@@ -77,6 +79,7 @@ class Family:
     examples: ClassVar[Mapping[str, str]] = {}
     tune_section: ClassVar[str | None] = None
     real_datasets: ClassVar[Sequence[str]] = ()
+    quick_calibration: ClassVar[Mapping[str, Any]] = {}
 
     def __repr__(self) -> str:
         return f"<family {self.name!r}>"
@@ -145,6 +148,11 @@ class Family:
         return stand_in, "the release's stand-in data"
 
     # -- calibration (held-out truths, the budget-spending selector) ---------------------------
+    @property
+    def has_truths(self) -> bool:
+        """Whether the family makes held-out truths (the calibration study covers it)."""
+        return type(self).synthetic_truth is not Family.synthetic_truth
+
     def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
         """Synthetic held-out truth number ``i`` (:class:`hybridpriv.heldout.Truth`), drawn with ``rng``."""
         raise self._unsupported("has no held-out truths", "synthetic_truth")

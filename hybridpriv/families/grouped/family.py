@@ -30,6 +30,7 @@ class GroupedFamily(Family):
     }
     tune_section = "model"
     real_datasets = tuple(REAL_GROUPED)
+    quick_calibration = {"real": ["faithful-waiting"], "settings": {"model": {"family": "normal"}, "evaluation": {"draws": 100, "trials": 10}}}
     release_files = "one CSV per group, DIR/<group>.csv (first column: the records; a header row may come first)"
 
     def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ class HybridTrustFamily(Family):
     examples = {"salaries": "salaries.toml"}
     tune_section = "knowledge"
     real_datasets = tuple(REAL_HYBRID_TRUST)
+    quick_calibration = {"real": ["salaries"], "settings": {"evaluation": {"draws": 100, "trials": 10}}}
     context_docs = {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",
                     "noise": '"laplace" or "gaussian"', "relation": "the TCM group's neighbouring relation"}
 

@@ -24,6 +24,7 @@ class UserItemFamily(Family):
     context_docs = {"epsilon": "the users' epsilon", "m": "the number of items",
                     "column_sums": "the public column sums (numpy array)"}
     real_datasets = tuple(REAL_USER_ITEM)
+    quick_calibration = {"real": ["verbagg"], "settings": {"evaluation": {"draws": 100}}}
     release_files = "DIR/matrix.csv of user,item pairs, one per report (item: its index in column_sums)"
 
     def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
