@@ -79,6 +79,18 @@ def test_grouped_select_release_ledger(grouped, tmp_path, capsys):
     assert code == 0 and "1 release(s)" in out and "PLD" in out and recommended in out
 
 
+def test_a_public_only_estimator_is_released_and_charged_nothing(grouped, tmp_path, capsys):
+    """A built-in that never reads the private groups promises them epsilon 0 (the audit matrix tests it);
+    the instance check refuses 0 only from plugins."""
+    data = fresh_data(grouped, tmp_path)
+    code, _, err = run(capsys, "release", grouped / "grouped.toml", "--data", data, "--selection",
+                       grouped / "sel" / "selection.nc", "--candidate", "public-mean", "--out", tmp_path / "r")
+    assert code == 0, err
+    entry = json.loads((data / "hybridpriv-ledger.json").read_text())["releases"][0]
+    assert {u: s["epsilon"] for u, s in entry["spent"].items()} == {"panel": "inf", "opt-in": 0.0, "default": 0.0,
+                                                                     "strict": 0.0}
+
+
 def test_mismatched_spec_and_data_are_refused(grouped, tmp_path, capsys):
     spec = tmp_path / "other.toml"
     spec.write_text((grouped / "grouped.toml").read_text().replace("epsilon = 0.05", "epsilon = 0.1"))
