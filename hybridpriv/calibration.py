@@ -200,8 +200,9 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     dim = problem.dim
     groups = getattr(problem.model, "groups", None)
     data = truth.dataset(groups)
-    mc = problem.task.exact_risk(list(problem.candidates(selection.posterior).values()), data,
-                                 problem.task.truth(data)) is None
+    exact = problem.task.exact_risk(list(problem.candidates(selection.posterior).values()), data,
+                                    problem.task.truth(data))
+    mc = exact is None or bool(np.isnan(exact).any())  # some candidate is run (Monte Carlo)
     draws, trials = (realised_draws, realised_trials) if mc else (1, 1)
     on_truth = evaluate(problem.candidates(selection.posterior), FixedSource(data, draws, groups=groups), problem.task,
                         trials=trials, seed=_seed(seed, truth.family, i, "realised"), dim=dim,
@@ -209,6 +210,10 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
                         chunk_size=chunk_size)
     if "loss" in on_truth and not bool(on_truth["exact"].all()):
         realised, se = mean_with_se(on_truth["loss"], ("chain", "draw", "trial"))
+        if bool(on_truth["exact"].any()):  # candidates scored exactly beside run ones: their exact risk
+            exact_risk = on_truth["risk"].mean(("chain", "draw"))
+            realised = realised.where(~on_truth["exact"], exact_risk)
+            se = se.where(~on_truth["exact"], 0.0)
     else:
         realised, se = on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
     return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,

@@ -58,7 +58,8 @@ class Family:
     release_files
         What :meth:`load_private` reads, for the help text and docs ("" when it cannot be released).
     examples
-        Built-in example SPECs: name -> file in ``hybridpriv/examples`` (``--example NAME``).
+        Built-in example SPECs (``--example NAME``): name -> a file name in ``hybridpriv/examples``, or a
+        :class:`~pathlib.Path` to a SPEC the family ships in its own folder.
     tune_section
         The SPEC section holding the model's ``tune`` (scaled with the draws when a fit is retried
         after the convergence check refused it), or ``None``.
@@ -76,7 +77,7 @@ class Family:
     sections: ClassVar[Sequence[tuple[str, Any, bool]]] = ()
     context_docs: ClassVar[Mapping[str, str]] = {}
     release_files: ClassVar[str] = ""
-    examples: ClassVar[Mapping[str, str]] = {}
+    examples: ClassVar[Mapping[str, Any]] = {}
     tune_section: ClassVar[str | None] = None
     real_datasets: ClassVar[Sequence[str]] = ()
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
@@ -110,9 +111,17 @@ class Family:
         raise self._unsupported("declares no per-unit budgets", "budgets")
 
     def release_posterior(self, tree: Any, problem: Any, attrs: Mapping[str, Any]) -> Any:
-        """The fitted model a release rebuilds the candidates with, read back from a selection's
-        DataTree (``None``: the candidates need none)."""
-        return None
+        """The fitted model a release rebuilds the candidates with, read back from a selection's DataTree
+        (its posterior groups, as the select run wrote them: no refit); a family whose candidates need no
+        fitted model may return ``None``."""
+        import xarray as xr
+
+        skip = {"evaluation", "decision", "predictive_checks", "summary"}
+        idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset() for name in tree.children if name not in skip})
+        model = problem.model
+        if hasattr(model, "build"):
+            model.build()  # sets what the posterior reads of the model (its parameter names); no sampling
+        return model.posterior_class(model, idata, int(attrs["seed"]))
 
     def load_private(self, directory: Any, spec: Any) -> Any:
         """The private data of a release, read from ``directory`` and checked against the SPEC (refusals

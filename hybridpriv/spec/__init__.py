@@ -44,11 +44,12 @@ def top_table(fam: Any, mechanisms: bool = True) -> Table:
     return Table((_kind_key(fam), *fam.top.keys, *extra), fam.top.doc, fam.top.examples)
 
 
-def examples() -> dict[str, str]:
-    """Built-in examples: name -> SPEC file in ``hybridpriv/examples``, from every registered family."""
+def examples() -> dict[str, Any]:
+    """Built-in examples: name -> SPEC file, from every registered family (a file name in
+    ``hybridpriv/examples``, or a :class:`~pathlib.Path` a family ships in its own folder)."""
     from ..families import registry
 
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for fam in registry().values():
         out.update(getattr(fam, "examples", {}) or {})
     return out
@@ -87,8 +88,11 @@ class Spec:
 
     def problem(self):
         """The :class:`hybridpriv.workflow.Problem` this SPEC describes (the model is built and validated)."""
+        import dataclasses
+
         fam = self.family
-        return attach(fam.build(self.values), fam, self.values.get("mechanisms", []),
+        problem = dataclasses.replace(fam.build(self.values), kind=fam.name)  # the family that built it, by name
+        return attach(problem, fam, self.values.get("mechanisms", []),
                       lambda posterior: fam.plugin_context(self.values, posterior), self.base_dir)
 
     def imports(self) -> list[str]:
@@ -169,7 +173,8 @@ def builtin_example_path(name: str | None = None) -> Path:
     known = examples()
     if name not in known:
         raise ValueError(f"example must be one of {list(known)}, got {name!r}")
-    return Path(str(resources.files("hybridpriv") / "examples" / known[name]))
+    where = known[name]
+    return where if isinstance(where, Path) else Path(str(resources.files("hybridpriv") / "examples" / where))
 
 
 def __getattr__(name: str) -> Any:

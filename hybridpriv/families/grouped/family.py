@@ -46,14 +46,9 @@ class GroupedFamily(Family):
         return {g.name: g.requirement(problem.requirements or "add-remove") for g in spec.groups}
 
     def release_posterior(self, tree: Any, problem: Any, attrs: Any) -> Any:
-        import xarray as xr
-
         if "model_family" in attrs:  # the family the selection fitted (family = auto may have fallen back)
             problem.model.use_family(str(attrs["model_family"]))
-        skip = {"evaluation", "decision", "predictive_checks", "summary"}
-        idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset() for name in tree.children if name not in skip})
-        problem.model.build()  # sets what the posterior reads of the model (its parameter names); no sampling
-        return problem.model.posterior_class(problem.model, idata, int(attrs["seed"]))
+        return super().release_posterior(tree, problem, attrs)
 
     def load_private(self, directory: Any, spec: Any) -> list[np.ndarray]:
         from .release import load_grouped

@@ -36,6 +36,10 @@ class UserItemFamily(Family):
     def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
         return _spec.context(values, posterior)
 
+    def release_posterior(self, tree: Any, problem: Any, attrs: Any) -> Any:
+        """None: the candidates (k) need no fitted model (``--candidate k`` works without a selection too)."""
+        return None
+
     def load_private(self, directory: Any, spec: Any) -> Any:
         from .release import load_user_item
 

@@ -1,0 +1,101 @@
+"""The histogram family: the shares of public categories, for groups of different epsilons.
+
+A sixth family, added as one package and one line in :data:`hybridpriv.families.FAMILIES`: its data
+kind (``category-counts``, :mod:`.data`), mechanisms (:mod:`.mechanisms`), task (:mod:`.task`), model
+of public knowledge (:mod:`.model`), SPEC (:mod:`.spec`), private-data loader (:mod:`.release`) and
+held-out truths (:mod:`.heldout`), tied together here.  ``docs/histogram.md`` is its tutorial,
+``docs/add-a-family.md`` walks through it as the example of adding a family.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...core.family import Family, NoChecks
+from . import spec as _spec
+from .data import CATEGORY_DATA, CategoryCounts
+from .heldout import REAL_HISTOGRAM
+
+__all__ = ["FAMILY", "HistogramFamily"]
+
+
+class HistogramFamily(Family):
+    name = "histogram"
+    summary = "a histogram mechanism over public categories for groups of different epsilons (Jorgensen et al.)"
+    data_kind = "category-counts"
+    defines = (CATEGORY_DATA,)
+    top, sections = _spec.TOP, _spec.SECTIONS
+    examples = {"acs12-hours-bands": Path(__file__).with_name("acs12-hours-bands.toml")}
+    real_datasets = REAL_HISTOGRAM
+    quick_calibration = {"real": ["acs12-hours-bands"], "settings": {"evaluation": {"draws": 100, "trials": 20}}}
+    context_docs = {"groups": "the privacy groups (list of hybridpriv.privacy.Group)",
+                    "categories": "the category names (tuple of str), in the order of the released shares",
+                    "relation": "the neighbouring relation the groups require",
+                    "s2": "the fitted model (its category_variance: the mean of p (1 - p) over categories)"}
+    release_files = "one CSV per private group, DIR/<group>.csv (first column: each record's category name)"
+
+    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        return _spec.check(values, ctx)
+
+    def build(self, values: dict[str, Any]) -> Any:
+        return _spec.build(values)
+
+    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
+        return _spec.context(values, posterior)
+
+    def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
+        return {g.name: g.requirement(problem.requirements) for g in spec.groups}
+
+    def load_private(self, directory: Any, spec: Any) -> CategoryCounts:
+        from .release import load_histogram
+
+        return load_histogram(directory, spec)
+
+    def stand_in(self, spec: Any) -> CategoryCounts:
+        """Every private record in the first category, the public groups' own records."""
+        counts = np.zeros((len(spec.groups), len(spec.categories)), dtype=np.int64)
+        for k, g in enumerate(spec.groups):
+            counts[k] = spec.public_counts[g.name] if g.name in spec.public_counts else 0
+            if g.name not in spec.public_counts:
+                counts[k, 0] = g.size
+        return CategoryCounts(counts)
+
+    def data_bytes(self, data: Any, spec: Any) -> dict[str, bytes]:
+        """Per private group, its counts per category (a histogram does not see the records' order)."""
+        return {g.name: np.ascontiguousarray(data.counts[k], dtype="<i8").tobytes()
+                for k, g in enumerate(spec.groups) if not g.is_public}
+
+    def released_meaning(self, spec: Any) -> str:
+        return "the share of all records in each category, in the order of categories"
+
+    def audit_data(self, mech: Any, posterior: Any = None, seed: int = 0, stand_in: Any = None) -> tuple[Any, str]:
+        """Every private record in the first category (the public groups' counts as given): a change in one
+        count is then the whole difference."""
+        if hasattr(mech, "groups") and hasattr(mech, "categories"):
+            counts = np.zeros((len(mech.groups), len(mech.categories)), dtype=np.int64)
+            counts[:, 0] = [g.size for g in mech.groups]
+            return CategoryCounts(counts), "every record in the first category"
+        return super().audit_data(mech, posterior, seed, stand_in)
+
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        from .heldout import histogram_truth
+
+        return histogram_truth(i, rng, quick)
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        from .heldout import real_histogram_truth
+
+        return real_histogram_truth(name, rng)
+
+    def truth_dataset(self, data: Any, groups: Any = None) -> CategoryCounts:
+        return CategoryCounts(np.stack([np.asarray(data[g.name]) for g in groups]))
+
+    def predictive_checks(self, posterior: Any, seed: int) -> Any:
+        return NoChecks("the model is the conjugate update of the public records' counts (a Dirichlet): it reproduces "
+                        "them by construction, and nothing else about the categories is public to check it against")
+
+
+FAMILY = HistogramFamily()

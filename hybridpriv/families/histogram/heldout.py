@@ -1,0 +1,86 @@
+"""The histogram family's held-out truths (the calibration study).
+
+Synthetic truths: 4-12 categories (3-6 at ``quick``) whose shares come from a Dirichlet, a Zipf law or
+two popular categories; a public panel beside three private groups of different epsilons.  On odd
+truths the groups' shares differ (each group's shares drawn around the common ones: privacy
+preferences that correlate with the answers), which the model does not admit.  Real truth
+``acs12-hours-bands``: the built-in grouped example's ACS 2012 respondents, their weekly hours in five
+bands (under 30, 30-39, 40, 41-49, 50 and more), with the example's panel and groups.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...heldout import Truth, read_example
+
+__all__ = ["BANDS", "REAL_HISTOGRAM", "SHARE_LAWS", "histogram_truth", "real_histogram_truth"]
+
+SHARE_LAWS = ("dirichlet", "zipf", "two-popular")
+#: Real histogram datasets.
+REAL_HISTOGRAM = ("acs12-hours-bands",)
+#: The bands of weekly hours of ``acs12-hours-bands``.
+BANDS = ("<30", "30-39", "40", "41-49", "50+")
+#: Epsilons the private groups are drawn from (three distinct ones per truth).
+EPSILONS = (2.0, 1.0, 0.5, 0.3, 0.1, 0.05)
+
+
+def _spec(categories, panel: np.ndarray, sizes, epsilons) -> dict[str, Any]:
+    groups = [{"name": "panel", "size": int(panel.size), "epsilon": float("inf"),
+               "data": [categories[j] for j in panel]}]
+    groups += [{"name": f"private-{j}", "size": int(n), "epsilon": float(e)} for j, (n, e) in enumerate(zip(sizes, epsilons))]
+    return {"kind": "histogram", "categories": list(categories), "groups": groups}
+
+
+def _counts(records: np.ndarray, c: int) -> np.ndarray:
+    return np.bincount(records, minlength=c)
+
+
+def histogram_truth(i: int, rng: np.random.Generator, quick: bool = False) -> Truth:
+    """Synthetic histogram truth number ``i`` (its share law: ``SHARE_LAWS[i % 3]``; groups differ on odd ``i``)."""
+    law = SHARE_LAWS[i % len(SHARE_LAWS)]
+    c = int(rng.integers(3, 7) if quick else rng.integers(4, 13))
+    if law == "dirichlet":
+        p = rng.dirichlet(np.full(c, rng.uniform(0.3, 3.0)))
+    elif law == "zipf":
+        p = np.arange(1, c + 1, dtype=float) ** -rng.uniform(0.5, 2.0)
+    else:
+        p = np.ones(c)
+        p[rng.permutation(c)[:2]] = rng.uniform(3, 10)
+    p = p / p.sum()
+    differ = i % 2 == 1
+    panel_n = int(rng.integers(20, 81) if quick else rng.integers(30, 301))
+    sizes = rng.integers(50, 301, 3) if quick else rng.integers(100, 1001, 3)
+    epsilons = sorted(rng.choice(EPSILONS, 3, replace=False), reverse=True)
+    categories = [f"c{j}" for j in range(c)]
+
+    def shares() -> np.ndarray:
+        return rng.dirichlet(20.0 * p) if differ else p
+
+    panel = rng.choice(c, panel_n, p=shares())
+    data = {"panel": _counts(panel, c)}
+    for j, n in enumerate(sizes):
+        data[f"private-{j}"] = _counts(rng.choice(c, int(n), p=shares()), c)
+    return Truth("histogram", "synthetic", f"{law}{'+groups-differ' if differ else ''}",
+                 _spec(categories, panel, sizes, epsilons), data)
+
+
+def _band(hours: float) -> int:
+    return 0 if hours < 30 else 1 if hours < 40 else 2 if hours == 40 else 3 if hours < 50 else 4
+
+
+def real_histogram_truth(name: str, rng: np.random.Generator | None = None) -> Truth:
+    """Real histogram truth ``name`` (:data:`REAL_HISTOGRAM`) at the example's epsilons 1, 0.3, 0.05."""
+    if name not in REAL_HISTOGRAM:
+        raise ValueError(f"name must be one of {list(REAL_HISTOGRAM)}, got {name!r}")
+    rows = read_example("acs12-hours.csv")
+    parts = {g: np.array([_band(float(r["hours"])) for r in rows if r["group"] == g])
+             for g in ("panel", "opt-in", "default", "strict")}
+    data = {"panel": _counts(parts["panel"], len(BANDS))}
+    sizes, epsilons = [], (1.0, 0.3, 0.05)
+    for j, g in enumerate(("opt-in", "default", "strict")):
+        data[f"private-{j}"] = _counts(parts[g], len(BANDS))
+        sizes.append(parts[g].size)
+    return Truth("histogram", "real", name, _spec(BANDS, parts["panel"], sizes, epsilons), data)

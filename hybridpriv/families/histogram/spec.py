@@ -1,0 +1,176 @@
+"""SPEC kind ``histogram``: the shares of public categories, for groups of different epsilons.
+
+What is public: the categories, every group's size and epsilon, the public groups' records (category
+names, a list or a CSV file), the neighbouring relation.  Candidates (candidate dimension ``estimator``):
+``weighted`` and ``proportional`` (:class:`~hybridpriv.families.histogram.mechanisms.LaplaceHistograms`),
+``pooled``, ``sample-avg`` and ``sample-max`` (Jorgensen et al.'s PDP Sample) and, with a public group,
+``public-only``.  Task: the squared error of the released shares (exact risk given the counts, except
+for Sample), or the largest error of a share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ...privacy import NEIGHBOUR_RELATIONS, Group, check_groups
+from ...spec.schema import (Context, Key, SpecError, Table, _show, choice, epsilon, integer, list_of, number,
+                            read_csv_rows, string, table, tables)
+
+__all__ = ["CANDIDATES", "EVALUATION", "GROUP", "MODEL", "SECTIONS", "TOP", "build", "check", "context"]
+
+#: The built-in candidates, by label.
+CANDIDATES = ("weighted", "proportional", "pooled", "sample-avg", "sample-max", "public-only")
+#: Most categories, and most records in all groups (one simulated dataset holds groups x categories counts).
+MAX_CATEGORIES = 10_000
+MAX_RECORDS = 50_000_000
+#: Most (dataset x trial x candidate x (category + record)) operations of an evaluation.
+MAX_WORK = 3e12
+
+
+def _records(value: Any, path: str, ctx: Context) -> list[str]:
+    """Public records: a list of category names, or the path of a CSV whose first column holds them."""
+    if isinstance(value, str):
+        rows = read_csv_rows(ctx.base_dir / value, path)
+        return [r[0].strip() for r in rows]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise SpecError(f"{path} must be a list of category names or a CSV path, got {_show(value)}")
+
+
+GROUP = Table((
+    Key("name", string(), doc="the group's name (unique)", example='"panel"'),
+    Key("size", integer(1), doc="number of records (public: group sizes are known)", example="120"),
+    Key("epsilon", epsilon(), doc="the group's epsilon; inf for public records", example="inf"),
+    Key("data", _records, None, doc="public records: a list of category names or a CSV path (public groups only)",
+        example='"panel.csv"'),
+), doc="one [[groups]] table per privacy group",
+    examples=({"name": '"panel"', "size": "6", "epsilon": "inf",
+               "data": '["a", "b", "a", "c", "a", "b"]'},
+              {"name": '"opt-in"', "size": "800", "epsilon": "1.0"},
+              {"name": '"strict"', "size": "300", "epsilon": "0.2"}))
+
+MODEL = Table((
+    Key("prior", number(0.0, strict=True), 1.0, doc="Dirichlet concentration of every category's share"),
+), doc="the model of public knowledge: one share per category, the same in every group")
+
+EVALUATION = Table((
+    Key("estimators", list_of(choice(*CANDIDATES)), None, doc="candidates by name (default: every built-in one)",
+        example='["weighted", "pooled"]'),
+    Key("draws", integer(2, 1_000_000), 200, doc="simulated datasets"),
+    Key("trials", integer(1, 1_000_000), 50, doc="releases per dataset (PDP Sample is run; the others are exact)"),
+    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    Key("loss", choice("squared", "max"), "squared", doc="squared error summed over categories, or the largest"),
+), doc="how the candidates are evaluated")
+
+TOP = Table((
+    Key("description", string(), "", doc="a line shown at the top of the output"),
+    Key("categories", list_of(string(), 2), doc="the categories (public), in the order shares are released",
+        example='["a", "b", "c"]'),
+    Key("relation", choice(*NEIGHBOUR_RELATIONS), "add-remove", doc="neighbouring relation the groups require"),
+    Key("groups", tables(GROUP, 1), doc="the privacy groups"),
+    Key("model", table(MODEL), None, doc="the model of public knowledge"),
+    Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
+), doc="hybridpriv SPEC, kind histogram: choose a histogram mechanism over public categories for groups of "
+       "different epsilons")
+
+#: Sections of the template.
+SECTIONS = (("groups", GROUP, True), ("model", MODEL, False), ("evaluation", EVALUATION, False))
+
+
+def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Cross-key checks and conversions (run at load time, before any sampling)."""
+    v["model"] = v["model"] if v["model"] is not None else MODEL.parse({}, "model", ctx)
+    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
+    cats = v["categories"]
+    if len(cats) > MAX_CATEGORIES:
+        raise SpecError(f"categories: {len(cats):,} categories exceed the limit of {MAX_CATEGORIES:,}")
+    dup = sorted(c for c, k in Counter(cats).items() if k > 1)
+    if dup:
+        raise SpecError(f"categories must be distinct, got {dup[0]!r} twice")
+    index = {c: j for j, c in enumerate(cats)}
+    groups, public = [], {}
+    for k, g in enumerate(v["groups"]):
+        try:
+            group = Group(g["name"], g["size"], g["epsilon"])
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"groups[{k}]: {exc}") from None
+        if g["data"] is not None:
+            if not group.is_public:
+                raise SpecError(f"groups[{k}].data given for group {group.name!r} with epsilon={group.epsilon:g}: "
+                                "only public groups' records may be used")
+            unknown = [r for r in g["data"] if r not in index]
+            if unknown:
+                raise SpecError(f"groups[{k}].data holds {unknown[0]!r}, which is not one of the categories")
+            if len(g["data"]) != group.size:
+                raise SpecError(f"groups[{k}].data holds {len(g['data'])} records but size = {group.size}")
+            public[group.name] = np.bincount([index[r] for r in g["data"]], minlength=len(cats))
+        groups.append(group)
+    try:
+        v["groups"] = check_groups(groups)
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    if all(g.is_public for g in groups):
+        raise SpecError("groups: at least one group must be private (a finite epsilon)")
+    v["public_counts"] = public
+    records = sum(g.size for g in groups)
+    if records > MAX_RECORDS:
+        raise SpecError(f"groups: {records:,} records in all exceed {MAX_RECORDS:,}")
+    ev = v["evaluation"]
+    n_cand = len(ev["estimators"]) if ev["estimators"] is not None else len(CANDIDATES)
+    work = float(ev["draws"]) * ev["trials"] * n_cand * (len(cats) + records)
+    if work > MAX_WORK:
+        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_cand} candidates "
+                        f"x ({len(cats)} categories + {records:,} records) is {work:.2g} operations (hours of CPU); "
+                        "lower evaluation.draws or evaluation.trials")
+    return v
+
+
+def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+    """What a SPEC-named mechanism's constructor may take (the family's ``context_docs``)."""
+    return {"groups": v["groups"], "categories": tuple(v["categories"]), "relation": v["relation"],
+            "s2": 0.25 if posterior is None else posterior, "posterior": posterior}
+
+
+def make_candidates(v: dict[str, Any], posterior: Any, names: Any = None) -> dict[str, Any]:
+    """The built-in candidates ``names`` (default: all that apply), by label."""
+    from .mechanisms import LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
+
+    groups, cats, rel = v["groups"], tuple(v["categories"]), v["relation"]
+    s2 = 0.25 if posterior is None else posterior
+    has_public = any(g.is_public for g in groups)
+    make = {"weighted": lambda: LaplaceHistograms(groups, cats, rel, "inverse-variance", s2),
+            "proportional": lambda: LaplaceHistograms(groups, cats, rel, "size", s2),
+            "pooled": lambda: PooledHistogram(groups, cats, rel),
+            "sample-avg": lambda: SampleHistogram(groups, cats, rel, "avg"),
+            "sample-max": lambda: SampleHistogram(groups, cats, rel, "max"),
+            "public-only": lambda: PublicHistogram(groups, cats, rel)}
+    wanted = names or [n for n in CANDIDATES if has_public or n != "public-only"]
+    if "public-only" in wanted and not has_public:
+        raise SpecError("evaluation.estimators: public-only needs a public group")
+    return {n: make[n]() for n in wanted}
+
+
+def build(v: dict[str, Any]):
+    """The selection problem: the model of the shares, the candidates, the task, the requirements."""
+    from ...workflow import Problem
+    from .model import CategoryModel
+    from .task import HistogramError
+
+    model = CategoryModel(v["groups"], v["categories"], v["public_counts"], v["model"]["prior"])
+    ev = v["evaluation"]
+    make_candidates(v, None, ev["estimators"])  # every named candidate can be built: fail before sampling
+    header = [f"{len(v['categories'])} categories; relation {v['relation']}"]
+    for g in v["groups"]:
+        kind = "public" if g.is_public else f"epsilon={g.epsilon:g}"
+        known = " (records known)" if g.name in v["public_counts"] else ""
+        header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
+    return Problem(
+        kind="histogram", description=v["description"], model=model,
+        candidates=lambda posterior: make_candidates(v, posterior, ev["estimators"]),
+        task=HistogramError(ev["loss"]), dim="estimator", requirements=v["relation"], chains=2, tune=0,
+        datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
+        title=f"category shares: expected {ev['loss']} error",
+    )
