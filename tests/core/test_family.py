@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+
 import pytest
 
 from hybridpriv.cli import main
@@ -121,3 +123,58 @@ def test_no_core_module_names_a_family():
                     f"families.{p}" in node.module for p in packages):
                 found.add((rel, f"import {node.module}"))
     assert found == NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
+
+
+OUTSIDE = textwrap.dedent('''
+    from hybridpriv.families.histogram.family import HistogramFamily
+
+
+    class Outside(HistogramFamily):
+        """A family from another package: the histogram family's code under another name."""
+        name = "outside-histogram"
+        summary = "histograms, registered from outside"
+        defines = ()  # it reuses the category-counts data kind
+        examples = {}
+
+
+    FAMILY = Outside()
+''')
+
+
+@pytest.mark.slow
+def test_an_outside_family_is_selected_audited_released_and_calibrated(tmp_path, monkeypatch, capsys):
+    """Registered only through the entry-point group, a family goes the whole way with no core edit."""
+    import dataclasses
+    import json
+
+    import hybridpriv.families as families
+    from hybridpriv.calibration import calibrate
+    from hybridpriv.random import rng
+
+    (tmp_path / "outside_family.py").write_text(OUTSIDE)
+    info = tmp_path / "outside_family-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: outside-family\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\noutside = outside_family:FAMILY\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(families, "_loaded", None)
+    try:
+        spec = tmp_path / "o.toml"
+        spec.write_text(template("outside-histogram"))
+        assert 'kind = "outside-histogram"' in spec.read_text()
+        assert main(["select", str(spec), "--out", str(tmp_path / "sel"), "--draws", "40", "--quiet"]) == 0
+        assert main(["audit", str(spec), "--candidate", "pooled", "--samples", "2000", "--quiet"]) == 0
+        data = tmp_path / "data"
+        data.mkdir()
+        (data / "opt-in.csv").write_text("a\nb\n" * 400)
+        (data / "strict.csv").write_text("c\n" * 300)
+        assert main(["release", str(spec), "--data", str(data), "--selection", str(tmp_path / "sel" / "selection.nc"),
+                     "--out", str(tmp_path / "r")]) == 0
+        assert json.loads((tmp_path / "r" / "release.json").read_text())["kind"] == "outside-histogram"
+        truth = family("histogram").synthetic_truth(0, rng(0, "calibration", "outside", 0, "truth"), quick=True)
+        truth = dataclasses.replace(truth, family="outside-histogram", spec={**truth.spec, "kind": "outside-histogram"})
+        ds = calibrate([truth], 0, {"outside-histogram": {"evaluation": {"draws": 40, "trials": 5}}}, realised_draws=2,
+                       realised_trials=100)
+        assert list(ds.family.values) == ["outside-histogram"] and np.isfinite(ds.regret.values).all()
+    finally:
+        monkeypatch.setattr(families, "_loaded", None)
