@@ -78,6 +78,11 @@ def _nonneg(value: object, name: str) -> float:
 
 
 
+class _Reports(np.ndarray):
+    """LM reports already randomised on the users' devices (an array view: :meth:`_AventEstimator._noisy`
+    leaves them as they are)."""
+
+
 class _AventEstimator(Estimator):
     """Shared set-up: the two groups, noise calibration per group, the noise variances.
 
@@ -196,7 +201,26 @@ class _AventEstimator(Estimator):
         self._check_noise(scale, f"group {group.name!r}: epsilon={group.epsilon:g} (the noise on the {what})")
         return scale, variance
 
+    def release(self, data, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+        """``trials`` estimates; ``data`` one array per group (simulation: the LM group's raw values, whose local
+        noise is drawn here), or reports (an object with ``tcm`` and ``lm_reports``: a release, whose LM
+        users randomised on their own devices; their reports are averaged, not noised again)."""
+        reports = getattr(data, "lm_reports", None)
+        if reports is None:
+            return super().release(data, rng, trials)
+        from .base import check_trials
+
+        trials = check_trials(trials)
+        tcm = self.bounds.clamp(data.tcm) if self.clamp else self.bounds.check(np.asarray(data.tcm), "TCM values")
+        if tcm.size != self.n_T or np.size(reports) != self.n_L:
+            raise ValueError(f"reports: the TCM values and LM reports must number {self.n_T} and {self.n_L} (the groups' "
+                             "sizes)")
+        lm = np.broadcast_to(np.asarray(reports, dtype=float), (trials, self.n_L)).view(_Reports)
+        return self._checked(self._estimate([np.broadcast_to(tcm, (trials, self.n_T)), lm], M.check_rng(rng)), trials)
+
     def _noisy(self, values: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
+        if isinstance(values, _Reports):  # already randomised on the users' devices: post-processing only
+            return np.asarray(values)
         if scale == 0.0:
             return values
         if self.noise == "laplace":

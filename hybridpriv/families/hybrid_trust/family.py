@@ -33,6 +33,37 @@ class HybridTrustFamily(Family):
     def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
         return _spec.context(values, posterior)
 
+    release_files = ("DIR/<tcm>.csv: the TCM users' values; DIR/<lm>-reports.csv: the LM users' reports from their "
+                     "devices (python -m hybridpriv.families.hybrid_trust.randomize)")
+
+    def load_private(self, directory: Any, spec: Any) -> Any:
+        from .release import load_hybrid_trust
+
+        return load_hybrid_trust(directory, spec)
+
+    def stand_in(self, spec: Any) -> Any:
+        """TCM values at ``m / 2``, LM reports at 0."""
+        import numpy as np
+
+        from .data import HybridReports
+        from .spec import _groups
+
+        tcm, lm = _groups(spec.values)
+        return HybridReports(np.full(tcm.size, spec.m / 2.0), np.zeros(lm.size))
+
+    def data_bytes(self, data: Any, spec: Any) -> dict[str, bytes]:
+        """The TCM users' values and the LM users' reports, in file order."""
+        import numpy as np
+
+        from .spec import _groups
+
+        tcm, lm = _groups(spec.values)
+        return {tcm.name: np.ascontiguousarray(data.tcm, dtype="<f8").tobytes(),
+                lm.name: np.ascontiguousarray(data.lm_reports, dtype="<f8").tobytes()}
+
+    def released_meaning(self, spec: Any) -> str:
+        return "the mean of every user's value (TCM and LM users)"
+
     def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
         from .heldout import hybrid_trust_truth
 
