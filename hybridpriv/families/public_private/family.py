@@ -31,5 +31,26 @@ class PublicPrivateFamily(Family):
     def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
         return _spec.context(values, posterior)
 
+    release_files = "DIR/private.csv: the private cohort's records, with the SPEC's columns and outcome (header row)"
+
+    def load_private(self, directory: Any, spec: Any) -> Any:
+        from .release import load_private_records
+
+        return load_private_records(directory, spec)
+
+    def stand_in(self, spec: Any) -> Any:
+        from .release import stand_in_design
+
+        return stand_in_design(spec)
+
+    def data_bytes(self, data: Any, spec: Any) -> dict[str, bytes]:
+        """The private cohort as standardised, in file order."""
+        import numpy as np
+
+        return {"private": np.ascontiguousarray(data.private, dtype="<f8").tobytes()}
+
+    def released_meaning(self, spec: Any) -> str:
+        return f"the {spec.contrast} contrast's estimate from the public and private records (its parameters)"
+
 
 FAMILY = PublicPrivateFamily()
