@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 
-__all__ = ["Phase", "enabled", "phase", "quiet"]
+__all__ = ["Phase", "enabled", "interactive", "phase", "quiet"]
 
 _QUIET: ContextVar[bool] = ContextVar("hybridpriv_quiet", default=False)
 
@@ -28,6 +28,14 @@ _QUIET: ContextVar[bool] = ContextVar("hybridpriv_quiet", default=False)
 def enabled() -> bool:
     """Whether progress is shown (not silenced by :func:`quiet`)."""
     return not _QUIET.get()
+
+
+def interactive(stream=None) -> bool:
+    """Whether progress is drawn as a live bar: shown (:func:`enabled`) and ``stream`` (default stderr) is a
+    terminal.  Redirected to a file, a phase writes one line when it ends instead of bar frames."""
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    return enabled() and bool(callable(isatty) and isatty())
 
 
 @contextlib.contextmanager
@@ -67,10 +75,11 @@ class Phase:
         self._bar = None
         self._task = None
         self._on = enabled()
+        self._live = interactive(self.stream)
 
     def __call__(self, done: int) -> None:
         self.done = int(done)
-        if not self._on:
+        if not self._on or not self._live:
             return
         if self._bar is None:
             if time.perf_counter() - self.start < self.after:
@@ -92,7 +101,13 @@ class Phase:
         self._bar.tasks[0].start_time = self._bar.get_time() - (time.perf_counter() - self.start)
 
     def close(self) -> None:
-        """Finish the display (a last update to ``total`` is drawn if the bar was shown)."""
+        """Finish the display (a last update to ``total`` is drawn if the bar was shown); not on a terminal, one
+        line for a phase that ran past ``after`` seconds."""
+        seconds = time.perf_counter() - self.start
+        if self._on and not self._live and seconds >= self.after:
+            of = f"/{self.total}" if self.total is not None else ""
+            print(f"{self.label}: {self.done}{of} {self.unit} in {seconds:.1f} s".replace("  ", " "), file=self.stream,
+                  flush=True)
         if self._bar is not None:
             if self.total is not None:
                 self._bar.update(self._task, completed=max(self.done, 0))

@@ -179,10 +179,10 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
 
     per_chain = problem.draws_per_chain()
     say(f"fitting the model of public knowledge ({problem.chains} chains x {per_chain} draws) ...")
-    from .progress import enabled
+    from .progress import interactive
 
     posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed,
-                                  progressbar=progress is True and enabled())
+                                  progressbar=progress is True and interactive())  # PyMC's bar: on a terminal only
     lines = []
     summary = posterior.summary()
     for name, row in summary.iterrows():

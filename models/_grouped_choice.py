@@ -65,7 +65,12 @@ def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains
     if family.name == "beta":  # unit-scale density -> data-scale density
         ll = idata["log_likelihood"].to_dataset()
         idata["log_likelihood"] = ll.assign(y=ll["y"] - np.log(family.bounds.width))
-    return arviz_stats.loo(idata, pointwise=True, var_name="y"), _loo_pit_p(family, idata, records, pit, list(params))
+    import warnings
+
+    with warnings.catch_warnings():  # the table reports max_pareto_k (and select prints it once): no raw warning
+        warnings.filterwarnings("ignore", message="Estimated shape parameter of Pareto")
+        loo = arviz_stats.loo(idata, pointwise=True, var_name="y")
+    return loo, _loo_pit_p(family, idata, records, pit, list(params))
 
 
 def _loo_pit_p(family, idata, records: np.ndarray, pit: np.random.SeedSequence, names: Sequence[str]) -> float:

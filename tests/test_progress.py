@@ -8,13 +8,28 @@ from hybridpriv.cli import main
 from hybridpriv.progress import Phase, enabled, phase, quiet
 
 
-def test_a_long_phase_draws_a_bar_with_counts_and_an_eta():
-    out = io.StringIO()
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_long_phase_draws_a_bar_with_counts_and_an_eta_on_a_terminal():
+    out = _Terminal()
     with phase("evaluating", total=10, unit="datasets", after=0.0, stream=out) as update:
         for k in range(10):
             update(k + 1)
     text = out.getvalue()
     assert "evaluating" in text and "10/10" in text and "datasets" in text and "ETA" in text
+
+
+def test_redirected_to_a_file_a_phase_writes_one_line():
+    """Issue 24, item 8: redirected progress was bar frames; now one line per phase, no control characters."""
+    out = io.StringIO()
+    with phase("evaluating", total=10, unit="datasets", after=0.0, stream=out) as update:
+        for k in range(10):
+            update(k + 1)
+    text = out.getvalue()
+    assert text.count("\n") == 1 and text.startswith("evaluating: 10/10 datasets in ") and "\x1b" not in text
 
 
 def test_a_short_phase_and_a_quiet_run_draw_nothing():

@@ -71,7 +71,7 @@ def test_auto_chooses_the_mixture_for_clamped_bimodal_records_and_recovers_them(
     from hybridpriv.families.grouped.spec import family_choice_lines
 
     lines = family_choice_lines(table)  # what select prints with family = "auto"
-    assert lines[0] == "family = auto (200 public records; PSIS-LOO ELPD, LOO-PIT uniformity p):"
+    assert lines[0] == "family = auto (200 public records; PSIS-LOO ELPD, Pareto k, LOO-PIT uniformity p):"
     assert lines[2].startswith("  mixture ") and lines[2].endswith("<- chosen") and not lines[-1].startswith("warning")
     assert family_choice_lines(table.assign(loo_pit_p=table.loo_pit_p * 0))[-1].startswith(
         "warning: even the chosen family (mixture) misplaces the public records")

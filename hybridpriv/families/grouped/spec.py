@@ -148,12 +148,18 @@ def family_choice_lines(table) -> list[str]:
     family misplaces the public records (LOO-PIT p < 0.01)."""
     if table is None:
         return []
-    lines = [f"family = auto ({table.attrs['records']} public records; PSIS-LOO ELPD, LOO-PIT uniformity p):"]
+    lines = [f"family = auto ({table.attrs['records']} public records; PSIS-LOO ELPD, Pareto k, LOO-PIT uniformity p):"]
     for name in table.family.values:
         t = table.sel(family=name)
         mark = "  <- chosen" if bool(t.chosen) else ""
-        lines.append(f"  {str(name):<8} ELPD {float(t.elpd):10.1f} ± {float(t.se):.1f}   LOO-PIT p {float(t.loo_pit_p):.3f}"
-                     f"{mark}")
+        k = float(t.max_pareto_k) if "max_pareto_k" in t else float("nan")
+        lines.append(f"  {str(name):<8} ELPD {float(t.elpd):10.1f} ± {float(t.se):.1f}   max k {k:.2f}   "
+                     f"LOO-PIT p {float(t.loo_pit_p):.3f}{mark}")
+    shaky = [str(n) for n in table.family.values if "max_pareto_k" in table
+             and float(table.sel(family=n).max_pareto_k) > 0.7]
+    if shaky:
+        lines.append(f"note: Pareto k > 0.7 for some records under {', '.join(shaky)}: those ELPDs are approximate "
+                     "(a few records dominate the leave-one-out estimate)")
     chosen = table.sel(family=table.family.values[table.chosen.values][0])
     if float(chosen.loo_pit_p) < 0.01:
         lines.append(f"warning: even the chosen family ({chosen.family.item()}) misplaces the public records "
