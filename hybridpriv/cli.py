@@ -72,6 +72,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _quiet_option(a)
     t = sub.add_parser("spec", help="print a commented template of a SPEC kind")
     t.add_argument("kind", nargs="?", help="the SPEC kind (without it: list the kinds)")
+    t.add_argument("--with-data", metavar="DIR", help="write DIR/KIND.toml and the small real data files it names, "
+                                                       "so that `hybridpriv select DIR/KIND.toml` runs as printed")
     st = sub.add_parser("study", help="reproduce a paper's experiment")
     stsub = st.add_subparsers(dest="study_command", parser_class=_Parser)
     stsub.add_parser("list", help="list the registered studies")
@@ -280,7 +282,7 @@ def _audit(args: argparse.Namespace) -> int:
 
 
 def _spec(args: argparse.Namespace) -> int:
-    from .families import registry
+    from .families import family, registry
     from .spec import template
 
     if args.kind is None:
@@ -288,7 +290,26 @@ def _spec(args: argparse.Namespace) -> int:
             print(f"{name:<14} {fam.summary}")
         print("\n`hybridpriv spec KIND` prints a commented template; save it, fill it in, run `hybridpriv select FILE`.")
         return 0
-    print(template(args.kind), end="")
+    text = template(args.kind)
+    files = family(args.kind).template_files()
+    if args.with_data is None:
+        print(text, end="")
+        if files:
+            print(f"# this template names {', '.join(sorted(files))}: `hybridpriv spec {args.kind} --with-data DIR` "
+                  "writes it beside the template (small real data)")
+        return 0
+    out = Path(args.with_data)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--with-data must be a folder, got the existing file {args.with_data!r}")
+    written = [out / f"{args.kind}.toml", *(out / name for name in sorted(files))]
+    taken = [str(p) for p in written if p.exists()]
+    if taken:
+        raise ValueError(f"--with-data {args.with_data!r} already holds {taken[0]}; choose another folder")
+    out.mkdir(parents=True, exist_ok=True)
+    written[0].write_text(text)
+    for name, content in files.items():
+        (out / name).write_text(content)
+    print(f"wrote {', '.join(str(p) for p in written)}; run: hybridpriv select {written[0]}")
     return 0
 
 

@@ -148,8 +148,10 @@ def test_bad_spec_exits_2_with_one_error_line_before_sampling(tmp_path, capsys, 
 def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, capsys):
     code, text, _ = _run(capsys, "spec", "hybrid-trust")
     assert code == 0 and text == template("hybrid-trust")
-    # as a new user would: uncomment n and c, fewer datasets; keep every other line as printed
-    filled = (text.replace("# n = 1000", "n = 1000").replace("# c = 0.1", "c = 0.1")
+    # as a new user would: give n and c instead of the printed sizes, fewer datasets; keep every other line
+    assert "\nsize = 100\n" in text and "\nsize = 900\n" in text  # the template runs as printed (sizes given)
+    filled = (text.replace("\nsize = 100\n", "\n# size = 100\n").replace("\nsize = 900\n", "\n# size = 900\n")
+              .replace("# n = 1000", "n = 1000").replace("# c = 0.1", "c = 0.1")
               .replace("# draws = 200", "draws = 6").replace("# trials = 20", "trials = 2")
               .replace("# candidates = [", "candidates = ["))
     assert filled.count("\nn = 1000") == 1 and filled.count("\ndraws = 6") == 1

@@ -102,6 +102,11 @@ class Family:
         ``posterior`` is ``None`` while the SPEC is checked)."""
         return {"posterior": posterior}
 
+    def template_files(self) -> dict[str, str]:
+        """The data files the SPEC template names (file name -> text): small real data, written beside the
+        template by ``hybridpriv spec KIND --with-data DIR`` so that it runs as printed."""
+        return {}
+
     # -- release ----------------------------------------------------------------------------
     def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
         """Each protected unit's budget, with its relation and trust (the units' requirements)."""

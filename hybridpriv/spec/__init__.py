@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from .custom import MECHANISMS, attach, template_block
-from .schema import Context, Key, SpecError, Table, choice, tables, template as _template
+from .schema import Context, Key, SpecError, Table, choice, integer, tables, template as _template
 
 __all__ = ["EXAMPLES", "Spec", "SpecError", "builtin_example_path", "examples", "load_spec", "parse_spec", "template",
            "top_table"]
 
+
+#: The SPEC format this hybridpriv reads (the optional top-level key ``format``).
+SPEC_FORMAT = 1
 
 #: Largest SPEC file read (TOML parsing is slow on long inline lists; data belong in CSV files).
 MAX_SPEC_BYTES = 2**20
@@ -41,7 +44,8 @@ def top_table(fam: Any, mechanisms: bool = True) -> Table:
     """A family's top-level SPEC table: ``kind``, the family's own keys and ``[[mechanisms]]`` (every family
     accepts your own classes; ``mechanisms=False``: without it, for the template)."""
     extra = (Key("mechanisms", tables(MECHANISMS), [], doc=MECHANISMS.doc),) if mechanisms else ()
-    return Table((_kind_key(fam), *fam.top.keys, *extra), fam.top.doc, fam.top.examples)
+    fmt = Key("format", integer(SPEC_FORMAT, SPEC_FORMAT), SPEC_FORMAT, doc=f"the SPEC format ({SPEC_FORMAT})")
+    return Table((fmt, _kind_key(fam), *fam.top.keys, *extra), fam.top.doc, fam.top.examples)
 
 
 def examples() -> dict[str, Any]:

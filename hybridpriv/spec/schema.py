@@ -65,7 +65,8 @@ class Table:
 
     keys: tuple[Key, ...]
     doc: str = ""
-    #: For arrays of tables in templates: one block per entry, ``{key: TOML text}`` set in that block.
+    #: In templates, ``{key: TOML text}`` set (not commented out): for an array of tables one block per entry,
+    #: for a plain table (or the top level) the first entry.
     examples: tuple[dict[str, str], ...] = ()
 
     def parse(self, raw: Any, path: str, ctx: Context) -> dict[str, Any]:
@@ -332,12 +333,15 @@ def template(top: Table, sub: Sequence[tuple[str, Table, bool]] = ()) -> str:
                 out.append(f"# {key.name} = {example}")
         return out
 
-    text = [f"# {top.doc}", "", *lines_of(top)]
+    # a plain table's first example sets its keys (so that the template runs as printed); an array of tables
+    # gets one block per example
+    text = [f"# {top.doc}", "", *lines_of(top, top.examples[0] if top.examples else None)]
     for name, tab, is_array in sub:
         if is_array and tab.examples:
             for i, values in enumerate(tab.examples):
                 text += ["", *([f"# {tab.doc}"] if tab.doc and i == 0 else []), f"[[{name}]]",
                          *lines_of(tab, values, docs=i == 0)]
         else:
-            text += ["", *([f"# {tab.doc}"] if tab.doc else []), f"[[{name}]]" if is_array else f"[{name}]", *lines_of(tab)]
+            text += ["", *([f"# {tab.doc}"] if tab.doc else []), f"[[{name}]]" if is_array else f"[{name}]",
+                     *lines_of(tab, tab.examples[0] if tab.examples else None)]
     return "\n".join(text) + "\n"

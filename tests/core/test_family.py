@@ -178,3 +178,17 @@ def test_an_outside_family_is_selected_audited_released_and_calibrated(tmp_path,
         assert list(ds.family.values) == ["outside-histogram"] and np.isfinite(ds.regret.values).all()
     finally:
         monkeypatch.setattr(families, "_loaded", None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", [f.name for f in FAMILIES])
+def test_every_template_runs_as_printed(kind, tmp_path, capsys):
+    """Issue 24: ``hybridpriv spec KIND --with-data DIR`` then ``select`` runs, exactly as printed."""
+    folder = tmp_path / "t"
+    assert main(["spec", kind, "--with-data", str(folder)]) == 0
+    files = sorted(p.name for p in folder.iterdir())
+    assert f"{kind}.toml" in files and len(files) == 1 + len(family(kind).template_files())
+    capsys.readouterr()
+    assert main(["select", str(folder / f"{kind}.toml"), "--out", str(tmp_path / "out"), "--quiet"]) == 0, \
+        capsys.readouterr().err
+    assert main(["spec", kind, "--with-data", str(folder)]) == 2  # never overwrites

@@ -178,8 +178,8 @@ def test_bad_command_lines(tmp_path, capsys):
         (["release", spec, "--data", tmp_path, "--candidate", "3", "--ledger", tmp_path / "l.json", "--budget", "users=-1"],
          "--budget epsilon of unit 'users'"),
         (["release", "--ledger", tmp_path / "none.json", "--show"], "does not exist"),
-        (["release", EXAMPLES / "salaries.toml", "--data", tmp_path, "--candidate", "x", "--ledger", tmp_path / "l.json"],
-         "family 'hybrid-trust' cannot be released"),
+        (["release", EXAMPLES / "faithful.toml", "--data", tmp_path, "--candidate", "x", "--ledger", tmp_path / "l.json"],
+         "family 'kmeans' cannot be released"),
     ]:
         code, _, err = run(capsys, *argv)
         assert code == 2 and match in err and err.count("\n") == 1, (argv, err)

@@ -43,7 +43,7 @@ def _group(default_name: str, size: str, doc: str) -> Table:
         Key("size", integer(1), None, doc="number of users (or give n and c at the top level)", example=size),
         Key("epsilon", epsilon(allow_public=False), doc="the group's epsilon", example="1.0"),
         Key("delta", number(0.0, maximum=0.999999), 0.0, doc="delta, in (0, 1) with gaussian noise; 0 with laplace"),
-    ), doc=doc)
+    ), doc=doc, examples=({"size": size},))  # the template gives the sizes, so that it runs as printed
 
 
 TCM = _group("tcm", "100", "the users who trust the curator (TCM: central DP, noise added once to their mean)")

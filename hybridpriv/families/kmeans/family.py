@@ -35,5 +35,12 @@ class KMeansFamily(Family):
         return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset "
                         "resamples the pilot points themselves, so there is no modelled law to check them against")
 
+    def template_files(self) -> dict[str, str]:
+        """The template's data: a built-in example's real file (its source and licence: hybridpriv/examples/README.md)."""
+        from importlib import resources
+
+        return {name: (resources.files("hybridpriv") / "examples" / src).read_text()
+                for name, src in {"pilot.csv": "faithful-pilot.csv"}.items()}
+
 
 FAMILY = KMeansFamily()

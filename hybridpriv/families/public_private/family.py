@@ -52,5 +52,12 @@ class PublicPrivateFamily(Family):
     def released_meaning(self, spec: Any) -> str:
         return f"the {spec.contrast} contrast's estimate from the public and private records (its parameters)"
 
+    def template_files(self) -> dict[str, str]:
+        """The template's data: a built-in example's real file (its source and licence: hybridpriv/examples/README.md)."""
+        from importlib import resources
+
+        return {name: (resources.files("hybridpriv") / "examples" / src).read_text()
+                for name, src in {"public.csv": "pima-public.csv"}.items()}
+
 
 FAMILY = PublicPrivateFamily()

@@ -153,7 +153,7 @@ TOP = Table((
     Key("model", table(MODEL), None, doc="the model of public knowledge"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind public-private: release an M-estimate of a private dataset with the help of "
-       "public records (Wang et al.)")
+       "public records (Wang et al.)", examples=({"outcome_positive": '"Yes"'},))
 
 SECTIONS = (("private", PRIVATE, False), ("candidates", CANDIDATES, False), ("model", MODEL, False),
             ("evaluation", EVALUATION, False))

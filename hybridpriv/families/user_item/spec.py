@@ -89,7 +89,8 @@ TOP = Table((
         doc="consecutive draws per continuing matrix chain (1: a fresh random start for every matrix, the "
             "sampler before issue 13)"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
-), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts")
+), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts",
+    examples=({"n": "1500"},))  # the template gives n, so that it runs as printed (n unknown mixes slowly)
 
 SECTIONS = (("evaluation", EVALUATION, False),)
 
