@@ -75,8 +75,11 @@ def audit_mechanism(mech: Any, data: Any, samples: int = 20_000, confidence: flo
 
 
 def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int = 20_000, seed: int = 0,
-                  confidence: float = 0.99, log: Callable[[str], None] | None = None) -> xr.Dataset:
-    """Audit ``problem``'s candidates (all, or those ``names`` gives by label or coordinate).
+                  confidence: float = 0.99, log: Callable[[str], None] | None = None,
+                  posterior: Any = None) -> xr.Dataset:
+    """Audit ``problem``'s candidates (all, or those ``names`` gives by label or coordinate), built with
+    ``posterior`` (a selection's, :func:`hybridpriv.workflow.read_selection`: the instances that selection
+    evaluated), or with a fit of the model made here.
 
     Returns a Dataset over ``(candidate, unit)``: ``epsilon`` (claimed), ``delta``,
     ``epsilon_lower_bound`` and ``violation`` (bool; NaN / False where a unit is public), with
@@ -89,10 +92,12 @@ def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int
     fam = family(problem.kind)
     samples = check_samples(samples)
     say = log or (lambda _line: None)
-    per_chain = problem.min_posterior_draws
-    say(f"fitting the model of public knowledge ({problem.chains} chains x {per_chain} draws) to build the candidates ...")
-    posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed,
-                                  progressbar=False, on_unconverged="warn")
+    if posterior is None:
+        per_chain = problem.min_posterior_draws
+        say(f"fitting the model of public knowledge ({problem.chains} chains x {per_chain} draws) to build the "
+            "candidates ...")
+        posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed,
+                                      progressbar=False, on_unconverged="warn")
     candidates = {str(k): m for k, m in problem.candidates(posterior).items()}
     if names:
         labels = {str(getattr(m, "label", k)): k for k, m in candidates.items()}

@@ -65,6 +65,8 @@ def _build_parser() -> argparse.ArgumentParser:
     a.add_argument("spec", nargs="?", help="SPEC.toml (default: the built-in example given by --example)")
     a.add_argument("--example", help="a built-in example instead of a SPEC")
     a.add_argument("--candidate", action="append", default=[], help="audit this candidate (label); repeat")
+    a.add_argument("--selection", help="a select run's selection.nc: audit the candidates it evaluated (by default its "
+                                       "recommendation), built from its posterior, not a new fit")
     a.add_argument("--samples", type=int, default=20_000, help="releases per dataset (default 20,000)")
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--record", metavar="FILE", help="write the results as an audit record (JSON) that `hybridpriv "
@@ -159,7 +161,7 @@ def _check_out(out: str) -> Path:
 
 def _select(args: argparse.Namespace) -> int:
     from .cluster import describe_client
-    from .report import provenance, save_figure, write_result
+    from .report import save_figure, write_result
     from .spec import builtin_example_path, load_spec
     from .workflow import run_selection
 
@@ -190,16 +192,7 @@ def _select(args: argparse.Namespace) -> int:
         dask = describe_client(client)
     decision = result.decision
     config = {**spec.config(), "overrides": overrides}
-    attrs = {**provenance(config, problem.seed, started, dask=dask), **result.attrs, "kind": spec.kind,
-             "recommended": str(decision.attrs["recommended"])}
-    idata = result.posterior.idata
-    groups = {name: idata[name].to_dataset() for name in idata.children}
-    groups.update(evaluation=result.evaluation, decision=decision)
-    if result.checks is not None:
-        groups["predictive_checks"] = result.checks
-    if result.summary is not None:
-        groups["summary"] = result.summary.assign(best=result.summary.best.astype(str))
-    nc = write_result(out / "selection.nc", groups, attrs)
+    nc = write_result(out / "selection.nc", result.to_datatree(config, started, dask))
     png = save_figure(result.figure(), out / "selection.png")
     print()
     print(result.table())
@@ -273,7 +266,14 @@ def _audit(args: argparse.Namespace) -> int:
     print(f"hybridpriv audit ({spec.kind}): {problem.description or spec.source}")
     _quiet_libraries()
     log = (lambda line: print(line, flush=True)) if enabled() else None
-    result = audit_problem(problem, args.candidate or None, samples=args.samples, seed=args.seed, log=log)
+    posterior, names = None, args.candidate or None
+    if args.selection is not None:
+        from .workflow import read_selection
+
+        posterior, _, attrs = read_selection(args.selection, spec, problem)
+        names = names or [str(attrs["recommended"])]
+        print(f"auditing {', '.join(names)} as the selection {args.selection} evaluated it (its posterior, no new fit)")
+    result = audit_problem(problem, names, samples=args.samples, seed=args.seed, log=log, posterior=posterior)
     for line in format_audit(result):
         print(line)
     if args.record is not None:

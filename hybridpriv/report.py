@@ -19,7 +19,7 @@ import xarray as xr
 
 from . import __version__
 
-__all__ = ["git_hash", "plot_decision", "provenance", "save_figure", "write_netcdf", "write_result"]
+__all__ = ["result_tree", "git_hash", "plot_decision", "provenance", "save_figure", "write_netcdf", "write_result"]
 
 
 def git_hash() -> str:
@@ -164,15 +164,9 @@ def save_figure(fig, path: str | Path, dpi: int = 100) -> Path:
     return path
 
 
-def write_result(path: str | Path, groups: Mapping[str, xr.Dataset | None], attrs: Mapping[str, object] = {}) -> Path:
-    """Write one netCDF file holding a DataTree: one group per entry of ``groups`` (``posterior``,
-    ``evaluation``, ``decision``, ...; ``None`` entries are left out) and ``attrs`` at the root.
-
-    A select run writes ``posterior`` (and the other groups of PyMC's output, left as PyMC wrote
-    them), ``evaluation`` and ``decision``; read it back with ``xarray.open_datatree(path)``.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def result_tree(groups: Mapping[str, xr.Dataset | None], attrs: Mapping[str, object] = {}) -> xr.DataTree:
+    """One DataTree: one group per entry of ``groups`` (``None`` entries are left out) and ``attrs`` at the root,
+    every attribute made netCDF-serialisable."""
     tree: dict[str, xr.Dataset] = {"/": xr.Dataset(attrs=_clean_attrs(attrs))}
     for name, ds in groups.items():
         if ds is None:
@@ -182,5 +176,19 @@ def write_result(path: str | Path, groups: Mapping[str, xr.Dataset | None], attr
         for var in list(ds.variables):
             ds[var].attrs = _clean_attrs(ds[var].attrs)
         tree[f"/{name}"] = ds
-    xr.DataTree.from_dict(tree).to_netcdf(path, engine="h5netcdf")
+    return xr.DataTree.from_dict(tree)
+
+
+def write_result(path: str | Path, groups: Mapping[str, xr.Dataset | None] | xr.DataTree,
+                 attrs: Mapping[str, object] = {}) -> Path:
+    """Write one netCDF file holding a DataTree (given, or :func:`result_tree` of ``groups`` and ``attrs``).
+
+    A select run writes ``posterior`` (and the other groups of PyMC's output, left as PyMC wrote
+    them), ``evaluation`` and ``decision`` (:meth:`hybridpriv.workflow.Selection.to_datatree`); read it
+    back with ``xarray.open_datatree(path)``.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tree = groups if isinstance(groups, xr.DataTree) else result_tree(groups, attrs)
+    tree.to_netcdf(path, engine="h5netcdf")
     return path

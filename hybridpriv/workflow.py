@@ -19,9 +19,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
-__all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "run_selection"]
+__all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "read_selection", "run_selection"]
 
 #: Posterior draws kept per chain at least, whatever the number of datasets wanted, so that R-hat
 #: and ESS of the model are meaningful; datasets are then spread evenly over them.
@@ -112,6 +113,28 @@ class Selection:
 
         return format_table(self.decision)
 
+    def to_datatree(self, config: Mapping[str, Any] | None = None, started: float | None = None,
+                    dask: str = "none") -> xr.DataTree:
+        """The selection as one DataTree, as ``hybridpriv select`` writes ``selection.nc``: the posterior's groups
+        as PyMC wrote them, ``evaluation`` (its ``posterior_draw`` coordinate names the posterior draw each
+        dataset came from), ``decision`` (without the per-dataset ``risk``, which is the evaluation's),
+        ``predictive_checks`` and ``summary`` where there are; at the root the provenance
+        (:func:`hybridpriv.report.provenance` of ``config``), the fit's diagnostics, the kind and the
+        recommendation.  ``xarray.open_datatree`` reads it back; ``hybridpriv release`` and
+        ``hybridpriv audit --selection`` rebuild the candidates from it."""
+        from .report import provenance, result_tree
+
+        attrs = {**provenance(config or {"kind": self.problem.kind}, self.problem.seed, started, dask=dask),
+                 **self.attrs, "kind": self.problem.kind, "recommended": str(self.decision.attrs["recommended"])}
+        idata = self.posterior.idata
+        groups: dict[str, Any] = {name: idata[name].to_dataset() for name in idata.children}
+        groups.update(evaluation=self.evaluation, decision=self.decision.drop_vars("risk", errors="ignore"))
+        if self.checks is not None:
+            groups["predictive_checks"] = self.checks
+        if self.summary is not None:
+            groups["summary"] = self.summary.assign(best=self.summary.best.astype(str))
+        return result_tree(groups, attrs)
+
     def figure(self, ax=None):
         from .report import plot_decision
 
@@ -164,6 +187,13 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
 
         summary = summarize_by(decision, problem.group_of, problem.group_name)
     return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary)
+
+
+def _with_posterior_draws(evaluation: xr.Dataset, source: Any) -> xr.Dataset:
+    """The evaluation with ``posterior_draw`` along ``draw``: the posterior draw each dataset was generated from."""
+    out = evaluation.assign_coords(posterior_draw=("draw", np.asarray(source.index, dtype=np.int64)))
+    out["posterior_draw"].attrs["description"] = "the posterior draw (in each chain) the dataset was generated from"
+    return out
 
 
 def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any]) -> xr.Dataset:
@@ -227,10 +257,34 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
     evaluation = evaluate(candidates, source, problem.task, trials=problem.trials, seed=problem.seed,
                           dim=problem.dim, requirements=problem.requirements, progress=progress, client=client,
                           checkpoint=checkpoint, chunk_size=chunk_size)
+    evaluation = _with_posterior_draws(evaluation, source)
 
     def evaluate_more(extra: Mapping[Any, Any]) -> xr.Dataset:
         # the same datasets and streams; not kept in the checkpoint (recomputed on a resume, never reused)
-        return evaluate(dict(extra), source, problem.task, trials=problem.trials, seed=problem.seed, dim=problem.dim,
-                        requirements=problem.requirements, progress=progress, client=client, chunk_size=chunk_size)
+        return _with_posterior_draws(evaluate(dict(extra), source, problem.task, trials=problem.trials, seed=problem.seed,
+                                              dim=problem.dim, requirements=problem.requirements, progress=progress,
+                                              client=client, chunk_size=chunk_size), source)
 
     return posterior, evaluation, lines, attrs, checks, evaluate_more
+
+
+def read_selection(path: Any, spec: Any, problem: Problem) -> tuple[Any, xr.Dataset, dict[str, Any]]:
+    """A select run's ``selection.nc`` for ``spec``: ``(posterior, decision, attrs)``.
+
+    Refused (``ValueError``) unless it was made for this SPEC: the same kind, and its recorded SPEC config equal to
+    this SPEC's (the file's path and the run's ``--draws/--trials/--seed`` aside; a differing key is named).  The
+    posterior is rebuilt from the file, not refitted (:meth:`hybridpriv.core.family.Family.release_posterior`), so
+    the candidates built from it are those the selection evaluated.
+    """
+    import json
+
+    from .release.run import check_config
+
+    with xr.open_datatree(path) as tree:
+        attrs = dict(tree.attrs)
+        if attrs.get("kind") != spec.kind:
+            raise ValueError(f"the selection {path} is of kind {attrs.get('kind')!r}, the SPEC of kind {spec.kind!r}")
+        check_config(json.loads(attrs["config"]), spec.config())
+        decision = tree["decision"].to_dataset().load()
+        posterior = spec.family.release_posterior(tree, problem, attrs)
+    return posterior, decision, attrs

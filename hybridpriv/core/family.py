@@ -122,7 +122,8 @@ class Family:
         import xarray as xr
 
         skip = {"evaluation", "decision", "predictive_checks", "summary"}
-        idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset() for name in tree.children if name not in skip})
+        idata = xr.DataTree.from_dict({f"/{name}": tree[name].to_dataset().load() for name in tree.children
+                                       if name not in skip})
         model = problem.model
         if hasattr(model, "build"):
             model.build()  # sets what the posterior reads of the model (its parameter names); no sampling

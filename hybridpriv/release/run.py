@@ -273,17 +273,11 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     posterior = None
     evaluated_params = None
     if selection is not None:
-        import xarray as xr
+        from ..workflow import read_selection
 
-        tree = xr.open_datatree(selection)
-        attrs = tree.attrs
-        if attrs.get("kind") != spec.kind:
-            raise ValueError(f"the selection {selection} is of kind {attrs.get('kind')!r}, the SPEC of kind {spec.kind!r}")
-        check_config(json.loads(attrs["config"]), spec.config())
-        decision = tree["decision"].to_dataset()
+        posterior, decision, attrs = read_selection(selection, spec, problem)
         dim = decision.attrs["candidate_dim"]
         name = candidate if candidate is not None else str(attrs["recommended"])
-        posterior = fam.release_posterior(tree, problem, attrs)
         coords = [str(c) for c in decision[dim].values]
         if name not in coords:
             labels = [str(x) for x in decision["label"].values]
@@ -300,7 +294,6 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
             "meets_requirements": bool(row["meets_requirements"]), "loss": str(decision.attrs.get("loss", "")),
             "recommendation_rule": str(decision.attrs.get("recommendation_rule", "")),
         }
-        tree.close()
     else:
         name = candidate
     try:
