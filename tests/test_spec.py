@@ -75,7 +75,7 @@ def test_inline_data_and_csv_data(tmp_path):
         ("bounds = [0, 10]", "bounds = [0, nan]", r"bounds\[1\] must be a number, got nan"),
         ('statistic = "mean"', 'statistic = "mode"', r"statistic must be 'mean' or 'median', got 'mode'"),
         ("epsilon = 0.5", 'epsilon = "half"', r"groups\[1\].epsilon must be a number > 0 or inf, got 'half'"),
-        ("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0]", r"holds 2 values but size = 3"),
+        ("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0]", r"holds 2 records but size = 3"),
         ("data = [1.0, 2.0, 3.0]", "data = [1.0, nan, 3.0]", r"groups\[0\].data must be a number, got nan"),
         ("data = [1.0, 2.0, 3.0]", "data = [1.0, 2.0, 30.0]", r"outside bounds \[0, 10\]"),
         ('name = "priv"', 'name = "pub"', r"group names must be unique"),

@@ -71,6 +71,9 @@ class Family:
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    #: The family's SPEC module (``TOP``, ``SECTIONS``, ``check``, ``build``, ``context``): with it, ``top``,
+    #: ``sections`` and the three SPEC methods need not be written out.
+    spec_module: ClassVar[Any] = None
     data_kind: ClassVar[str] = ""
     defines: ClassVar[Sequence[Any]] = ()
     top: ClassVar[Any] = None
@@ -82,6 +85,12 @@ class Family:
     real_datasets: ClassVar[Sequence[str]] = ()
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mod = cls.__dict__.get("spec_module")
+        if mod is not None:
+            cls.top, cls.sections = mod.TOP, mod.SECTIONS
+
     def __repr__(self) -> str:
         return f"<family {self.name!r}>"
 
@@ -90,16 +99,20 @@ class Family:
 
     # -- the SPEC -------------------------------------------------------------------------
     def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        """Cross-key checks and conversions of parsed SPEC values (before any sampling)."""
-        return values
+        """Cross-key checks and conversions of parsed SPEC values (before any sampling): ``spec_module.check``."""
+        return self.spec_module.check(values, ctx) if self.spec_module is not None else values
 
     def build(self, values: dict[str, Any]) -> Any:
-        """The selection problem (:class:`hybridpriv.workflow.Problem`) the SPEC values describe."""
-        raise self._unsupported("builds no selection problem", "build")
+        """The selection problem (:class:`hybridpriv.workflow.Problem`) the SPEC values describe: ``spec_module.build``."""
+        if self.spec_module is None:
+            raise self._unsupported("builds no selection problem", "build")
+        return self.spec_module.build(values)
 
     def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
         """What a SPEC-named mechanism's constructor may take, by argument name (:attr:`context_docs`;
-        ``posterior`` is ``None`` while the SPEC is checked)."""
+        ``posterior`` is ``None`` while the SPEC is checked): ``spec_module.context``."""
+        if self.spec_module is not None:
+            return self.spec_module.context(values, posterior)
         return {"posterior": posterior}
 
     def template_files(self) -> dict[str, str]:
@@ -109,10 +122,14 @@ class Family:
 
     # -- release ----------------------------------------------------------------------------
     def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
-        """Each protected unit's budget, with its relation and trust (the units' requirements)."""
+        """Each protected unit's budget, with its relation and trust: the units' requirements (a mapping), or
+        each SPEC group's requirement under the relation the problem names."""
         req = problem.requirements
         if isinstance(req, Mapping):
             return dict(req)
+        groups = spec.values.get("groups") if hasattr(spec, "values") else None
+        if groups and (req is None or isinstance(req, str)):
+            return {g.name: g.requirement(req or "add-remove") for g in groups}
         raise self._unsupported("declares no per-unit budgets", "budgets")
 
     def release_posterior(self, tree: Any, problem: Any, attrs: Mapping[str, Any]) -> Any:

@@ -97,7 +97,6 @@ def _show(args: argparse.Namespace, target: float) -> int:
 def main(args: argparse.Namespace) -> int:
     """Run ``hybridpriv release`` for parsed ``args``; returns the exit status (errors raise ``ValueError``)."""
     from .composition import DEFAULT_TARGET_DELTA
-    from .ledger import Ledger, format_ledger
 
     target = DEFAULT_TARGET_DELTA if args.target_delta is None else args.target_delta
     if not 0 < target < 1:

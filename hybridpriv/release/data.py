@@ -13,14 +13,49 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["PrivateDataError", "is_number", "read_column", "read_rows"]
+__all__ = ["PrivateDataError", "data_file", "group_files", "is_number", "read_column", "read_rows"]
 
 
 class PrivateDataError(ValueError):
     """The private data do not match what the SPEC declared."""
+
+
+def data_file(directory: str | Path, name: str, what: str) -> Path:
+    """``DIR/name`` of a release, refused (naming it and ``what`` it should hold) unless the folder and the file exist."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
+    path = d / name
+    if not path.is_file():
+        raise PrivateDataError(f"no file {path} ({what})")
+    return path
+
+
+def group_files(directory: str | Path, groups: Any, given: Any = ()) -> dict[str, Path | None]:
+    """One CSV per group, ``DIR/<group name>.csv``: ``{group name: path}``, ``None`` for a group in ``given`` (its
+    records are in the SPEC).  Refused: a CSV of no group, a group without its file."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
+    names = {g.name for g in groups}
+    unknown = sorted(p.stem for p in d.glob("*.csv") if p.stem not in names)
+    if unknown:
+        raise PrivateDataError(f"{d} holds {unknown[0]}.csv, but the SPEC has no group {unknown[0]!r} "
+                               f"(groups: {sorted(names)})")
+    out: dict[str, Path | None] = {}
+    for g in groups:
+        path = d / f"{g.name}.csv"
+        if path.is_file():
+            out[g.name] = path
+        elif g.name in given:
+            out[g.name] = None
+        else:
+            raise PrivateDataError(f"group {g.name!r}: no file {path} (one CSV per private group)")
+    return out
 
 
 def read_rows(path: Path) -> list[list[str]]:

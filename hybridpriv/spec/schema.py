@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["REQUIRED", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer", "read_csv_rows",
+           "run_keys", "spec_groups",
            "integer_range", "list_of", "number", "pair", "string", "table", "tables", "template", "values"]
 
 
@@ -345,3 +346,42 @@ def template(top: Table, sub: Sequence[tuple[str, Table, bool]] = ()) -> str:
             text += ["", *([f"# {tab.doc}"] if tab.doc else []), f"[[{name}]]" if is_array else f"[{name}]",
                      *lines_of(tab, tab.examples[0] if tab.examples else None)]
     return "\n".join(text) + "\n"
+
+
+def run_keys(draws: int = 200, trials: int = 20, draws_doc: str = "simulated datasets",
+             trials_doc: str = "mechanism runs per dataset", max_trials: int = 1_000_000) -> tuple[Key, Key, Key]:
+    """The ``draws``, ``trials`` and ``seed`` keys every family's ``[evaluation]`` has, declared once (each family
+    gives its defaults and what a trial means for it)."""
+    return (Key("draws", integer(2, 1_000_000), draws, doc=draws_doc),
+            Key("trials", integer(1, max_trials), trials, doc=trials_doc),
+            Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"))
+
+
+def spec_groups(raw: list[dict[str, Any]], fields: tuple[str, ...] = ()) -> list[tuple[int, Any, Any]]:
+    """The ``[[groups]]`` of a SPEC as :class:`~hybridpriv.privacy.Group` objects: ``[(index, group, data)]``.
+
+    ``fields``: optional Group fields the table has (``"delta"``, ``"trust"``).  Refused, naming the key: a group
+    the Group class refuses, ``data`` (public records) given for a private group, or a number of records other
+    than the group's size, and duplicate names.  What the records must be is the family's to check.
+    """
+    from ..privacy import Group, check_groups
+
+    out = []
+    for k, g in enumerate(raw):
+        try:
+            group = Group(g["name"], g["size"], g["epsilon"], **{f: g[f] for f in fields})
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"groups[{k}]: {exc}") from None
+        data = g.get("data")
+        if data is not None:
+            if not group.is_public:
+                raise SpecError(f"groups[{k}].data given for group {group.name!r} with epsilon={group.epsilon:g}: "
+                                "only public groups' records may be used")
+            if len(data) != group.size:
+                raise SpecError(f"groups[{k}].data holds {len(data)} records but size = {group.size}")
+        out.append((k, group, data))
+    try:
+        check_groups([g for _, g, _ in out])
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    return out

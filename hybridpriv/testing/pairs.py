@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 

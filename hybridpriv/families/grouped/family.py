@@ -19,7 +19,7 @@ class GroupedFamily(Family):
     summary = "a mean or median estimator for groups of different epsilons (Ferrando et al.)"
     data_kind = "grouped"
     defines = (GROUPED_DATA,)
-    top, sections = _spec.TOP, _spec.SECTIONS
+    spec_module = _spec
     examples = {"grouped": "grouped.toml"}
     context_docs = {
         "groups": "the privacy groups (list of hybridpriv.privacy.Group)",
@@ -32,18 +32,6 @@ class GroupedFamily(Family):
     real_datasets = tuple(REAL_GROUPED)
     quick_calibration = {"real": ["faithful-waiting"], "settings": {"model": {"family": "normal"}, "evaluation": {"draws": 100, "trials": 10}}}
     release_files = "one CSV per group, DIR/<group>.csv (first column: the records; a header row may come first)"
-
-    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        return _spec.check(values, ctx)
-
-    def build(self, values: dict[str, Any]) -> Any:
-        return _spec.build(values)
-
-    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
-        return _spec.context(values, posterior)
-
-    def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
-        return {g.name: g.requirement(problem.requirements or "add-remove") for g in spec.groups}
 
     def release_posterior(self, tree: Any, problem: Any, attrs: Any) -> Any:
         if "model_family" in attrs:  # the family the selection fitted (family = auto may have fallen back)

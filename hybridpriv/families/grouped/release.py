@@ -15,40 +15,29 @@ from typing import Any
 
 import numpy as np
 
-from ...release.data import PrivateDataError, read_column
+from ...release.data import PrivateDataError, group_files, read_column
 
 __all__ = ["load_grouped"]
 
 
 def load_grouped(directory: str | Path, spec: Any) -> list[np.ndarray]:
     """The records of every group of a ``grouped`` SPEC, in group order (see the module docstring)."""
-    d = Path(directory)
-    if not d.is_dir():
-        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
     groups, bounds, clamp = spec.groups, spec.bounds, spec.clamp
-    names = {g.name for g in groups}
-    unknown = sorted(p.stem for p in d.glob("*.csv") if p.stem not in names)
-    if unknown:
-        raise PrivateDataError(f"{d} holds {unknown[0]}.csv, but the SPEC has no group {unknown[0]!r} "
-                               f"(groups: {sorted(names)})")
+    files = group_files(directory, groups, spec.public_data)
     out = []
     for g in groups:
-        path = d / f"{g.name}.csv"
-        if path.is_file():
-            x = read_column(path, f"group {g.name!r}")
-        elif g.name in spec.public_data:
-            x = np.asarray(spec.public_data[g.name], dtype=float)
-        else:
-            raise PrivateDataError(f"group {g.name!r}: no file {path} (one CSV per group)")
+        path = files[g.name]
+        x = read_column(path, f"group {g.name!r}") if path is not None else np.asarray(spec.public_data[g.name], dtype=float)
+        where = path.name if path is not None else "the SPEC's data"
         if x.size != g.size:
-            raise PrivateDataError(f"group {g.name!r}: {path.name} does not hold the SPEC's size = {g.size} records "
+            raise PrivateDataError(f"group {g.name!r}: {where} does not hold the SPEC's size = {g.size} records "
                                    "(rule: group sizes are public, the file must match)")
         outside = (x < bounds.lower) | (x > bounds.upper)
         if outside.any():
             if not clamp:
                 row = int(np.flatnonzero(outside)[0]) + 1
                 raise PrivateDataError(
-                    f"group {g.name!r}: data row {row} of {path.name} (the first such) lies outside the bounds "
+                    f"group {g.name!r}: data row {row} of {where} (the first such) lies outside the bounds "
                     f"[{bounds.lower:g}, {bounds.upper:g}] (rule: records lie in the SPEC's bounds; set "
                     "clamp = true to clip them)")
             x = bounds.clamp(x)

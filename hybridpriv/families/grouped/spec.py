@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...privacy import NEIGHBOUR_RELATIONS, Bounds, Group, check_groups
-from ...spec.schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair,
+from ...privacy import NEIGHBOUR_RELATIONS, Bounds
+from ...spec.schema import (run_keys, spec_groups, Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair,
                      string, table, tables, values)
 
 __all__ = ["GROUP", "MODEL", "RELEASE", "EVALUATION", "TOP", "build", "check"]
@@ -60,9 +60,7 @@ MODEL = Table((
 EVALUATION = Table((
     Key("estimators", list_of(string()), None, doc="candidates by name (default: every built-in one)",
         example='["weighted", "pdp-opt-expected"]'),
-    Key("draws", integer(2, 1_000_000), 200, doc="simulated datasets"),
-    Key("trials", integer(1, 1_000_000), 20, doc="mechanism runs per dataset"),
-    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    *run_keys(200, 20),
     Key("target", choice("population", "sample"), "population", doc="score against the population or sample statistic"),
     Key("loss", choice("squared", "absolute"), "squared", doc="squared or absolute error"),
 ), doc="how the candidates are evaluated")
@@ -91,28 +89,16 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise SpecError(str(exc)) from None
     groups, public = [], {}
-    for k, g in enumerate(v["groups"]):
-        try:
-            group = Group(g["name"], g["size"], g["epsilon"], g["delta"], g["trust"])
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"groups[{k}]: {exc}") from None
-        if g["data"] is not None:
-            if not group.is_public:
-                raise SpecError(f"groups[{k}].data given for group {group.name!r} with epsilon={group.epsilon:g}: "
-                                "only public groups' records may be used")
-            if g["data"].size != group.size:
-                raise SpecError(f"groups[{k}].data holds {g['data'].size} values but size = {group.size}")
+    for k, group, data in spec_groups(v["groups"], ("delta", "trust")):
+        if data is not None:
             if not v["clamp"]:
                 try:
-                    v["bounds"].check(g["data"], f"groups[{k}].data")
+                    v["bounds"].check(data, f"groups[{k}].data")
                 except ValueError as exc:
                     raise SpecError(str(exc)) from None
-            public[group.name] = g["data"]
+            public[group.name] = data
         groups.append(group)
-    try:
-        v["groups"] = check_groups(groups)
-    except ValueError as exc:
-        raise SpecError(str(exc)) from None
+    v["groups"] = tuple(groups)
     v["public_data"] = public
     records = sum(g.size for g in groups)
     if records > MAX_RECORDS:

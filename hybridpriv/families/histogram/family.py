@@ -27,7 +27,7 @@ class HistogramFamily(Family):
     summary = "a histogram mechanism over public categories for groups of different epsilons (Jorgensen et al.)"
     data_kind = "category-counts"
     defines = (CATEGORY_DATA,)
-    top, sections = _spec.TOP, _spec.SECTIONS
+    spec_module = _spec
     examples = {"acs12-hours-bands": Path(__file__).with_name("acs12-hours-bands.toml")}
     real_datasets = REAL_HISTOGRAM
     quick_calibration = {"real": ["acs12-hours-bands"], "settings": {"evaluation": {"draws": 100, "trials": 20}}}
@@ -36,18 +36,6 @@ class HistogramFamily(Family):
                     "relation": "the neighbouring relation the groups require",
                     "s2": "the fitted model (its category_variance: the mean of p (1 - p) over categories)"}
     release_files = "one CSV per private group, DIR/<group>.csv (first column: each record's category name)"
-
-    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        return _spec.check(values, ctx)
-
-    def build(self, values: dict[str, Any]) -> Any:
-        return _spec.build(values)
-
-    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
-        return _spec.context(values, posterior)
-
-    def budgets(self, spec: Any, problem: Any) -> dict[str, Any]:
-        return {g.name: g.requirement(problem.requirements) for g in spec.groups}
 
     def load_private(self, directory: Any, spec: Any) -> CategoryCounts:
         from .release import load_histogram

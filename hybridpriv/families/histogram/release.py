@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ...release.data import PrivateDataError, read_rows
+from ...release.data import PrivateDataError, group_files, read_rows
 from .data import CategoryCounts
 
 __all__ = ["load_histogram"]
@@ -22,23 +22,14 @@ __all__ = ["load_histogram"]
 
 def load_histogram(directory: str | Path, spec: Any) -> CategoryCounts:
     """The counts per (group, category) of a ``histogram`` SPEC's private data (see the module docstring)."""
-    d = Path(directory)
-    if not d.is_dir():
-        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
-    names = {g.name for g in spec.groups}
-    unknown = sorted(p.stem for p in d.glob("*.csv") if p.stem not in names)
-    if unknown:
-        raise PrivateDataError(f"{d} holds {unknown[0]}.csv, but the SPEC has no group {unknown[0]!r} "
-                               f"(groups: {sorted(names)})")
+    files = group_files(directory, spec.groups, spec.public_counts)
     index = {c: j for j, c in enumerate(spec.categories)}
     rows = []
     for g in spec.groups:
-        if g.name in spec.public_counts:
+        path = files[g.name]
+        if path is None:
             rows.append(np.asarray(spec.public_counts[g.name], dtype=np.int64))
             continue
-        path = d / f"{g.name}.csv"
-        if not path.is_file():
-            raise PrivateDataError(f"group {g.name!r}: no file {path} (one CSV per private group)")
         cells = [r[0].strip() for r in read_rows(path)]
         if cells and cells[0] not in index:
             cells = cells[1:]  # a header

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ...privacy import NEIGHBOUR_RELATIONS, Group, check_groups
-from ...spec.schema import (Context, Key, SpecError, Table, _show, choice, epsilon, integer, list_of, number,
+from ...privacy import NEIGHBOUR_RELATIONS
+from ...spec.schema import (run_keys, spec_groups, Context, Key, SpecError, Table, _show, choice, epsilon, integer, list_of, number,
                             read_csv_rows, string, table, tables)
 
 __all__ = ["CANDIDATES", "EVALUATION", "GROUP", "MODEL", "SECTIONS", "TOP", "build", "check", "context"]
@@ -59,9 +59,7 @@ MODEL = Table((
 EVALUATION = Table((
     Key("estimators", list_of(choice(*CANDIDATES)), None, doc="candidates by name (default: every built-in one)",
         example='["weighted", "pooled"]'),
-    Key("draws", integer(2, 1_000_000), 200, doc="simulated datasets"),
-    Key("trials", integer(1, 1_000_000), 50, doc="releases per dataset (PDP Sample is run; the others are exact)"),
-    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    *run_keys(200, 50, trials_doc="releases per dataset (PDP Sample is run; the others are exact)"),
     Key("loss", choice("squared", "max"), "squared", doc="squared error summed over categories, or the largest"),
 ), doc="how the candidates are evaluated")
 
@@ -92,26 +90,14 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise SpecError(f"categories must be distinct, got {dup[0]!r} twice")
     index = {c: j for j, c in enumerate(cats)}
     groups, public = [], {}
-    for k, g in enumerate(v["groups"]):
-        try:
-            group = Group(g["name"], g["size"], g["epsilon"])
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"groups[{k}]: {exc}") from None
-        if g["data"] is not None:
-            if not group.is_public:
-                raise SpecError(f"groups[{k}].data given for group {group.name!r} with epsilon={group.epsilon:g}: "
-                                "only public groups' records may be used")
-            unknown = [r for r in g["data"] if r not in index]
+    for k, group, data in spec_groups(v["groups"]):
+        if data is not None:
+            unknown = [r for r in data if r not in index]
             if unknown:
                 raise SpecError(f"groups[{k}].data holds {unknown[0]!r}, which is not one of the categories")
-            if len(g["data"]) != group.size:
-                raise SpecError(f"groups[{k}].data holds {len(g['data'])} records but size = {group.size}")
-            public[group.name] = np.bincount([index[r] for r in g["data"]], minlength=len(cats))
+            public[group.name] = np.bincount([index[r] for r in data], minlength=len(cats))
         groups.append(group)
-    try:
-        v["groups"] = check_groups(groups)
-    except ValueError as exc:
-        raise SpecError(str(exc)) from None
+    v["groups"] = tuple(groups)
     if all(g.is_public for g in groups):
         raise SpecError("groups: at least one group must be private (a finite epsilon)")
     v["public_counts"] = public

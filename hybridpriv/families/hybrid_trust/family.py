@@ -16,22 +16,13 @@ class HybridTrustFamily(Family):
     summary = ("a mean estimator for users who trust the curator beside local-DP users "
                "(Avent et al.)")
     data_kind = "grouped"
-    top, sections = _spec.TOP, _spec.SECTIONS
+    spec_module = _spec
     examples = {"salaries": "salaries.toml"}
     tune_section = "knowledge"
     real_datasets = tuple(REAL_HYBRID_TRUST)
     quick_calibration = {"real": ["salaries"], "settings": {"evaluation": {"draws": 100, "trials": 10}}}
     context_docs = {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",
                     "noise": '"laplace" or "gaussian"', "relation": "the TCM group's neighbouring relation"}
-
-    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        return _spec.check(values, ctx)
-
-    def build(self, values: dict[str, Any]) -> Any:
-        return _spec.build(values)
-
-    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
-        return _spec.context(values, posterior)
 
     release_files = ("DIR/<tcm>.csv: the TCM users' values; DIR/<lm>-reports.csv: the LM users' reports from their "
                      "devices (python -m hybridpriv.families.hybrid_trust.randomize)")

@@ -21,7 +21,6 @@ As a command (reads values, one per line, or one value; writes the report line(s
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 

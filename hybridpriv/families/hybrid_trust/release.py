@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...release.data import PrivateDataError, read_column, read_rows
+from ...release.data import PrivateDataError, data_file, read_column, read_rows
 from .data import HybridReports
 
 __all__ = ["load_hybrid_trust"]
@@ -32,14 +32,9 @@ def _groups(spec: Any):
 
 def load_hybrid_trust(directory: str | Path, spec: Any) -> HybridReports:
     """The TCM values and LM reports of a ``hybrid-trust`` SPEC (see the module docstring)."""
-    d = Path(directory)
-    if not d.is_dir():
-        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
     tcm, lm = _groups(spec)
     m = float(spec.m)
-    path = d / f"{tcm.name}.csv"
-    if not path.is_file():
-        raise PrivateDataError(f"group {tcm.name!r}: no file {path} (the TCM users' values)")
+    path = data_file(directory, f"{tcm.name}.csv", f"group {tcm.name!r}: the TCM users' values")
     x = read_column(path, f"group {tcm.name!r}")
     if x.size != tcm.size:
         raise PrivateDataError(f"group {tcm.name!r}: {path.name} does not hold the SPEC's size = {tcm.size} values "
@@ -48,9 +43,7 @@ def load_hybrid_trust(directory: str | Path, spec: Any) -> HybridReports:
     if outside.size:
         raise PrivateDataError(f"group {tcm.name!r}: data row {int(outside[0]) + 1} of {path.name} (the first such) lies "
                                f"outside [0, {m:g}] (rule: records lie in [0, m])")
-    rpath = d / f"{lm.name}-reports.csv"
-    if not rpath.is_file():
-        raise PrivateDataError(f"group {lm.name!r}: no file {rpath} (the LM users' reports, from their devices)")
+    rpath = data_file(directory, f"{lm.name}-reports.csv", f"group {lm.name!r}: the LM users' reports, from their devices")
     rows = read_rows(rpath)
     if rows and rows[0][0].strip() == "report":
         rows = rows[1:]

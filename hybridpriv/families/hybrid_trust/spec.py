@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...spec.schema import (Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair, string,
+from ...spec.schema import (run_keys, Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair, string,
                      table, tables, values)
 
 __all__ = ["CANDIDATES", "EVALUATION", "KNOWLEDGE", "LM", "RELEASE", "SECTIONS", "TCM", "TOP", "build", "check",
@@ -77,9 +77,7 @@ KNOWLEDGE = Table((
 EVALUATION = Table((
     Key("candidates", list_of(string()), None, doc=f"candidates by name (default: all of {list(CANDIDATES)})",
         example='["tcm-only", "full-lm", "hybrid-pwh", "hybrid-bayes"]'),
-    Key("draws", integer(2, 1_000_000), 200, doc="simulated datasets"),
-    Key("trials", integer(1, 1_000_000), 20, doc="mechanism runs per dataset"),
-    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    *run_keys(200, 20),
     Key("loss", choice("squared", "absolute"), "squared", doc="squared or absolute error against the dataset's mean"),
 ), doc="how the candidates are evaluated")
 

@@ -17,19 +17,10 @@ class KMeansFamily(Family):
                "and its iterations (Avent et al.)")
     data_kind = "points"
     defines = (POINTS_DATA,)
-    top, sections = _spec.TOP, _spec.SECTIONS
+    spec_module = _spec
     examples = {"faithful": "faithful.toml"}
     context_docs = {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",
                     "d": "the points' dimension"}
-
-    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        return _spec.check(values, ctx)
-
-    def build(self, values: dict[str, Any]) -> Any:
-        return _spec.build(values)
-
-    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
-        return _spec.context(values, posterior)
 
     def predictive_checks(self, posterior: Any, seed: int) -> Any:
         return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset "

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.schema import (Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair,
+from ...spec.schema import (run_keys, Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair,
                      read_csv_rows, string,
                      table)
 
@@ -94,9 +94,7 @@ KNOWLEDGE = Table((
 EVALUATION = Table((
     Key("algorithms", list_of(string()), None, doc=f"algorithms by name (default: all of {list(ALGORITHMS)})",
         example='["hybrid", "tcm", "hybrid-debiased"]'),
-    Key("draws", integer(2, 1_000_000), 100, doc="simulated datasets"),
-    Key("trials", integer(1, 1_000_000), 10, doc="mechanism runs per dataset"),
-    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    *run_keys(100, 10),
 ), doc="how the candidates are evaluated")
 
 TOP = Table((

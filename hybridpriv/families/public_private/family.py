@@ -17,19 +17,10 @@ class PublicPrivateFamily(Family):
                "public subset size (Wang et al.)")
     data_kind = "public-private"
     defines = (DESIGN_DATA,)
-    top, sections = _spec.TOP, _spec.SECTIONS
+    spec_module = _spec
     examples = {"pima": "pima.toml"}
     context_docs = {"contrast": "the contrast the task scores (numpy array)",
                     "epsilon": "the private records' total epsilon"}
-
-    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        return _spec.check(values, ctx)
-
-    def build(self, values: dict[str, Any]) -> Any:
-        return _spec.build(values)
-
-    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
-        return _spec.context(values, posterior)
 
     release_files = "DIR/private.csv: the private cohort's records, with the SPEC's columns and outcome (header row)"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ...release.data import PrivateDataError
+from ...release.data import PrivateDataError, data_file
 
 __all__ = ["load_private_records", "stand_in_design"]
 
@@ -34,12 +34,7 @@ def load_private_records(directory: str | Path, spec: Any) -> Any:
     """The private cohort of a ``public-private`` SPEC beside its public records (see the module docstring)."""
     from ...estimators.wang import HybridDesign
 
-    d = Path(directory)
-    if not d.is_dir():
-        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
-    path = d / "private.csv"
-    if not path.is_file():
-        raise PrivateDataError(f"no file {path} (the private records, with a header row)")
+    path = data_file(directory, "private.csv", "the private records, with a header row")
     try:
         with path.open(newline="", encoding="utf-8") as fh:
             rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]

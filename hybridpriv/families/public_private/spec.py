@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.schema import Context, Key, SpecError, Table, choice, epsilon, integer, list_of, number, string, table
+from ...spec.schema import run_keys, Context, Key, SpecError, Table, choice, epsilon, integer, list_of, number, string, table
 
 __all__ = ["CONTRASTS", "COLUMN_TYPES", "EVALUATION", "MODEL", "PRIVATE", "SECTIONS", "TOP", "CANDIDATES",
            "build", "check", "load_public", "make_candidates", "register_contrast"]
@@ -130,9 +130,8 @@ MODEL = Table((
 ), doc="the model of public knowledge (WangPrivateModel)")
 
 EVALUATION = Table((
-    Key("draws", integer(2, 1_000_000), 100, doc="simulated private datasets"),
-    Key("trials", integer(1, 100_000), 10, doc="releases per dataset and candidate"),
-    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    *run_keys(100, 10, draws_doc="simulated private datasets", trials_doc="releases per dataset and candidate",
+              max_trials=100_000),
 ), doc="how the candidates are evaluated")
 
 TOP = Table((

@@ -19,22 +19,13 @@ class UserItemFamily(Family):
     summary = "k, the items kept per user, for DP item counts (Zeber & Lopatka)"
     data_kind = "user-item"
     defines = (USER_ITEM_DATA,)
-    top, sections = _spec.TOP, _spec.SECTIONS
+    spec_module = _spec
     examples = {"favorite-sites": "favorite-sites.toml", "flights": "flights.toml"}
     context_docs = {"epsilon": "the users' epsilon", "m": "the number of items",
                     "column_sums": "the public column sums (numpy array)"}
     real_datasets = tuple(REAL_USER_ITEM)
     quick_calibration = {"real": ["verbagg"], "settings": {"evaluation": {"draws": 100}}}
     release_files = "DIR/matrix.csv of user,item pairs, one per report (item: its index in column_sums)"
-
-    def check(self, values: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        return _spec.check(values, ctx)
-
-    def build(self, values: dict[str, Any]) -> Any:
-        return _spec.build(values)
-
-    def plugin_context(self, values: dict[str, Any], posterior: Any) -> dict[str, Any]:
-        return _spec.context(values, posterior)
 
     def release_posterior(self, tree: Any, problem: Any, attrs: Any) -> Any:
         """None: the candidates (k) need no fitted model (``--candidate k`` works without a selection too)."""

@@ -15,19 +15,14 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from ...release.data import PrivateDataError, is_number, read_rows
+from ...release.data import PrivateDataError, data_file, is_number, read_rows
 
 __all__ = ["load_user_item"]
 
 
 def load_user_item(directory: str | Path, spec: Any) -> sparse.csr_array:
     """The users x items matrix of a ``user-item`` SPEC from ``DIR/matrix.csv`` (see the module docstring)."""
-    d = Path(directory)
-    if not d.is_dir():
-        raise PrivateDataError(f"--data must be a folder, got {str(d)!r}")
-    path = d / "matrix.csv"
-    if not path.is_file():
-        raise PrivateDataError(f"no file {path} (user,item pairs)")
+    path = data_file(directory, "matrix.csv", "user,item pairs")
     c = np.asarray(spec.column_sums, dtype=np.int64)
     m = c.size
     rows = read_rows(path)

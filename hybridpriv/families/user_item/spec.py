@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.schema import Context, Key, SpecError, Table, choice, epsilon, integer, integer_range, string, table, values
+from ...spec.schema import run_keys, Context, Key, SpecError, Table, choice, epsilon, integer, integer_range, string, table, values
 
 __all__ = ["EVALUATION", "SECTIONS", "TOP", "build", "check"]
 
@@ -63,10 +63,9 @@ def _n(value: Any, path: str, ctx: Context) -> int | tuple[int, int]:
 
 
 EVALUATION = Table((
-    Key("draws", integer(2, 1_000_000), 400, doc="posterior draws = sampled matrices (over all chains)"),
-    Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+    *run_keys(400, 200, draws_doc="posterior draws = sampled matrices (over all chains)",
+              trials_doc="Monte Carlo runs per matrix for the max and top10 losses"),
     Key("chains", integer(1, 64), 2, doc="chains of the row-sum sampler"),
-    Key("trials", integer(1, 1_000_000), 200, doc="Monte Carlo runs per matrix for the max and top10 losses"),
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
