@@ -25,7 +25,7 @@ ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(BIN)/hybridpriv
 	$(ONE_THREAD) $(BIN)/python -m pytest -n 2 -q -m "slow or not slow"
 
-# The fast inner loop: every test not marked slow (tests/conftest.py lists the slow ones).
+# The fast inner loop: every test not marked slow (@pytest.mark.slow / pytestmark in the test files).
 test-fast: $(BIN)/hybridpriv
 	$(ONE_THREAD) $(BIN)/python -m pytest -n 2 -q
 

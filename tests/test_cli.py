@@ -70,6 +70,7 @@ def test_study_list(capsys):
     assert code == 0 and "ferrando-means" in out and "ferrando-medians" in out
 
 
+@pytest.mark.slow
 def test_study_run_is_reproducible(tmp_path, capsys):
     for sub in ("a", "b"):
         code, out, err = _run(capsys, "study", "run", "ferrando-medians", "--quick", "--out", str(tmp_path / sub), "--seed", "4")
@@ -81,6 +82,7 @@ def test_study_run_is_reproducible(tmp_path, capsys):
     assert a.attrs["seed"] == 4 and "git_hash" in a.attrs and "hybridpriv_version" in a.attrs
 
 
+@pytest.mark.slow
 def test_select_builtin_example_writes_results(tmp_path, capsys):
     code, out, err = _run(capsys, "select", "--out", str(tmp_path), "--draws", "40", "--trials", "5", "--seed", "1")
     assert code == 0, err
@@ -101,6 +103,7 @@ def test_select_builtin_example_writes_results(tmp_path, capsys):
         xr.testing.assert_identical(tree[group].to_dataset().drop_attrs(), again[group].to_dataset().drop_attrs())
 
 
+@pytest.mark.slow
 def test_select_refuses_an_estimator_of_another_statistic(tmp_path, capsys):
     spec = _bad_spec(tmp_path, GOOD + '\n[evaluation]\nestimators = ["weighted", "pe-median"]\ndraws = 4\n')
     code, _, err = _run(capsys, "select", spec, "--out", str(tmp_path))
@@ -127,6 +130,7 @@ def test_bad_flags_and_outputs_fail_before_any_work(tmp_path, capsys):
         assert code == 2 and err.count("\n") == 1 and needle in err, (argv, err)
 
 
+@pytest.mark.slow
 def test_contradictory_knowledge_is_refused(tmp_path, capsys):
     # a released mean a million noise scales outside the bounds cannot have happened
     spec = _bad_spec(tmp_path, GOOD + "[model]\nreleased_means = [{value = 1e9, noise_scale = 1e-3}]\n")
@@ -138,6 +142,7 @@ def test_contradictory_knowledge_is_refused(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "did not converge (R-hat of" in err, err
 
 
+@pytest.mark.slow
 def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
     code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path), "--draws", "100")
     assert code == 0, err
@@ -157,6 +162,7 @@ def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
     assert tree.attrs["dask"] == "none" and "matrix_chain_rhat" in tree.attrs
 
 
+@pytest.mark.slow
 def test_select_user_item_gives_the_same_numbers_on_two_workers(tmp_path, capsys):
     # the matrices scored on a local cluster of 2 worker processes: the same numbers (dask is in the test
     # extra); a small SPEC (300 users, 30 items), so the comparison does not pay for the example's fit twice
@@ -196,6 +202,7 @@ def test_bad_user_item_specs(tmp_path, capsys, body, needle):
     assert code == 2 and err.count("\n") == 1 and needle in err, err
 
 
+@pytest.mark.slow
 def test_select_resumes_from_its_chunks_and_refuses_a_changed_candidate_parameter(tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text(GOOD + '\n[evaluation]\nestimators = ["weighted", "pdp-opt"]\n')
@@ -219,6 +226,7 @@ def test_select_resumes_from_its_chunks_and_refuses_a_changed_candidate_paramete
     assert err.startswith("error:") and "relation" in err and "add-remove" in err and "replace" in err, err
 
 
+@pytest.mark.slow
 def test_select_warns_naming_the_public_statistic_its_model_cannot_reproduce(tmp_path, capsys):
     # 40% of the panel at the upper bound, the rest in [0, 3]: a clamped normal cannot give both
     rng = np.random.default_rng(1)
@@ -243,6 +251,7 @@ def test_select_warns_naming_the_public_statistic_its_model_cannot_reproduce(tmp
     assert bool(checks.flagged.sel(statistic="panel.median")) and "panel.median" in tree.attrs["predictive_checks_flagged"]
 
 
+@pytest.mark.slow
 def test_select_on_knowledge_its_model_reproduces_flags_nothing(tmp_path, capsys):
     code, out, err = _run(capsys, "select", "--out", str(tmp_path), "--draws", "6", "--trials", "2")
     assert code == 0, err

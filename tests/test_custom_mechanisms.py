@@ -118,6 +118,7 @@ def selected(tmp_path_factory):
     return d
 
 
+@pytest.mark.slow
 def test_a_spec_named_mechanism_is_selected_beside_the_built_ins(selected):
     tree = xr.open_datatree(selected / "out" / "selection.nc")
     decision = tree["decision"].to_dataset()
@@ -129,6 +130,7 @@ def test_a_spec_named_mechanism_is_selected_beside_the_built_ins(selected):
     assert params["scale_factor"] == 1.0
 
 
+@pytest.mark.slow
 def test_a_spec_named_mechanism_is_released_and_charged(selected, tmp_path, capsys):
     data = tmp_path / "data"
     data.mkdir()
@@ -199,6 +201,7 @@ def test_a_wrong_label_collision_is_refused(spec_dir):
         spec.problem().candidates(FakePosterior())
 
 
+@pytest.mark.slow
 def test_the_audit_passes_the_correct_mechanism_and_catches_the_broken_one(spec_dir, capsys):
     code, out, err = run_cli(capsys, "audit", _write(spec_dir), "--candidate", "pooled", "--samples", "20000",
                              "--quiet")

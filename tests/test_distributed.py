@@ -19,6 +19,8 @@ from hybridpriv.privacy import Bounds, Group
 
 import distributed  # noqa: E402  (in the test extra: a missing dask fails, never skips)
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 GROUPS = (Group("a", 30, 1.0), Group("b", 50, 0.2))
 BOUNDS = Bounds(0.0, 10.0)
 

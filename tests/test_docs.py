@@ -25,6 +25,7 @@ def test_add_a_mechanism_example_is_at_most_20_lines():
     assert len([line for line in code.splitlines() if line.strip()]) <= 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("code", BLOCKS)
 def test_block_runs(code, tmp_path, capsys):
     cwd = os.getcwd()

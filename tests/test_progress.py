@@ -49,6 +49,7 @@ def test_bad_totals_are_refused_naming_them():
         Phase("x", total=-1)
 
 
+@pytest.mark.slow
 def test_quiet_select_prints_no_progress_but_the_same_table(tmp_path, capsys):
     args = ["select", "--draws", "6", "--trials", "2", "--seed", "2"]
     assert main([*args, "--out", str(tmp_path / "a"), "--quiet"]) == 0

@@ -19,6 +19,8 @@ from hybridpriv.estimators import UniformMean, WeightedMean
 from hybridpriv.evaluate import evaluate
 from hybridpriv.privacy import Bounds, Group
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 STUDY = ["study", "run", "ferrando-means", "--quick", "--seed", "5"]
 GROUPS = (Group("a", 30, 1.0), Group("b", 50, 0.2))
 BOUNDS = Bounds(0.0, 10.0)

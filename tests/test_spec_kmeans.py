@@ -15,6 +15,8 @@ from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, templat
 from hybridpriv.families.kmeans.spec import ALGORITHMS, make_candidates, requirements
 from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 PILOT = [[0.1, 0.2], [0.15, 0.25], [0.2, 0.1], [0.8, 0.9], [0.85, 0.8], [0.9, 0.85]]
 GOOD = """
 kind = "kmeans"

@@ -14,6 +14,8 @@ from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, templat
 from hybridpriv.families.public_private.spec import CONTRASTS, register_contrast
 from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 FIXTURES = builtin_example_path("pima").parent
 
 SMALL = """

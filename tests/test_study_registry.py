@@ -34,6 +34,7 @@ def _two_quick_studies(monkeypatch):
     monkeypatch.setattr(studies, "STUDIES", {k: studies.STUDIES[k] for k in ("avent-kvh", "avent-amplification")})
 
 
+@pytest.mark.slow
 def test_study_run_all_runs_each_study_and_writes_a_timing_table(tmp_path, capsys, monkeypatch):
     import csv
 

@@ -309,6 +309,7 @@ def test_pdp_sample_variance_monte_carlo():
     assert abs(np.var(out, ddof=1) - naive) > 4 * se
 
 
+@pytest.mark.slow
 def test_pdp_optimal_threshold_beats_dense_grid():
     sizes, eps, sigma2, r = [50, 20, 30, 40, 15], [5.0, 0.1, 0.5, 1.0, math.inf], 2.0, 3.0
     t_opt = pdp_optimal_threshold(sizes, eps, sigma2, r)

@@ -158,6 +158,7 @@ def client():
     cluster.close()
 
 
+@pytest.mark.slow
 def test_numbers_on_a_two_worker_cluster_equal_one_process_and_the_job_is_small(posterior, client):
     from hybridpriv import chunks
 

@@ -1,7 +1,10 @@
 """Bad input to the CLI: SPEC files and flags exit 2 with one line naming the key."""
 
+import pytest
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
+
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
 
 # ----------------------------------------------------------------------------------------

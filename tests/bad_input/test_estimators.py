@@ -1,5 +1,6 @@
 """Bad input to the grouped estimators: constructors and estimates."""
 
+import pytest
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
 
@@ -180,6 +181,7 @@ def corrupted(draw, groups, bounds, valid):
     bounds=bounds_st(),
     data=st.data(),
 )
+@pytest.mark.slow
 @counted("estimate")
 def test_estimate_rejects_bad_data(name, groups, bounds, data):
     est = build(name, groups, bounds)

@@ -1,7 +1,10 @@
 """Bad input to the closed forms of Ferrando et al. and Jorgensen et al."""
 
+import pytest
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
+
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
 
 # ----------------------------------------------------------------------------------------

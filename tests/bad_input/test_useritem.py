@@ -1,5 +1,6 @@
 """Bad input to the user-item family: risk, contribution-bounded counts, the ItemCounts task, the UserItemModel."""
 
+import pytest
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
 
@@ -251,6 +252,7 @@ def test_user_item_model_rejects(which, c, data):
         rejects(lambda: UserItemModel(c, None if lo < hi else (lo, hi), n_prior=p), "n_prior")
 
 
+@pytest.mark.slow
 @cfg(160)
 @given(c=column_sums_st, data=st.data())
 @counted("models")

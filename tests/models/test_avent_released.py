@@ -5,6 +5,8 @@ import pytest
 
 from hybridpriv.models import HybridTrustModel, ReleasedMean
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.mark.slow
 def test_a_precise_release_pins_the_groups_mean():

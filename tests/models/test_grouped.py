@@ -166,6 +166,7 @@ def test_variance_posterior_mean(normal_posterior):
     assert post.variance_posterior_mean == pytest.approx(SIGMA**2, rel=0.25)
 
 
+@pytest.mark.slow
 def test_fit_is_reproducible(public_records):
     model = GroupedDataModel(GROUPS[:1], BOUNDS, "normal", public_data={"pub": public_records})
     kw = dict(draws=20, tune=20, chains=2, cores=1, on_unconverged="ignore")  # 20 draws: too few to converge
@@ -229,6 +230,7 @@ def test_pytensor_clamped_moments_match_numpy(fam, params):
 # ----------------------------------------------------------------------------- released means
 
 
+@pytest.mark.slow
 def test_released_mean_moves_mu_toward_it():
     groups = [Group("pub", 40, math.inf), Group("priv", 400, 1.0)]
     x = np.clip(np.random.default_rng(3).normal(MU, SIGMA, 40), -10, 10)

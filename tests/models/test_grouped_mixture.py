@@ -59,6 +59,7 @@ def clamped_bimodal():
     return np.concatenate([np.zeros(40), rng.beta(2, 8, 80) * 100, rng.beta(9, 2, 80) * 100])
 
 
+@pytest.mark.slow
 def test_auto_chooses_the_mixture_for_clamped_bimodal_records_and_recovers_them(clamped_bimodal):
     groups = [Group("panel", 200, math.inf), Group("a", 500, 1.0)]
     model = GroupedDataModel(groups, BOUNDS, family="auto", public_data={"panel": clamped_bimodal})
@@ -82,6 +83,7 @@ def test_auto_chooses_the_mixture_for_clamped_bimodal_records_and_recovers_them(
     assert not bool(checks.flagged.any())  # and the model reproduces the panel
 
 
+@pytest.mark.slow
 def test_auto_keeps_the_normal_family_for_normal_records():
     x = np.clip(np.random.default_rng(2).normal(50, 10, 200), 0, 100)
     name, table = choose_family(x, BOUNDS)
@@ -90,6 +92,7 @@ def test_auto_keeps_the_normal_family_for_normal_records():
     assert float(table.loo_pit_p.sel(family="normal")) > 0.01  # normal records: uniform LOO-PIT values
 
 
+@pytest.mark.slow
 def test_auto_without_public_records_or_with_a_known_variance_is_normal():
     groups = [Group("a", 100, 1.0)]
     assert GroupedDataModel(groups, BOUNDS, family="auto").family.name == "normal"
@@ -109,6 +112,7 @@ def test_bad_choices_are_refused():
             _family().priors({"w": 1.0})
 
 
+@pytest.mark.slow
 def test_auto_falls_back_to_the_next_family_when_the_chosen_one_does_not_converge(clamped_bimodal, monkeypatch):
     from hybridpriv.models._base import ConvergenceError
     from hybridpriv.models.grouped import GroupedPosterior

@@ -143,6 +143,7 @@ def test_full_hierarchy_matches_exact_enumeration(c, n, draws):
     assert p > 1e-3, (p, states)
 
 
+@pytest.mark.slow
 def test_known_n_and_a_prior_on_n():
     # n known: only r and the matrix vary
     c = [4, 2, 2, 1]

@@ -18,6 +18,8 @@ from hybridpriv.cli import main
 from hybridpriv.models import GroupedPosterior
 from hybridpriv.models._base import ConvergenceError
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture
 def mixture_never_converges(monkeypatch):

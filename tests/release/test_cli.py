@@ -18,6 +18,8 @@ import pytest
 
 from hybridpriv.cli import main
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
 
 

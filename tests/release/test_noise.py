@@ -29,6 +29,7 @@ def test_opendp_laplace_has_the_laplace_distribution():
     assert stats.kstest(x, stats.laplace(scale=b).cdf).pvalue > 1e-5
 
 
+@pytest.mark.slow
 def test_opendp_gaussian_has_the_normal_distribution():
     s = 3.0
     x = OpenDPGenerator().normal(0.0, s, size=N)

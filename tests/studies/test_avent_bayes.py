@@ -6,6 +6,8 @@ import pytest
 
 from hybridpriv.studies import avent_bayes
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture(scope="module")
 def ds():

@@ -8,6 +8,8 @@ from scipy import optimize, stats
 from hybridpriv.studies import avent_amplification, avent_kvh, avent_pwh, avent_salaries, avent_skew
 from hybridpriv.studies._claims import VERDICTS
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 Z = 4.0  # Monte Carlo agreement: within Z standard errors (so the tests do not flake)
 
 

@@ -18,6 +18,8 @@ from hybridpriv.estimators.kmeans import HybridKMeans, TrustSplitSource, gaussia
 from hybridpriv.random import rng
 from hybridpriv.studies import avent_kmeans
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture(scope="module")
 def ds():

@@ -10,6 +10,8 @@ from hybridpriv.heldout import RECORD_LAWS as GROUPED_GENERATORS
 from hybridpriv.random import rng
 from hybridpriv.studies import calibration
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 # --- the scores, against hand computations ------------------------------------------------------------
 

@@ -6,6 +6,8 @@ import pytest
 from hybridpriv.studies import ferrando_means, ferrando_medians
 from hybridpriv.studies._claims import VERDICTS
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture(scope="module")
 def means():

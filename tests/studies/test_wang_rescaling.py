@@ -7,6 +7,8 @@ from scipy.spatial.distance import cdist
 from hybridpriv.random import rng
 from hybridpriv.studies import wang_rescaling
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture(scope="module")
 def quick():

@@ -22,6 +22,8 @@ from hybridpriv.estimators.wang import (
 from hybridpriv.random import rng as stream_rng
 from hybridpriv.studies import wang_subset
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture(scope="module")
 def quick():

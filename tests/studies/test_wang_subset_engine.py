@@ -15,6 +15,8 @@ import xarray as xr
 from hybridpriv.checkpoint import Checkpoint
 from hybridpriv.studies import wang_subset
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 CONFIG = {"study": "wang-subset", "quick": True, "full": False, "seed": 0}
 
 

@@ -4,6 +4,8 @@ import xarray as xr
 
 from hybridpriv.studies import zeber_user_item
 
+pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
+
 
 @pytest.fixture(scope="module")
 def quick():
