@@ -309,3 +309,25 @@ def test_item9_oversized_runs_are_refused_before_any_work(setting, capsys, tmp_p
         assert "trials" in one_error(err) or "samples" in err
     assert time.process_time() - start < 60  # hang guard only: nothing was fitted or allocated
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("damage", ["no spent", "spent a list", "unknown unit", "unit without epsilon", "units a list"])
+def test_item8_a_damaged_ledger_ends_a_release_with_one_line(setting, capsys, tmp_path, damage):
+    data = records(tmp_path)
+    ledger = ["--ledger", tmp_path / "l.json", "--budget", "users=2", "--allow-budget-above-spec"]
+    assert release(capsys, setting, data, "weighted", *ledger, "--out", tmp_path / "r1")[0] == 0
+    raw = json.loads((tmp_path / "l.json").read_text())
+    entry = raw["releases"][0]
+    if damage == "no spent":
+        del entry["spent"]
+    elif damage == "spent a list":
+        entry["spent"] = [1]
+    elif damage == "unknown unit":
+        entry["spent"]["ghost"] = entry["spent"]["users"]
+    elif damage == "unit without epsilon":
+        del raw["units"]["users"]["epsilon"]
+    else:
+        raw["units"] = [raw["units"]]
+    (tmp_path / "l.json").write_text(json.dumps(raw))
+    code, _, err = release(capsys, setting, data, "weighted", *ledger, "--out", tmp_path / "r2")
+    assert code == 2 and "is damaged" in one_error(err)
