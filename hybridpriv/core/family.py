@@ -151,6 +151,12 @@ class Family:
         name the unit, row and rule, never a value: :class:`hybridpriv.release.data.PrivateDataError`)."""
         raise self._unsupported("cannot be released: it has no loader of private data", "load_private")
 
+    def release_rounds(self, mech: Any, spec: Any) -> Any:
+        """For a candidate released in rounds with its users' devices between them, the protocol object
+        :mod:`hybridpriv.release.rounds` drives (it then loads the private data itself); ``None`` (default): the
+        candidate is released at once from :meth:`load_private`'s data."""
+        return None
+
     def stand_in(self, spec: Any) -> Any:
         """Data of the right shape, public, on which a candidate is probed before a release."""
         raise self._unsupported("cannot be released: it has no stand-in data", "stand_in")

@@ -4,7 +4,9 @@
     Apply the recommended (or named) candidate to the private data in DIR, charge it to the data's
     ledger (by default ``DIR/hybridpriv-ledger.json``; created with the SPEC's budgets, or
     ``--budget UNIT=EPS[:DELTA]`` at most the SPEC's unless ``--allow-budget-above-spec``), write
-    ``OUT/release.json``.
+    ``OUT/release.json``.  A candidate released in rounds (K-means: its users' devices answer every
+    iteration) stops after each round it can compute, publishing ``OUT/round.json``; the same command
+    goes on once the answers are in the data folder.
 ``hybridpriv release (--ledger FILE | --data DIR) --show [--target-delta D]``
     Print the ledger: budgets, totals by basic composition, RDP and PLD, and the releases; exit 2
     with an ``error:`` line if a unit has overspent.
@@ -26,9 +28,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Apply the recommended (--selection) or a named (--candidate) mechanism to the private data "
                     "in --data, charging the budget ledger --ledger before the data are read; or print a "
                     "ledger (--show).")
-    r.add_argument("spec", nargs="?", help="the SPEC.toml the selection was made for (kinds grouped, user-item)")
-    r.add_argument("--data", help="folder of private data: grouped: <group>.csv per group; user-item: matrix.csv "
-                                  "of user,item pairs")
+    r.add_argument("spec", nargs="?", help="the SPEC.toml the selection was made for (any kind)")
+    r.add_argument("--data", help="folder of private data, as the SPEC's kind reads it (docs/release.md, 'Private "
+                                  "data files'; `hybridpriv spec KIND` names them)")
     r.add_argument("--selection", help="a select run's selection.nc (release its recommendation)")
     r.add_argument("--candidate", help="release this candidate (a label or coordinate, e.g. weighted or 3)")
     r.add_argument("--ledger", help="the budget ledger (JSON; default: the one in or noted by the --data folder, "
@@ -118,6 +120,10 @@ def main(args: argparse.Namespace) -> int:
                          allow_budget_above_spec=args.allow_budget_above_spec, data_changed=args.data_changed,
                          audit_record=args.audit_record, target_delta=target, log=say)
     rec = result.record
+    if result.waiting is not None:
+        print(f"release of {rec['candidate']['label']} in progress: waiting for the devices' answers to round "
+              f"{result.waiting} of {rec['rounds']}; published {result.output}")
+        return 0
     shown = rec["released"] if isinstance(rec["released"], float) else f"{len(rec['released'])} values"
     if not args.quiet:
         for unit, t in rec["ledger"]["totals_after"].items():

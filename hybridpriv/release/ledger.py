@@ -225,6 +225,34 @@ class LedgerState:
         self.data, self.upgraded = new, False
         return entry
 
+    def progress(self, release: str, round_: int, total: int, state: str, label: str) -> dict[str, Any]:
+        """Append a round of a release made in rounds (:mod:`hybridpriv.release.rounds`): no charge (the release's
+        entry charged every round when it began), the round's number and the SHA-256 of the state it left, so
+        that a round state restored from an older copy (a round computed twice: fresh noise on the same data)
+        is refused.  Returns the entry."""
+        if not any(r.get("id") == release for r in self.data["releases"]):
+            raise LedgerError(f"ledger {self.ledger.path} has no release {release!r} to record a round of")
+        releases = self.data["releases"]
+        entry = _plain({"id": f"{len(releases) + 1}-{os.urandom(4).hex()}", "created": now(),
+                        "label": f"{label}: round {round_} of {total}", "kind": "round", "release": release,
+                        "round": int(round_), "state": state, "declared": {}, "spent": {}, "data": {},
+                        "prev": chain_hash(releases[-1])})
+        new = {**self.data, "releases": [*releases, entry], "head": chain_hash(entry)}
+        write_json_atomic(self.ledger.path, new)
+        self.data = new
+        return entry
+
+    def rounds_done(self, release: str) -> tuple[int, str] | None:
+        """``(round, state digest)`` of the last recorded round of ``release`` (round 0: its start, recorded in
+        the release's entry), or ``None`` when the ledger has no such release made in rounds."""
+        last = None
+        for r in self.data["releases"]:
+            if r.get("id") == release and isinstance(r.get("rounds"), dict):
+                last = (0, str(r["rounds"].get("start")))
+            elif r.get("kind") == "round" and r.get("release") == release and last is not None:
+                last = (int(r.get("round", -1)), str(r.get("state")))
+        return last
+
     def totals(self, target_delta: float = DEFAULT_TARGET_DELTA) -> dict[str, Totals]:
         """Per unit: basic, RDP and PLD totals of its recorded charges (:func:`compose`)."""
         parts: dict[str, list[Guarantee]] = {u: [] for u in self.data["units"]}
@@ -374,7 +402,9 @@ def format_ledger(state: LedgerState, target_delta: float = DEFAULT_TARGET_DELTA
     totals = state.totals(target_delta)
     budgets = state.budgets
     over = state.overspent()
-    lines = [f"ledger {state.ledger.path}: {len(state.data['releases'])} release(s)"
+    rounds = [r for r in state.data["releases"] if r.get("kind") == "round"]
+    lines = [f"ledger {state.ledger.path}: {len(state.data['releases']) - len(rounds)} release(s)"
+             + (f" and {len(rounds)} round(s) of releases made in rounds (charged when they began)" if rounds else "")
              + (" (version 1 file: shown upgraded; its units taken as add-remove, central)" if state.upgraded else ""),
              f"{'unit':<12} {'budget eps':>10} {'delta':>8} {'relation':>10} | {'basic eps':>10} {'delta':>8} | "
              f"{'RDP eps':>8} {'PLD eps':>8} (at delta={target_delta:g}) | {'left (basic)':>12}"]
@@ -387,6 +417,9 @@ def format_ledger(state: LedgerState, target_delta: float = DEFAULT_TARGET_DELTA
                      f"{t.basic_delta:>8.2g} | {f(t.rdp_epsilon):>8} {f(t.pld_epsilon):>8} {'':>17} | "
                      f"{f(left):>12}{flag}")
     for r in state.data["releases"]:
+        if r.get("kind") == "round":
+            lines.append(f"  {r['created']}  {r['label']} (release {r.get('release')}; no charge)")
+            continue
         parts = []
         for u, s in r["spent"].items():
             d = (r.get("declared") or {}).get(u)

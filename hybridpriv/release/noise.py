@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NOISE_METHODS", "NUMPY_METHODS", "OpenDPGenerator", "UnsupportedNoiseError", "probe_noise"]
+__all__ = ["NOISE_METHODS", "NUMPY_METHODS", "OpenDPGenerator", "UnsupportedNoiseError", "probe_noise", "provenance_of"]
 
 #: The generator methods answered by OpenDP.
 NOISE_METHODS = ("laplace", "normal", "standard_normal")
@@ -92,6 +92,11 @@ def _counted(name: str):
     return method
 
 
+def provenance_of(calls: Any) -> dict[str, dict[str, Any]]:
+    """``{method: {calls, drawn_by}}`` for counts of generator calls by method (``release.json``'s ``randomness``)."""
+    return {name: {"calls": int(n), "drawn_by": DRAWN_BY.get(name, _NUMPY)} for name, n in sorted(dict(calls).items())}
+
+
 class OpenDPGenerator(np.random.Generator):
     """A :class:`numpy.random.Generator` whose Laplace and Gaussian noise is drawn by OpenDP.
 
@@ -128,7 +133,6 @@ class OpenDPGenerator(np.random.Generator):
         super().__init__(bits)
         self.probe = bool(probe)
         self.calls: Counter[str] = Counter()
-        self._cache: dict[tuple[str, float], Any] = {}
 
     def __repr__(self) -> str:
         return f"OpenDPGenerator(probe={self.probe})"
@@ -145,7 +149,10 @@ class OpenDPGenerator(np.random.Generator):
         Only what the mechanism drew through this generator is seen; a mechanism that draws elsewhere
         (its own generator, NumPy's global state) is refused before a release by the conformance
         check (its releases must be a function of the generator it is given)."""
-        return {name: {"calls": int(n), "drawn_by": DRAWN_BY.get(name, _NUMPY)} for name, n in sorted(self.calls.items())}
+        return provenance_of(self.calls)
+
+    #: OpenDP measurements by (kind, scale), shared by every generator (a measurement holds no randomness).
+    _cache: dict[tuple[str, float], Any] = {}
 
     def _measurement(self, kind: str, scale: float):
         key = (kind, scale)

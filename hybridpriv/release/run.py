@@ -39,8 +39,9 @@ import numpy as np
 from ..privacy import Guarantee
 from .composition import DEFAULT_TARGET_DELTA
 from .ledger import Ledger, LedgerError, ledger_for_data
-from .ledger_file import guarantee_json, now, pause_hook, write_json_atomic
-from .noise import OpenDPGenerator, probe_noise
+from .ledger_file import guarantee_json, guarantee_of, now, pause_hook, write_json_atomic
+from .noise import OpenDPGenerator, probe_noise, provenance_of
+from .rounds import ROUND_FILE, ROUNDS_FILE, advance, begin_doc, check_resume, read_doc, state_digest
 
 __all__ = ["RELEASE_AUDIT_SAMPLES", "ReleaseResult", "check_config", "check_instance", "run_release", "spec_budgets"]
 
@@ -55,6 +56,8 @@ class ReleaseResult:
     output: Path
     record: dict[str, Any]
     entry: dict[str, Any]
+    #: A release made in rounds that waits for the devices' answers to this round (``None``: released).
+    waiting: int | None = None
 
 
 def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
@@ -307,40 +310,77 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                          "(another hybridpriv version?); rerun select")
     units = spec_budgets(spec, problem)
     label = str(getattr(mech, "label", name))
+    params = json.dumps(describe(mech.get_params()), sort_keys=True)
+    proto = fam.release_rounds(mech, spec)
+    resuming = proto is not None and (out / ROUNDS_FILE).exists()
     path, pointer = ledger_for_data(data_dir, ledger_path)
     ledger = Ledger(path)
     new_budgets, budget_log = _creation_budgets(units, budgets, allow_budget_above_spec)
-    if ledger.path.exists():  # refuse an overspending release before a plugin's audit (checked again below)
+    if ledger.path.exists() and not resuming:  # refuse an overspending release before a plugin's audit
         with ledger.locked(new_budgets, log=log) as state:
             state.check_budgets(units, allow_budget_above_spec)
             state.check(mech.privacy, label)
-    checked = check_instance(mech, units, stand_in, audit_record=audit_record, log=log, family=fam)
+    if resuming:
+        log(f"going on with the release of {label} in rounds ({out / ROUNDS_FILE})")
+    else:
+        checked = check_instance(mech, units, stand_in, audit_record=audit_record, log=log, family=fam)
     out.mkdir(parents=True, exist_ok=True)
+    rng = OpenDPGenerator()
     with ledger.locked(new_budgets, log=log, budget_log=budget_log) as state:
-        if budgets and state.data["releases"]:
-            log(f"--budget is ignored: the ledger {ledger.path} exists (budgets are fixed when it is created)")
-        raised = state.check_budgets(units, allow_budget_above_spec)
-        for r in raised:
-            log(f"warning: unit {r['unit']!r}: releasing against a ledger budget above the SPEC's "
-                "(--allow-budget-above-spec; recorded in the entry)")
-        state.check(mech.privacy, label)  # before the data are read
-        noted = _write_pointer(pointer, ledger, log)
-        data = fam.load_private(data_dir, spec)
-        fingerprints = state.fingerprints(fam.data_bytes(data, spec))
-        changed = state.check_data(fingerprints, data_changed)
-        values, randomness = _release_once(mech, data, label)
-        pause_hook("computed")
-        released = float(values) if values.ndim == 0 else [float(v) for v in values]
-        charges = state.charges(mech.privacy)
-        info: dict[str, Any] = {"kind": spec.kind, "spec": str(spec.source), "output": str(out / "release.json"),
-                                "candidate_class": f"{type(mech).__module__}:{type(mech).__qualname__}"}
-        if raised:
-            info["budget_above_spec"] = raised
-        if changed:
-            info["data_changed"] = {"units": changed, "allowed_by": "--data-changed"}
-        if checked["plugin"]:
-            info["audit"] = checked["audit"]["source"]
-        entry = state.record(mech.privacy, label, data=fingerprints, **info)
+        raised: list[dict[str, Any]] = []
+        noted = None
+        if resuming:
+            doc = read_doc(out)
+            check_resume(doc, state, label, params)
+            entry = next(r for r in state.data["releases"] if r.get("id") == doc["release_id"])
+            data = proto.load(data_dir)
+            if state.fingerprints(proto.data_bytes(data)) != entry.get("data"):
+                raise LedgerError(f"the private data differ from those release {entry['id']} began on (salted "
+                                  "fingerprints): a release made in rounds goes on with the data it began with")
+            checked, decision_info = doc["checked"], doc["decision"]
+        else:
+            if budgets and state.data["releases"]:
+                log(f"--budget is ignored: the ledger {ledger.path} exists (budgets are fixed when it is created)")
+            raised = state.check_budgets(units, allow_budget_above_spec)
+            for r in raised:
+                log(f"warning: unit {r['unit']!r}: releasing against a ledger budget above the SPEC's "
+                    "(--allow-budget-above-spec; recorded in the entry)")
+            state.check(mech.privacy, label)  # before the data are read
+            noted = _write_pointer(pointer, ledger, log)
+            data = fam.load_private(data_dir, spec) if proto is None else proto.load(data_dir)
+            fingerprints = state.fingerprints(fam.data_bytes(data, spec) if proto is None else proto.data_bytes(data))
+            changed = state.check_data(fingerprints, data_changed)
+            info: dict[str, Any] = {"kind": spec.kind, "spec": str(spec.source), "output": str(out / "release.json"),
+                                    "candidate_class": f"{type(mech).__module__}:{type(mech).__qualname__}"}
+            if proto is None:
+                values, randomness = _release_once(mech, data, label)
+                pause_hook("computed")
+            else:
+                state0 = proto.begin(rng)  # the public start: no private data
+                info["rounds"] = {"total": proto.total, "start": state_digest(state0), "state": str(out / ROUNDS_FILE)}
+                info["plan"] = _plan(mech)
+            if raised:
+                info["budget_above_spec"] = raised
+            if changed:
+                info["data_changed"] = {"units": changed, "allowed_by": "--data-changed"}
+            if checked["plugin"]:
+                info["audit"] = checked["audit"]["source"]
+            entry = state.record(mech.privacy, label, data=fingerprints, **info)
+            if proto is not None:
+                doc = begin_doc(entry, state.id, label, params, state0, proto.total)
+                doc.update(checked=checked, decision=decision_info)
+                write_json_atomic(out / ROUNDS_FILE, doc)
+                log(f"charged every round of {label} in {ledger.path} (release {entry['id']}, {proto.total} rounds)")
+        if proto is not None:
+            doc = advance(proto, doc, data, data_dir, out, state, rng, log)
+            if doc["round"] < doc["total"]:
+                return ReleaseResult(out / ROUND_FILE, {"waiting_for_round": doc["round"] + 1, "rounds": doc["total"],
+                                                        "candidate": {"label": label}}, entry, waiting=doc["round"] + 1)
+            values, randomness = np.asarray(proto.result(doc["state"])), provenance_of(doc["randomness"])
+            if not np.all(np.isfinite(values)):
+                raise ValueError(f"candidate {label!r} released a non-finite value on the private data")
+        released = float(values) if values.ndim == 0 else [float(v) for v in np.ravel(values)]
+        charges = {u: (guarantee_of(entry["declared"][u], u), guarantee_of(entry["spent"][u], u)) for u in entry["spent"]}
         totals = state.totals(target_delta)
         record = {
             "format": "hybridpriv-release", "version": 2, "created": now(), "release_id": entry["id"],
@@ -349,6 +389,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                           "module": type(mech).__module__, "plugin": checked["plugin"],
                           "params": json.loads(json.dumps(describe(mech.get_params()), default=str))},
             "released": released,
+            "released_shape": list(np.shape(values)),
             "released_meaning": fam.released_meaning(spec),
             "guarantee": {u: guarantee_json(g) for u, g in mech.privacy.items()},
             "charged": {u: guarantee_json(c) for u, (_, c) in charges.items()},
@@ -358,9 +399,19 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
             "ledger": {"path": str(ledger.path), "id": state.id, "entry": entry["id"], "charged": sorted(charges),
                        "noted_in_data_folder": noted, "totals_after": {u: totals[u].as_dict() for u in charges}},
         }
+        if proto is not None:
+            record["rounds"] = {"total": doc["total"], "history": doc["state"].get("history")}
         write_json_atomic(out / "release.json", record)
     log(f"released {label} ({spec.kind}); charged {', '.join(sorted(charges))} in {ledger.path}")
     return ReleaseResult(out / "release.json", record, entry)
+
+
+def _plan(mech: Any) -> list[dict[str, Any]] | None:
+    """A multi-part mechanism's parts in the order it spends them (``ledger_plan``), for its ledger entry."""
+    plan = getattr(mech, "ledger_plan", None)
+    if not callable(plan):
+        return None
+    return [{"part": lab, "epsilon": parts} for lab, parts in plan()]
 
 
 __all__ += ["LedgerError"]

@@ -166,7 +166,15 @@ def template(kind: str) -> str:
     if kind not in fams:
         raise SpecError(f"kind must be one of {list(fams)}, got {kind!r}")
     fam = fams[kind]
-    return _template(top_table(fam, mechanisms=False), fam.sections) + "\n".join(template_block()) + "\n"
+    release = []
+    if fam.release_files:
+        import textwrap
+
+        release = ["", *textwrap.wrap(f"To release the chosen candidate (hybridpriv release SPEC --data DIR --selection "
+                                      f"selection.nc), DIR holds: {fam.release_files}.", 96,
+                                      initial_indent="# ", subsequent_indent="# ")]
+    return (_template(top_table(fam, mechanisms=False), fam.sections) + "\n".join(template_block()) + "\n"
+            + "".join(line + "\n" for line in release))
 
 
 def builtin_example_path(name: str | None = None) -> Path:

@@ -28,12 +28,14 @@ def test_every_registered_family_declares_what_the_core_asks():
     assert set(examples()) == {e for f in FAMILIES for e in f.examples}
 
 
-def test_a_missing_capability_is_refused_naming_the_family_and_the_method(tmp_path, capsys):
+def test_a_missing_capability_is_refused_naming_the_family_and_the_method(tmp_path, capsys, monkeypatch):
     bare = Family()
     with pytest.raises(Unsupported, match=r"family '' cannot be released: it has no loader .*\(it has no load_private"):
         bare.load_private(tmp_path, None)
     assert isinstance(bare.predictive_checks(object(), 0), NoChecks)
-    # from the command line: a family without a release loader is refused before anything else
+    # from the command line: a family that cannot be released (here K-means without its stand-in data) is refused
+    # before anything else
+    monkeypatch.setattr(type(family("kmeans")), "stand_in", Family.stand_in)
     code = main(["release", str(builtin_example_path("faithful")), "--data", str(tmp_path), "--candidate", "hybrid-1",
                  "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err

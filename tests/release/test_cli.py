@@ -181,7 +181,7 @@ def test_bad_command_lines(tmp_path, capsys):
          "--budget epsilon of unit 'users'"),
         (["release", "--ledger", tmp_path / "none.json", "--show"], "does not exist"),
         (["release", EXAMPLES / "faithful.toml", "--data", tmp_path, "--candidate", "x", "--ledger", tmp_path / "l.json"],
-         "family 'kmeans' cannot be released"),
+         "unknown candidate 'x'; known: hybrid-T1"),
     ]:
         code, _, err = run(capsys, *argv)
         assert code == 2 and match in err and err.count("\n") == 1, (argv, err)

@@ -72,6 +72,8 @@ __all__ = [
     "PWH_NOISE",
     "budget_parts",
     "ledger_plan",
+    "lm_means",
+    "mix",
     "nearest_centre",
     "noise_scales",
     "run_kmeans",
@@ -426,11 +428,20 @@ class _LMBranch:
             reported = randomized_response(true_labels, self.k, self.eps_rr, rng)  # line 7
             n_l, s_l = _cluster_sums(self.reports, reported, self.k)  # lines 11-12 (no further privacy cost)
         self.ledger.spend("line 7")
-        if self.debias and self.k > 1:
-            n_l = rr_debias_counts(n_l, self.x.shape[0], self.eps_rr, self.k)
-            s_l = rr_debias_sums(s_l, self.report_total, self.eps_rr, self.k)
-        mean, ok = _means(n_l, s_l, centres, m)
-        return mean, ok, n_l
+        return lm_means(n_l, s_l, centres, m, self.k, self.eps_rr, self.x.shape[0], self.report_total)
+
+
+def lm_means(n_l: np.ndarray, s_l: np.ndarray, centres: np.ndarray, m: float, k: int, eps_rr: float, n: int,
+             report_total: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lines 11-12 from the LM users' reported clusters: the counts ``n_l`` ``(T, K)`` and sums ``s_l``
+    ``(T, K, d)`` of the line-4 reports per reported cluster, debiased when ``report_total`` (every report
+    summed, ``(T, d)``) is given and ``k > 1``, to ``(centres, moved, counts)`` (:func:`_means`).  The
+    simulation and a release from the devices' answers (:mod:`hybridpriv.families.kmeans.rounds`) share it."""
+    if report_total is not None and k > 1:
+        n_l = rr_debias_counts(n_l, n, eps_rr, k)
+        s_l = rr_debias_sums(s_l, report_total, eps_rr, k)
+    mean, ok = _means(n_l, s_l, centres, m)
+    return mean, ok, n_l
 
 
 def _pwh(n_t: np.ndarray, n_l: np.ndarray, b_t: float, b_l: float, pwh_noise: str) -> np.ndarray:
@@ -438,6 +449,19 @@ def _pwh(n_t: np.ndarray, n_l: np.ndarray, b_t: float, b_l: float, pwh_noise: st
     s_t2 = 2.0 * b_t**2 / (n_t**2 if pwh_noise == "mean" else 1.0)
     s_l2 = 2.0 * b_l**2
     return s_l2 / (s_l2 + n_l * s_t2)
+
+
+def mix(centres: np.ndarray, tcm: tuple[np.ndarray, np.ndarray, np.ndarray], lm: tuple[np.ndarray, np.ndarray, np.ndarray],
+        tau: int, m: float, d: int, pwh_noise: str) -> tuple[np.ndarray, np.ndarray]:
+    """Lines 13-15: the hybrid's centres from the two branches' ``(centres, moved, counts)`` and the TCM
+    branch's PWH weights ``(T, K)``.  The weight sees ``epsilon`` only through ``b_T / b_L``, so the
+    epsilon-free scales (``epsilon = 1``) serve every epsilon, ``inf`` included."""
+    (mu_t, ok_t, n_t), (mu_l, ok_l, n_l) = tcm, lm
+    w_bt, w_bl = noise_scales(1.0, tau, m, d)
+    w = _pwh(np.maximum(n_t, 1.0), np.maximum(n_l, 1.0), w_bt, w_bl, pwh_noise)  # lines 13-14
+    w = np.where(ok_t & ok_l, w, np.where(ok_t, 1.0, 0.0))
+    new = w[..., None] * mu_t + (1.0 - w[..., None]) * mu_l  # line 15
+    return np.where((ok_t | ok_l)[..., None], np.clip(new, 0.0, m), centres), w
 
 
 # -- runs -------------------------------------------------------------------------------------
@@ -491,7 +515,6 @@ def run_kmeans(
     tcm = None if x_tcm is None else _TCMBranch(_shifted(x_tcm, bounds), k, b_t, ledger, xt_tcm)
     lm = None if x_lm is None else _LMBranch(_shifted(x_lm, bounds), k, b_l, epsilon / (tau + 1), debias, ledger, rng,
                                              trials, xt_lm)
-    w_bt, w_bl = noise_scales(1.0, tau, m, d)  # epsilon-free scales: the weight sees only b_T / b_L
     history, weights = [centres], []
     for _ in range(tau):
         if lm is None:
@@ -499,12 +522,7 @@ def run_kmeans(
         elif tcm is None:
             centres = lm.step(centres, m, rng)[0]
         else:
-            mu_t, ok_t, n_t = tcm.step(centres, m, rng)  # lines 6, 9, 10
-            mu_l, ok_l, n_l = lm.step(centres, m, rng)  # lines 7, 11, 12
-            w = _pwh(np.maximum(n_t, 1.0), np.maximum(n_l, 1.0), w_bt, w_bl, pwh_noise)  # lines 13-14
-            w = np.where(ok_t & ok_l, w, np.where(ok_t, 1.0, 0.0))
-            new = w[..., None] * mu_t + (1.0 - w[..., None]) * mu_l  # line 15
-            centres = np.where((ok_t | ok_l)[..., None], np.clip(new, 0.0, m), centres)
+            centres, w = mix(centres, tcm.step(centres, m, rng), lm.step(centres, m, rng), tau, m, d, pwh_noise)
             weights.append(w)
         history.append(centres)
     if ledger.i != len(plan):

@@ -22,6 +22,36 @@ class KMeansFamily(Family):
     context_docs = {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",
                     "d": "the points' dimension"}
 
+    release_files = ("DIR/tcm.csv: the raw points of the users who trust the curator; DIR/<group>-reports.csv: the "
+                     "local users' device reports, then DIR/<group>-round-<t>.csv: their answers to each round "
+                     "(python -m hybridpriv.families.kmeans.device); the release runs in rounds")
+
+    def release_rounds(self, mech: Any, spec: Any) -> Any:
+        """Every built-in K-means candidate is released in rounds (:mod:`.rounds`; ``tcm-T`` needs no device)."""
+        from ...estimators.kmeans.mechanisms import _KMeans
+        from .rounds import KMeansRounds
+
+        return KMeansRounds(mech, spec) if isinstance(mech, _KMeans) else None
+
+    def stand_in(self, spec: Any) -> Any:
+        """Every user at the box's centre, the public group sizes, the pilot start."""
+        import numpy as np
+
+        from ...estimators.kmeans import PointCloud
+        from ...models.kmeans_pilot import pilot_start
+        from .rounds import _sizes
+
+        sizes = _sizes(spec)
+        lo, hi = spec.values["bounds"]
+        pilot = spec.values["knowledge"]["pilot"]
+        points = np.full((sizes["tcm"] + sizes["lm"], pilot.shape[1]), (lo + hi) / 2.0)
+        trusted = np.arange(points.shape[0]) < sizes["tcm"]
+        init = pilot_start(pilot, spec.values["k"]) if spec.values["knowledge"]["start"] == "pilot" else None
+        return PointCloud(points, trusted, (lo, hi), init)
+
+    def released_meaning(self, spec: Any) -> str:
+        return f"the {spec.values['k']} final centres (k rows of d coordinates, row by row), after every round"
+
     def predictive_checks(self, posterior: Any, seed: int) -> Any:
         return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset "
                         "resamples the pilot points themselves, so there is no modelled law to check them against")
