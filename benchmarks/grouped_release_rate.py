@@ -37,7 +37,7 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from hybridpriv.data import GroupedDataset  # noqa: E402
+from hybridpriv.families.grouped import GroupedDataset  # noqa: E402
 from hybridpriv.estimators import make_estimator  # noqa: E402
 from hybridpriv.privacy import Bounds, Group  # noqa: E402
 

@@ -345,10 +345,10 @@ def evaluate(
         (e.g. ``{k: ContributionBoundedCounts(k, eps) for k in ks}`` with ``dim="k"``).
     source
         A dataset source (:class:`hybridpriv.data.DatasetSource`): any fitted model, an
-        :class:`~hybridpriv.data.IIDSource`, a :class:`~hybridpriv.data.FixedSource`.
+        :class:`~hybridpriv.families.grouped.IIDSource`, a :class:`~hybridpriv.data.FixedSource`.
     task
         A :class:`hybridpriv.tasks.Task` (default: the candidates' data kind's
-        :meth:`~hybridpriv.core.datakind.DataKind.default_task`, e.g. a :class:`~hybridpriv.tasks.Statistic`
+        :meth:`~hybridpriv.core.datakind.DataKind.default_task`, e.g. a :class:`~hybridpriv.families.grouped.Statistic`
         for grouped estimators).
     trials
         Independent releases of each candidate per dataset (vectorised; ignored by candidates

@@ -11,8 +11,8 @@ A *task* says, for one dataset, what the truth is and how far a release is from 
   releases (NaN for a mechanism without one, which then runs by Monte Carlo).
 
 Tasks are :class:`~hybridpriv.params.Parametrized` (their parameters go into results and
-checkpoint fingerprints).  The tasks of the families live beside their mechanisms; the scalar
-statistic task of the grouped estimators is here.
+checkpoint fingerprints).  The tasks of the families live in their packages (e.g. the grouped
+family's scalar ``Statistic``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy as np
 
 from .params import Parametrized
 
-__all__ = ["LOSSES", "Statistic", "Task", "scalar_loss"]
+__all__ = ["LOSSES", "Task", "scalar_loss"]
 
 #: Losses of a scalar release against a scalar truth.
 LOSSES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
@@ -44,8 +44,9 @@ def scalar_loss(name: str) -> Callable[[np.ndarray], np.ndarray]:
 class Task(Parametrized, ABC):
     """Base class of tasks (see the module docstring)."""
 
-    #: The data kind the task scores (a registered data kind, ``hybridpriv.families.data_kinds()``).
-    data_kind: str = "grouped"
+    #: The data kind the task scores (a registered data kind, ``hybridpriv.families.data_kinds()``); every task
+    #: names it.
+    data_kind: str = ""
     #: What the loss measures, for tables and figure axes.
     loss_name: str = "loss"
 
@@ -73,47 +74,3 @@ class Task(Parametrized, ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
-
-
-class Statistic(Task):
-    """Scalar estimates of a grouped dataset's mean or median.
-
-    Each mechanism says which statistic it estimates (its ``statistic`` attribute, ``"mean"`` or
-    ``"median"``); its releases are scored against that statistic of the dataset.
-
-    Parameters
-    ----------
-    target
-        ``"population"`` (default, the papers' convention): the generating distribution's value
-        after clamping; ``"sample"``: the simulated dataset's own pooled statistic.
-    loss
-        ``"squared"`` or ``"absolute"`` error.
-    """
-
-    data_kind = "grouped"
-
-    def __init__(self, target: str = "population", loss: str = "squared") -> None:
-        if not isinstance(target, str) or target not in ("population", "sample"):
-            raise ValueError(f"target must be 'population' or 'sample', got {target!r}")
-        self.target = target
-        self._loss = scalar_loss(loss)
-        self.loss_name = f"{loss} error"
-
-    def check(self, mechanism: Any) -> None:
-        super().check(mechanism)
-        stat = getattr(mechanism, "statistic", None)
-        if stat not in ("mean", "median"):
-            raise ValueError(f"{type(mechanism).__name__} must estimate 'mean' or 'median', got statistic={stat!r}")
-
-    def truth(self, data: Any) -> dict[str, float]:
-        from .data import STATISTICS
-
-        if self.target == "sample":
-            return {s: data.truth(s, "sample") for s in STATISTICS}
-        return {s: float(data.population[s]) for s in STATISTICS if s in data.population}
-
-    def loss(self, mechanism: Any, releases: np.ndarray, data: Any, truth: Mapping[str, float]) -> np.ndarray:
-        stat = mechanism.statistic
-        if stat not in truth:
-            raise ValueError(f"the source gives no population {stat!r}; use Statistic(target='sample')")
-        return self._loss(np.asarray(releases, dtype=float) - truth[stat])

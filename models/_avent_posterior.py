@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from hybridpriv.data import GroupedDataset
+from hybridpriv.families.grouped import GroupedDataset
 from hybridpriv.privacy import check_real_array
 
 from ._base import Posterior, check_convergence

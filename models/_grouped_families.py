@@ -21,7 +21,7 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
 from pytensor.tensor.variable import TensorVariable
 
-from hybridpriv.data import clamped_normal_moments
+from hybridpriv.families.grouped import clamped_normal_moments
 from hybridpriv.privacy import Bounds, check_finite, check_positive
 
 __all__ = ["BETA_BOUNDARY_NUDGE", "BetaFamily", "CUSTOM_MC_SAMPLES", "CustomFamily", "Family", "NormalFamily", "Params"]

@@ -29,7 +29,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from hybridpriv.data import GroupedDataset
+from hybridpriv.families.grouped import GroupedDataset
 from hybridpriv.random import rng as stream_rng
 from hybridpriv.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
 

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from hybridpriv.data import IIDSource
+from hybridpriv.families.grouped import IIDSource
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.privacy import Group
 from hybridpriv.stats import Z95

@@ -44,12 +44,12 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hybridpriv.data import BetaSampler
+from hybridpriv.families.grouped import BetaSampler
 from hybridpriv.estimators.avent_summary import mse_summary
 from hybridpriv.evaluate import evaluate_many
 from hybridpriv.models.avent import HybridTrustModel, fit_many
 from hybridpriv.random import rng
-from hybridpriv.tasks import Statistic
+from hybridpriv.families.grouped import Statistic
 from hybridpriv.theory.avent import full_lm_mse, hybrid_mse, kvh_weight, noise_variances, pwh_weight, tcm_only_mse
 
 from . import _avent as av

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hybridpriv.data import BetaSampler
+from hybridpriv.families.grouped import BetaSampler
 from hybridpriv.estimators.avent_summary import improvement_summary
 from hybridpriv.evaluate import evaluate_many
-from hybridpriv.tasks import Statistic
+from hybridpriv.families.grouped import Statistic
 from hybridpriv.theory.avent import (c_crit_laplace, hybrid_mse, kvh_weight, n_crit_laplace, noise_variances,
                                      pwh_weight, relative_improvement)
 

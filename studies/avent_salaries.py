@@ -17,10 +17,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from hybridpriv.data import BetaSampler
+from hybridpriv.families.grouped import BetaSampler
 from hybridpriv.estimators.avent_summary import improvement_summary
 from hybridpriv.evaluate import evaluate_many
-from hybridpriv.tasks import Statistic
+from hybridpriv.families.grouped import Statistic
 from hybridpriv.theory.avent import hybrid_mse, kvh_weight, noise_variances, pwh_weight, relative_improvement
 
 from . import _avent as av

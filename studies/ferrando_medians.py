@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hybridpriv.data import clamped_normal_moments, normal_source
+from hybridpriv.families.grouped import clamped_normal_moments, normal_source
 from hybridpriv.estimators import PEMedian, WeightedMedian
 from hybridpriv.evaluate import evaluate_many
 from hybridpriv.privacy import Bounds, Group

@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from hybridpriv.data import (
-    DatasetSource,
-    GroupedDataset,
-    IIDSource,
-    clamped_normal_moments,
-    normal_source,
-    sample_statistic,
-)
+from hybridpriv.data import DatasetSource
+from hybridpriv.families.grouped import GroupedDataset, IIDSource, clamped_normal_moments, normal_source, sample_statistic
 from hybridpriv.privacy import Bounds, Group
 
 ROOT_SEED = 0xDA7A

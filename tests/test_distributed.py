@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.data import normal_source
+from hybridpriv.families.grouped import normal_source
 from hybridpriv.estimators import UniformMean, WeightedMean
 from hybridpriv.evaluate import evaluate, evaluate_many
 from hybridpriv.privacy import Bounds, Group
@@ -107,7 +107,7 @@ def test_importing_never_imports_dask_and_running_without_a_client_never_imports
     code = (
         "import sys, hybridpriv, hybridpriv.cli, hybridpriv.evaluate, hybridpriv.models, hybridpriv.studies\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
-        "from hybridpriv.data import normal_source\nfrom hybridpriv.estimators import UniformMean\n"
+        "from hybridpriv.families.grouped import normal_source\nfrom hybridpriv.estimators import UniformMean\n"
         "from hybridpriv.privacy import Bounds, Group\n"
         "g = (Group('a', 5, 1.0),); b = Bounds(0.0, 1.0)\n"
         "hybridpriv.evaluate.evaluate([UniformMean(g, b)], normal_source(g, b, 0.5, 0.2, 3), seed=1)\n"

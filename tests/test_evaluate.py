@@ -4,13 +4,13 @@ import math
 import numpy as np
 import pytest
 
-from hybridpriv.data import normal_source
+from hybridpriv.families.grouped import normal_source
 from hybridpriv.estimators import PDPSample, UniformMean, WeightedMean
 from hybridpriv.evaluate import evaluate, evaluate_many
 from hybridpriv.privacy import Bounds, Group
 from hybridpriv.random import rng as stream_rng
 from hybridpriv.select import decide
-from hybridpriv.tasks import Statistic
+from hybridpriv.families.grouped import Statistic
 from hybridpriv.theory import mixed_mean_variance
 
 GROUPS = [Group("pub", 50, math.inf), Group("a", 200, 1.0), Group("b", 100, 0.2)]

@@ -12,7 +12,8 @@ import pytest
 import scipy.sparse as sp
 
 from hybridpriv.accounting import Accountant, BudgetExceededError
-from hybridpriv.data import BetaSampler, FixedSource, IIDSource, normal_source
+from hybridpriv.data import FixedSource
+from hybridpriv.families.grouped import BetaSampler, IIDSource, normal_source
 from hybridpriv.estimators import PDPSample, PEMedian, WeightedMean, WeightedMedian
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.estimators.base import Mechanism
@@ -24,7 +25,7 @@ from hybridpriv.evaluate import evaluate
 from hybridpriv.privacy import Bounds, Group, Guarantee
 from hybridpriv.random import rng as stream_rng
 from hybridpriv.select import decide
-from hybridpriv.tasks import Statistic
+from hybridpriv.families.grouped import Statistic
 
 GROUPS = [Group("public", 30, math.inf), Group("a", 60, 1.0), Group("b", 40, 0.3)]
 BOUNDS = Bounds(0, 10)

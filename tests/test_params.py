@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from hybridpriv.data import normal_source
+from hybridpriv.families.grouped import normal_source
 from hybridpriv.estimators import PDPSample, WeightedMean
 from hybridpriv.params import Parametrized, describe, differences, fingerprint
 from hybridpriv.privacy import Bounds, Group

@@ -14,7 +14,7 @@ import xarray as xr
 
 from hybridpriv.checkpoint import Checkpoint
 from hybridpriv.cli import main
-from hybridpriv.data import normal_source
+from hybridpriv.families.grouped import normal_source
 from hybridpriv.estimators import UniformMean, WeightedMean
 from hybridpriv.evaluate import evaluate
 from hybridpriv.privacy import Bounds, Group

@@ -11,7 +11,7 @@ error keeps the covariance).  Every extra dimension of the evaluation (a swept `
 ``epsilon`` ...) is kept.
 
 The errors treat the datasets as independent, which they are for an
-:class:`~hybridpriv.data.IIDSource` (fresh records for every draw).  For the draws of a posterior
+:class:`~hybridpriv.families.grouped.IIDSource` (fresh records for every draw).  For the draws of a posterior
 (autocorrelated within a chain) use :func:`hybridpriv.stats.mcse_mean` instead.  With the task
 ``Statistic(target="sample")`` the loss is the paper's: the squared error against the empirical
 mean of all records (Definition 2.2).

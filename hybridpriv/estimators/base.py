@@ -126,7 +126,7 @@ def grouped_statistics(
 ) -> GroupedStatistics:
     """:class:`GroupedStatistics` of one dataset (one row), validated for the setting.
 
-    ``data`` is one 1-D array per group or a :class:`~hybridpriv.data.GroupedDataset`; for the
+    ``data`` is one 1-D array per group or a :class:`~hybridpriv.families.grouped.GroupedDataset`; for the
     latter the result is kept in the dataset's ``statistics_cache`` (by the groups' names and sizes,
     the bounds and ``clamp``: values given by group name are ordered by the estimator's groups), so
     every candidate evaluated on the dataset validates, sums and sorts it once.
@@ -197,7 +197,7 @@ class Estimator(Mechanism):
     # -- public API -------------------------------------------------------------
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent estimates on one dataset (one 1-D array per group, or a
-        :class:`~hybridpriv.data.GroupedDataset`); shape ``(trials,)``."""
+        :class:`~hybridpriv.families.grouped.GroupedDataset`); shape ``(trials,)``."""
         trials = check_trials(trials)
         stats = grouped_statistics(data, self.groups, self.bounds, self.clamp)
         rng = check_rng(rng)

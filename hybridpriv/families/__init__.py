@@ -31,14 +31,21 @@ BUILTIN = (
     "histogram",
 )
 
-#: The built-in families.
-FAMILIES: list[Family] = [import_module(f"{__name__}.{package}").FAMILY for package in BUILTIN]
-
-#: The kind of a SPEC that names none, and the example ``select`` runs without a SPEC.
-DEFAULT_KIND = FAMILIES[0].name
-DEFAULT_EXAMPLE = next(iter(FAMILIES[0].examples))
-
 _loaded: dict[str, Family] | None = None
+_builtin: list[Family] | None = None
+
+
+def __getattr__(name: str) -> object:
+    """``FAMILIES`` (the built-in families), ``DEFAULT_KIND`` (the kind of a SPEC that names none) and
+    ``DEFAULT_EXAMPLE`` (the example ``select`` runs without a SPEC), imported when first asked for, so that
+    a family's own modules (its data classes, say) can be imported without importing every family."""
+    global _builtin
+    if name in ("FAMILIES", "DEFAULT_KIND", "DEFAULT_EXAMPLE"):
+        if _builtin is None:
+            _builtin = [import_module(f"{__name__}.{package}").FAMILY for package in BUILTIN]
+        return {"FAMILIES": _builtin, "DEFAULT_KIND": _builtin[0].name,
+                "DEFAULT_EXAMPLE": next(iter(_builtin[0].examples))}[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def registry() -> dict[str, Family]:
@@ -49,7 +56,7 @@ def registry() -> dict[str, Family]:
     """
     global _loaded
     if _loaded is None:
-        out = {f.name: f for f in FAMILIES}
+        out = {f.name: f for f in __getattr__("FAMILIES")}
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             try:
                 fam = ep.load()

@@ -57,7 +57,8 @@ import hybridpriv
 import hybridpriv.models as hp_models
 from hybridpriv import theory
 from hybridpriv.cli import main as cli_main
-from hybridpriv.data import IIDSource, ThinnedSource, normal_source
+from hybridpriv.data import ThinnedSource
+from hybridpriv.families.grouped import IIDSource, normal_source
 from hybridpriv.estimators import (
     ESTIMATOR_NAMES,
     default_estimators,

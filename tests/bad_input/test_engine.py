@@ -140,7 +140,7 @@ def test_evaluate_rejects(which, data):
 )
 @counted("evaluate")
 def test_evaluate_good(trials, seed, chunk_size, draws, loss, target):
-    from hybridpriv.tasks import Statistic
+    from hybridpriv.families.grouped import Statistic
 
     seed = seed % 2**63
     ev = accepts(

@@ -95,11 +95,6 @@ def test_an_outside_family_is_found_through_the_entry_point_group(tmp_path, monk
         monkeypatch.setattr(families, "_loaded", None)
 
 
-#: Core modules that still hold one family's code (the grouped data classes and task), to move into
-#: hybridpriv/families/grouped with the package layout (issue 24, item 2); nothing else may name a family.
-NOT_YET_MOVED = {("hybridpriv/data.py", "grouped"), ("hybridpriv/tasks.py", "grouped")}
-
-
 def test_no_core_module_names_a_family():
     """The core asks the family: no string literal in a core module is a family's or a data kind's name, and no
     core module imports a family's package (issue 24's rule; the registry and the families are not core)."""
@@ -124,7 +119,7 @@ def test_no_core_module_names_a_family():
             if isinstance(node, ast.ImportFrom) and node.module and any(
                     f"families.{p}" in node.module for p in packages):
                 found.add((rel, f"import {node.module}"))
-    assert found == NOT_YET_MOVED, sorted(found - NOT_YET_MOVED)
+    assert not found, sorted(found)
 
 
 OUTSIDE = textwrap.dedent('''

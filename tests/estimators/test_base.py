@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from hybridpriv.data import GroupedDataset
+from hybridpriv.families.grouped import GroupedDataset
 from hybridpriv.estimators import (PDPSample, PEMedian, PublicMean, UniformMean, UniformMedian, WeightedMean,
                                    WeightedMedian, default_estimators)
 from hybridpriv.privacy import Bounds, Group, MAX_BOUND

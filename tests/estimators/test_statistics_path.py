@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.data import GroupedDataset
+from hybridpriv.families.grouped import GroupedDataset
 from hybridpriv.estimators import (PDPSample, PEMedian, PublicMean, PublicMedian, UniformMean, UniformMedian,
                                    WeightedMean, WeightedMedian, pe_median_costs)
 from hybridpriv.estimators.base import GroupedStatistics, grouped_statistics

@@ -29,7 +29,7 @@ from hybridpriv.models.avent import (
 )
 from hybridpriv.privacy import Group
 from hybridpriv.select import decide
-from hybridpriv.tasks import Statistic
+from hybridpriv.families.grouped import Statistic
 from hybridpriv.theory.avent import (
     hybrid_mse,
     kvh_weight,

@@ -14,7 +14,8 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from hybridpriv.data import DatasetSource, GroupedDataset, clamped_normal_moments
+from hybridpriv.data import DatasetSource
+from hybridpriv.families.grouped import GroupedDataset, clamped_normal_moments
 from hybridpriv.models import (
     BETA_BOUNDARY_NUDGE,
     BetaFamily,

@@ -95,7 +95,7 @@ def estimator_mechanism(estimator) -> Callable[[object, np.random.Generator, int
 
 
 class GroupedData(DataKind):
-    """One 1-D array of records per group (:class:`hybridpriv.data.GroupedDataset`)."""
+    """One 1-D array of records per group (:class:`hybridpriv.families.grouped.GroupedDataset`)."""
 
     name = "grouped"
 
@@ -113,7 +113,7 @@ class GroupedData(DataKind):
         return _grouped_pairs(mechanism, data, unit, guarantee, record)
 
     def default_task(self) -> Any:
-        from ...tasks import Statistic
+        from hybridpriv.families.grouped import Statistic
 
         return Statistic()
 

@@ -72,7 +72,7 @@ class GroupedFamily(Family):
         return real_grouped_truth(name, rng)
 
     def truth_dataset(self, data: Any, groups: Any = None) -> Any:
-        from ...data import GroupedDataset
+        from hybridpriv.families.grouped import GroupedDataset
 
         return GroupedDataset(tuple(np.asarray(data[g.name], dtype=float) for g in groups))
 

@@ -179,7 +179,7 @@ def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...estimators import default_estimators, make_estimator
     from ...models import GroupedDataModel, ReleasedMean
-    from ...tasks import Statistic
+    from hybridpriv.families.grouped import Statistic
     from ...workflow import Problem
 
     releases = []

@@ -69,7 +69,7 @@ class HybridTrustFamily(Family):
         """The TCM then the LM records."""
         import numpy as np
 
-        from ...data import GroupedDataset
+        from hybridpriv.families.grouped import GroupedDataset
 
         return GroupedDataset((np.asarray(data["tcm"], dtype=float), np.asarray(data["lm"], dtype=float)))
 

@@ -217,7 +217,7 @@ def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...estimators.avent import TCMOnly
     from ...models import HybridTrustModel, ReleasedMean
-    from ...tasks import Statistic
+    from hybridpriv.families.grouped import Statistic
     from ...workflow import Problem
 
     kn, ev = v["knowledge"], v["evaluation"]
