@@ -162,7 +162,7 @@ class NormalFamily(Family):
     -----
     Clamped values sit exactly on a bound, so public records enter as
     ``pm.Censored(pm.Normal.dist(mu, sigma), lower=a, upper=b)``.  Population moments are
-    :func:`hybridpriv.data.clamped_normal_moments`.  The parameters are ``"mu"`` and
+    :func:`hybridpriv.families.grouped.clamped_normal_moments`.  The parameters are ``"mu"`` and
     ``"sigma"`` (of the unclamped distribution).
     """
 
@@ -222,7 +222,7 @@ class NormalFamily(Family):
         return clamped_normal_moments(float(params["mu"]), float(params["sigma"]), self.bounds)
 
     def clamped_moments(self, params: Mapping[str, TensorVariable]) -> tuple[TensorVariable, TensorVariable]:
-        """The formulas of :func:`hybridpriv.data.clamped_normal_moments` in pytensor."""
+        """The formulas of :func:`hybridpriv.families.grouped.clamped_normal_moments` in pytensor."""
         a, b = self.bounds.lower, self.bounds.upper
         mu, sigma = params["mu"], params["sigma"]
         al, be = (a - mu) / sigma, (b - mu) / sigma

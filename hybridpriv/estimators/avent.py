@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from numbers import Real
+from typing import Any
 
 import numpy as np
 
@@ -244,6 +245,26 @@ class _AventEstimator(Estimator):
 
     def _names(self) -> tuple[str, str]:
         return self.groups[0].name, self.groups[1].name
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Per group, the noise it gets: on the TCM mean (central: scale ``_scale_T``, sensitivity
+        ``Delta / (c n)``), on each local report (``_scale_L`` or, for TCM users who report locally,
+        ``_scale_LT``; sensitivity the width); a group never read: a no-op; a public group: non-private."""
+        from ..core import events
+
+        t, _ = self._names()
+        out = {}
+        for unit, g in self.privacy.items():
+            if g.epsilon == 0.0 and g.delta == 0.0:
+                out[unit] = events.epsilon_delta(0.0)
+            elif g.is_public:
+                out[unit] = events.epsilon_delta(math.inf)
+            else:
+                scale, sens = ((self._scale_T, self.tcm_sensitivity) if g.trust == "central" else
+                               (self._scale_LT if unit == t else self._scale_L, self.local_sensitivity))
+                out[unit] = events.laplace(scale, sens) if self.noise == "laplace" else events.gaussian(scale, sens)
+        return out
 
     def __repr__(self) -> str:
         return (

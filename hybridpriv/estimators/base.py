@@ -60,6 +60,18 @@ class Mechanism(Parametrized, ABC):
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent releases on ``data``, stacked on a leading axis of length ``trials``."""
 
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """What the mechanism does to each protected unit, as a dp-accounting ``DpEvent``
+        (:mod:`hybridpriv.core.events`): how the promise arises (Laplace or Gaussian noise of a scale on a
+        sensitivity, randomized response, sampling, composition), so that the ledger composes releases
+        tightly.  By default each unit's :attr:`privacy` label (``EpsilonDeltaDpEvent``); a mechanism that
+        knows its noise overrides it, and the conformance checks hold the two consistent (the event's
+        epsilon at the declared delta is at most the declared one)."""
+        from ..core import events
+
+        return {u: events.epsilon_delta(g.epsilon, g.delta) for u, g in self.privacy.items()}
+
     def describe_privacy(self) -> str:
         """The declaration as one readable line: ``unit: promise; ...``."""
         return "; ".join(f"{name}: {g}" for name, g in self.privacy.items())

@@ -197,6 +197,13 @@ class ContributionBoundedCounts(Mechanism):
         """``{"users": Guarantee(epsilon, 0, "add-remove")}``: every user, add/remove one user."""
         return {"users": Guarantee(self.epsilon, 0.0, "add-remove")}
 
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """``{"users": Laplace(k / epsilon) on counts of L1 sensitivity k}``."""
+        from ..core import events
+
+        return {"users": events.laplace(self.scale, self.sensitivity)}
+
     def __repr__(self) -> str:
         return f"ContributionBoundedCounts(k={self.k}, epsilon={self.epsilon:g})"
 

@@ -77,7 +77,8 @@ def _parts(parts: Iterable[Guarantee | tuple[float, float] | float]) -> list[tup
     return out
 
 
-def compose(parts: Sequence[Guarantee | tuple[float, float] | float], target_delta: float = DEFAULT_TARGET_DELTA) -> Totals:
+def compose(parts: Sequence[Guarantee | tuple[float, float] | float], target_delta: float = DEFAULT_TARGET_DELTA,
+            events: Sequence[object] | None = None) -> Totals:
     """The total guarantee of ``parts`` (releases on one unit) by basic composition, RDP and PLD.
 
     Parameters
@@ -87,6 +88,11 @@ def compose(parts: Sequence[Guarantee | tuple[float, float] | float], target_del
         Parts with ``epsilon = 0`` (the release never read the unit) are left out.
     target_delta
         The delta the RDP and PLD totals are read at, in ``(0, 1)``.
+    events
+        Optionally, each part's privacy event (:mod:`hybridpriv.core.events`, in the unit's terms): the PLD
+        total then composes the events themselves (a Gaussian release by its privacy-loss distribution, not
+        as its worst-case ``(epsilon, delta)`` pair), and the RDP total too where dp-accounting's RDP
+        accountant knows every part.
 
     Returns
     -------
@@ -112,6 +118,17 @@ def compose(parts: Sequence[Guarantee | tuple[float, float] | float], target_del
         return Totals(len(items), math.inf, basic_d, float(target_delta), math.inf, math.inf,
                       ("a release gave this unit no promise (epsilon = inf)",))
     notes = []
+    if events is not None:
+        if len(events) != len(parts):
+            raise ValueError(f"events must give one event per part ({len(parts)}), got {len(events)}")
+        from ..core import events as ev
+
+        total = ev.composed(list(events))
+        pld_eps = min(ev.epsilon(total, target_delta), _pld(items, target_delta))
+        rdp_eps = _rdp_events(total, target_delta)
+        if rdp_eps is None:
+            notes.append("RDP total not computed: dp-accounting's RDP accountant does not know every part")
+        return Totals(len(items), basic_e, basic_d, float(target_delta), rdp_eps, pld_eps, tuple(notes))
     pld_eps = _pld(items, target_delta)
     rdp_eps = None
     if all(d == 0.0 for _, d in items):
@@ -119,6 +136,19 @@ def compose(parts: Sequence[Guarantee | tuple[float, float] | float], target_del
     else:
         notes.append("RDP total not computed: a release has delta > 0 and no noise description")
     return Totals(len(items), basic_e, basic_d, float(target_delta), rdp_eps, pld_eps, tuple(notes))
+
+
+def _rdp_events(event: object, target_delta: float) -> float | None:
+    """dp-accounting's RDP accountant on ``event`` (``None`` if it does not know a part)."""
+    from dp_accounting import UnsupportedEventError
+    from dp_accounting.rdp import rdp_privacy_accountant as rdp
+
+    acc = rdp.RdpAccountant()
+    try:
+        acc.compose(event)
+    except (UnsupportedEventError, ValueError, TypeError):
+        return None
+    return float(acc.get_epsilon(target_delta))
 
 
 def _pld(items: list[tuple[float, float]], target_delta: float) -> float:

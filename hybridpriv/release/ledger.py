@@ -208,9 +208,13 @@ class LedgerState:
 
     # -- writing ----------------------------------------------------------------------
     def record(self, privacy: Mapping[str, Guarantee], label: str, data: Mapping[str, str] | None = None,
-               **info: Any) -> dict[str, Any]:
+               events: Mapping[str, Any] | None = None, **info: Any) -> dict[str, Any]:
         """Check and append a release entry (declared and charged guarantee per unit, the data's
-        fingerprints, ``info``), and write the file atomically; returns the entry."""
+        fingerprints, ``info``), and write the file atomically; returns the entry.  ``events``: the
+        mechanism's privacy events (:attr:`~hybridpriv.estimators.base.Mechanism.privacy_events`), kept
+        per unit in the budget's terms (:func:`hybridpriv.core.events.charge_to`) for tight totals."""
+        from ..core import events as ev
+
         self.check(privacy, label)
         charges = self.charges(privacy)
         releases = self.data["releases"]
@@ -219,6 +223,10 @@ class LedgerState:
                  "declared": {u: guarantee_json(d) for u, (d, _) in charges.items()},
                  "spent": {u: guarantee_json(c) for u, (_, c) in charges.items()},
                  "data": dict(data or {}), "prev": prev}
+        if events is not None:
+            budgets = self.budgets
+            entry["events"] = {u: ev.to_json(ev.charge_to(events[u], d, budgets[u]))
+                               for u, (d, _) in charges.items() if u in events}
         entry = _plain(entry)
         new = {**self.data, "releases": [*releases, entry], "head": chain_hash(entry)}
         write_json_atomic(self.ledger.path, new)
@@ -255,11 +263,21 @@ class LedgerState:
 
     def totals(self, target_delta: float = DEFAULT_TARGET_DELTA) -> dict[str, Totals]:
         """Per unit: basic, RDP and PLD totals of its recorded charges (:func:`compose`)."""
+        from ..core import events as ev
+
         parts: dict[str, list[Guarantee]] = {u: [] for u in self.data["units"]}
+        evs: dict[str, list[Any]] = {u: [] for u in self.data["units"]}
         for k, r in enumerate(self.data["releases"]):
             for u, s in r["spent"].items():
-                parts[u].append(guarantee_of(s, f"releases[{k}].spent.{u}"))
-        return {u: compose(p, target_delta) for u, p in parts.items()}
+                g = guarantee_of(s, f"releases[{k}].spent.{u}")
+                parts[u].append(g)
+                e = (r.get("events") or {}).get(u)
+                try:
+                    evs[u].append(ev.epsilon_delta(g.epsilon, g.delta) if e is None
+                                  else ev.from_json(e, f"releases[{k}].events.{u}"))
+                except ValueError as exc:
+                    raise LedgerError(f"ledger {self.ledger.path}: {exc}") from None
+        return {u: compose(p, target_delta, events=evs[u]) for u, p in parts.items()}
 
 
 def _above(have: Guarantee, want: Guarantee) -> bool:

@@ -169,6 +169,16 @@ def _check_release(r: object, k: int, units: dict[str, Any], v1: bool) -> dict[s
         for u, f in _table(r.get("data", {}), f"{where}.data").items():
             if not isinstance(f, str):
                 raise LedgerError(f"{where}.data.{u} must be a fingerprint string, got {_short(f)}")
+        if "events" in r:
+            from ..core.events import from_json
+
+            for u, e in _table(r["events"], f"{where}.events").items():
+                if u not in spent:
+                    raise LedgerError(f"{where}.events names unit {u!r}, which the entry does not charge")
+                try:
+                    from_json(_table(e, f"{where}.events.{u}"), f"{where}.events.{u}")
+                except ValueError as exc:
+                    raise LedgerError(str(exc)) from None
     return r
 
 

@@ -10,7 +10,8 @@ Order of steps (each refusal is a ``ValueError`` naming what is wrong, before an
 3. check the instance being released (:func:`check_instance`): every unit's requirement is met, the
    Mechanism protocol holds on it *now* (a declaration that became epsilon 0 with the fitted model is
    refused), its noise is one the OpenDP backend draws (:func:`~hybridpriv.release.noise.probe_noise`,
-   on stand-in data), and a mechanism that does not ship with hybridpriv passes the privacy audit
+   on stand-in data), OpenDP's privacy maps of its privacy events do not exceed its declaration
+   (:func:`~hybridpriv.release.maps.check_declaration`), and a mechanism that does not ship with hybridpriv passes the privacy audit
    ``hybridpriv audit`` runs (or an audit record bound to it says it passed);
 4. find the data's ledger (:func:`~hybridpriv.release.ledger.ledger_for_data`: by default in the data
    folder; a ledger elsewhere is noted in the folder), take its lock, check its budgets against the
@@ -40,6 +41,7 @@ from ..privacy import Guarantee
 from .composition import DEFAULT_TARGET_DELTA
 from .ledger import Ledger, LedgerError, ledger_for_data
 from .ledger_file import guarantee_json, guarantee_of, now, pause_hook, write_json_atomic
+from .maps import check_declaration
 from .noise import OpenDPGenerator, probe_noise, provenance_of
 from .rounds import ROUND_FILE, ROUNDS_FILE, advance, begin_doc, check_resume, read_doc, state_digest
 
@@ -138,8 +140,9 @@ def check_instance(mech: Any, requirements: Mapping[str, Guarantee], stand_in: A
             raise ValueError(f"candidate {label!r} does not give unit {unit!r} its required protection "
                              f"({required}); it promises {promised if promised is not None else 'nothing'}")
     probe_noise(mech, stand_in)
+    maps = check_declaration(mech)
     if shipped:
-        return {"audit": None, "plugin": False}
+        return {"audit": None, "plugin": False, "privacy_map": maps}
     cls = f"{type(mech).__module__}:{type(mech).__qualname__}"
     if audit_record is not None:
         entry = find_record(audit_record, mech)
@@ -157,7 +160,7 @@ def check_instance(mech: Any, requirements: Mapping[str, Guarantee], stand_in: A
                 raise ValueError(f"candidate {label!r} (plugin {cls}) "
                                  + (f"failed its privacy audit on unit {unit!r} (record {audit_record})" if bad else
                                     f"has no audit of unit {unit!r} in the record {audit_record}") + "; not released")
-            return {"plugin": True, "audit": {"source": f"audit record {entry['file']}", "samples": entry["samples"],
+            return {"plugin": True, "privacy_map": maps, "audit": {"source": f"audit record {entry['file']}", "samples": entry["samples"],
                                               "confidence": entry["confidence"], "units": entry["units"]}}
     data, base = (family or Family()).audit_data(mech, stand_in=stand_in)
     log(f"auditing the plugin {label!r} ({cls}) before its release: {audit_samples:,} releases per dataset, {base} ...")
@@ -167,7 +170,7 @@ def check_instance(mech: Any, requirements: Mapping[str, Guarantee], stand_in: A
             raise ValueError(f"candidate {label!r} (plugin {cls}) failed its privacy audit: unit {unit!r} has epsilon "
                              f">= {report.epsilon_lower_bound:.3g} against a claim of {report.epsilon:g} (99% "
                              f"confidence, {base}); not released")
-    return {"plugin": True, "audit": {
+    return {"plugin": True, "privacy_map": maps, "audit": {
         "source": "audited before this release", "samples": audit_samples, "confidence": 0.99, "base_data": base,
         "units": {u: {"epsilon": r.epsilon, "epsilon_lower_bound": r.epsilon_lower_bound, "verdict": r.verdict}
                   for u, r in reports.items()}}}
@@ -365,7 +368,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                 info["data_changed"] = {"units": changed, "allowed_by": "--data-changed"}
             if checked["plugin"]:
                 info["audit"] = checked["audit"]["source"]
-            entry = state.record(mech.privacy, label, data=fingerprints, **info)
+            entry = state.record(mech.privacy, label, data=fingerprints, events=mech.privacy_events, **info)
             if proto is not None:
                 doc = begin_doc(entry, state.id, label, params, state0, proto.total)
                 doc.update(checked=checked, decision=decision_info)
@@ -394,6 +397,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
             "guarantee": {u: guarantee_json(g) for u, g in mech.privacy.items()},
             "charged": {u: guarantee_json(c) for u, (_, c) in charges.items()},
             "audit": checked["audit"],
+            "privacy_map": checked.get("privacy_map"),
             "decision": decision_info,
             "randomness": randomness,
             "ledger": {"path": str(ledger.path), "id": state.id, "entry": entry["id"], "charged": sorted(charges),

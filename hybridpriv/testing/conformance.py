@@ -69,6 +69,33 @@ def _protocol_problems(mech: Any) -> list[str]:
                 out.append(f"privacy[{unit!r}] must be a hybridpriv.privacy.Guarantee, got {g!r}")
             elif not g.epsilon > 0:
                 out.append(f"privacy[{unit!r}].epsilon must be > 0, got {g.epsilon!r}")
+        out += event_problems(mech, privacy)
+    return out
+
+
+def event_problems(mech: Any, privacy: dict[str, Any] | None = None) -> list[str]:
+    """Whether the mechanism's privacy events (:attr:`~hybridpriv.estimators.base.Mechanism.privacy_events`)
+    describe its declaration: one event per declared unit, and each event's epsilon at the declared delta
+    at most the declared epsilon (relative slack 1e-6: the PLD's pessimistic discretisation)."""
+    from ..core import events
+
+    privacy = mech.privacy if privacy is None else privacy
+    try:
+        evs = mech.privacy_events
+    except Exception as exc:
+        return [f"privacy_events raised {type(exc).__name__}: {exc}"]
+    if not isinstance(evs, dict) or set(evs) != set(privacy):
+        return [f"privacy_events must name the units of privacy ({sorted(privacy)}), got {evs!r}"[:300]]
+    out = []
+    for unit, g in privacy.items():
+        try:
+            eps = events.epsilon(evs[unit], g.delta, g.relation)
+        except (ValueError, TypeError) as exc:
+            out.append(f"privacy_events[{unit!r}] cannot be read: {exc}")
+            continue
+        if eps > g.epsilon * (1 + 1e-6) + 1e-12:
+            out.append(f"privacy_events[{unit!r}] gives epsilon {eps:.6g} at delta {g.delta:g}, above the declared "
+                       f"{g.epsilon:g}: the declaration understates what the noise allows")
     return out
 
 

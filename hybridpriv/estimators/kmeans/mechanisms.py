@@ -33,7 +33,7 @@ from ...mechanisms import check_rng, rr_probabilities
 from ...privacy import Bounds, Guarantee, check_epsilon, check_integer
 from ..base import Mechanism, check_trials
 from . import _kernels
-from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, run_kmeans, scratch
+from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, noise_scales, run_kmeans, scratch
 from .data import PointCloud
 
 __all__ = ["BATCH_ELEMENTS", "HybridKMeans", "LMKMeans", "LloydKMeans", "TCMKMeans"]
@@ -109,6 +109,26 @@ class _KMeans(Mechanism):
             acc.spend(parts, label=label)
         eps, delta = acc.spent_epsilon(), acc.spent_delta()
         return {u: Guarantee(eps[u], delta[u], *units[u]) for u in units}
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Per unit, every release of a run composed: a TCM unit ``tau`` times Laplace(``b_T``) on the counts
+        (sensitivity 1) and on the sums (``m d``); a local unit Laplace(``b_L``) on its report (``m d``) once,
+        then ``tau`` rounds of K-ary randomized response at ``epsilon / (tau + 1)``."""
+        from ...core import events
+
+        if np.isinf(self.epsilon):
+            return {u: events.epsilon_delta(np.inf) for u in self.privacy}
+        b_t, b_l = noise_scales(self.epsilon, self.tau, self.bounds.width, self.d)
+        md = self.bounds.width * self.d
+        out = {}
+        for u in self._tcm_units or ():
+            out[u] = events.repeated(events.composed([events.laplace(b_t, 1.0), events.laplace(b_t, md)]), self.tau)
+        for u in self._lm_units or ():
+            rr = (events.randomized_response(self.epsilon / (self.tau + 1), self.k) if self.k > 1
+                  else events.epsilon_delta(0.0))
+            out[u] = events.composed([events.laplace(b_l, md), events.repeated(rr, self.tau)])
+        return out
 
     # -- running ----------------------------------------------------------------------------
     def _inputs(self, data: Any) -> tuple[_Group, _Group, np.ndarray | None]:
