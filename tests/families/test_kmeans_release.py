@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.estimators.kmeans import HybridKMeans, PointCloud, TCMKMeans
+from hybridpriv.estimators.kmeans import HybridKMeans, PointCloud
 from hybridpriv.estimators.kmeans.algorithm import noise_scales
 from hybridpriv.families.kmeans.device import Device, centres_digest, main as device_main
 from hybridpriv.families.kmeans.rounds import KMeansRounds
@@ -198,7 +198,6 @@ def test_select_release_in_rounds_and_a_second_release_refused(tmp_path, capsys)
     ledger = json.loads((data / "hybridpriv-ledger.json").read_text())
     assert ledger["releases"][0]["spent"]["lm"]["epsilon"] == pytest.approx(5.0)  # every round charged at once
     assert len(ledger["releases"][0]["plan"]) == 1 + 2 * 3  # line 4, then lines 9, 10, 7 per iteration
-    before = (tmp_path / "r1" / "rounds.json").read_text()
     for t in (1, 2):
         (data / f"lm-round-{t}.csv").write_text(_devices(capsys, "answer", "--points", str(points), "--state-dir",
                                                          states, "--round", str(tmp_path / "r1" / "round.json")))
