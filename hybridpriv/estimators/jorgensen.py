@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from numbers import Real
+from typing import Any
 
 import numpy as np
 
@@ -163,6 +164,18 @@ class PDPSample(Estimator):
             return {g.name: Guarantee(min(g.epsilon, t), 0.0, self.relation) for g in self.groups}
         return {g.name: Guarantee(pdp_replace_loss(p, t), 0.0, "replace")
                 for g, p in zip(self.groups, self.keep_probabilities)}
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """With ``denominator="expected"`` and add/remove-one neighbours: each group's records Poisson-sampled with
+        its keep probability, then Laplace(``Delta / t``) on the kept sum (sensitivity ``Delta``): amplified to
+        ``log(1 + p_i (e^t - 1))``; otherwise (the kept-count denominator, replace-one) the declared labels."""
+        from ..core import events
+
+        if self.denominator != "expected" or self.relation != "add-remove":
+            return super().privacy_events
+        noise = events.laplace(self.sensitivity / self.threshold, self.sensitivity)
+        return {g.name: events.poisson_sampled(float(p), noise) for g, p in zip(self.groups, self.keep_probabilities)}
 
     def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
         kept_sum = np.zeros(trials)

@@ -13,6 +13,7 @@ from scipy import stats
 
 from hybridpriv.core import events as E
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
+from hybridpriv.estimators.jorgensen import PDPSample
 from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
 from hybridpriv.estimators.useritem import ContributionBoundedCounts
 from hybridpriv.mechanisms import gaussian_sigma, rr_probabilities
@@ -100,6 +101,8 @@ def test_charges_in_a_replace_budget_double_every_sensitivity():
 @pytest.mark.parametrize("mech", [
     TCMOnly(GROUPS, (0, 100), noise="gaussian", delta=1e-6), FullLM(GROUPS, (0, 100), noise="gaussian", delta=1e-6),
     Hybrid(GROUPS, (0, 100), 0.4), ContributionBoundedCounts(3, 0.8), HybridKMeans(3, 5.0, 4, (0, 1)),
+    PDPSample([Group("a", 50, 0.5), Group("b", 80, 2.0), Group("pub", 30, math.inf)], (0, 10), threshold="max",
+              denominator="expected"),
     LMKMeans(2, 2.0, 3, (0, 1)), TCMKMeans(2, 2.0, 3, (0, 1))], ids=lambda m: m.label)
 def test_a_mechanism_s_events_give_back_its_declaration(mech):
     """Each event describes the noise: its epsilon at the declared delta equals the declaration (not merely below)."""
