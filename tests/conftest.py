@@ -11,11 +11,30 @@ several modules live in ``tests/_support/`` (on ``sys.path`` through pytest's ``
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
 
 from hybridpriv.privacy import Bounds, Group
+
+
+_SCRATCH: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every temporary file of this test process in one folder, removed at the end: PyTensor's numba backend
+    writes each compiled graph's source to a named temporary file it never deletes (thousands per run)."""
+    scratch = tempfile.mkdtemp(prefix="hybridpriv-tests-")
+    _SCRATCH.append(scratch)
+    os.environ["TMPDIR"] = tempfile.tempdir = scratch
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for scratch in _SCRATCH:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 @pytest.fixture
