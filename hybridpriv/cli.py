@@ -148,8 +148,10 @@ def _positive(value: int | None, name: str, minimum: int = 1) -> None:
 
 
 def _check_seed(seed: int | None) -> None:
-    if seed is not None and not 0 <= seed < 2**63:
-        raise ValueError(f"--seed must be in [0, 2**63), got {seed}")
+    from .validation import check_seed
+
+    if seed is not None:
+        check_seed(seed, "--seed")
 
 
 def _check_out(out: str) -> Path:

@@ -35,6 +35,7 @@ from .estimators.base import Mechanism
 from .params import describe
 from .privacy import Guarantee
 from .random import check_seed, rng
+from .validation import check_trials
 from .progress import Phase
 from .tasks import Task
 
@@ -87,12 +88,6 @@ def check_result_size(candidate_datasets: int, trials: int) -> None:
         raise ValueError(f"trials = {trials:,} with {candidate_datasets:,} (candidate, dataset) pairs would hold {cells:.3g} "
                          f"results ({8 * 2 * cells / 2**30:.3g} GiB), more than {MAX_RESULT_CELLS:,}: lower trials or "
                          "draws")
-
-
-def _check_trials(trials: object) -> int:
-    if not isinstance(trials, (int, np.integer)) or isinstance(trials, bool) or trials < 1:
-        raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
-    return int(trials)
 
 
 def requirements_of(source: object, requirements: object = None) -> dict[str, Guarantee] | None:
@@ -436,7 +431,7 @@ def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, 
     """One dataset per setting of ``runs``; the chunks of all settings run together."""
     from .chunks import Section, check_chunk_size, check_client, run_sections
 
-    trials = _check_trials(trials)
+    trials = check_trials(trials)
     seed = check_seed(seed)
     dim = _check_dim(dim)
     if not (isinstance(progress, bool) or callable(progress)):

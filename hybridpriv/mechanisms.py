@@ -28,6 +28,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .privacy import Bounds, check_epsilon, check_integer, check_positive, check_real_array
+from .validation import check_rng
 
 __all__ = [
     "MAX_NOISE_SCALE",
@@ -45,15 +46,6 @@ __all__ = [
     "sample_log_weights",
     "smith_quantile",
 ]
-
-
-def check_rng(rng: object) -> np.random.Generator:
-    """Return ``rng`` after checking it is a :class:`numpy.random.Generator`."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(
-            f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}"
-        )
-    return rng
 
 
 #: Largest noise scale (Laplace ``scale``, Gaussian ``sigma``) :func:`laplace` and :func:`gaussian` accept:

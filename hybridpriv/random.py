@@ -42,16 +42,9 @@ from numbers import Integral
 
 import numpy as np
 
+from .validation import check_seed  # noqa: E402 (re-exported: the seeds' one check)
+
 __all__ = ["as_generator", "check_seed", "key", "rng", "stream"]
-
-
-def check_seed(seed: object, name: str = "seed") -> int:
-    """``seed`` as an int after checking it is an integer in ``[0, 2**63)``."""
-    if isinstance(seed, bool) or not isinstance(seed, Integral):
-        raise TypeError(f"{name} must be an integer >= 0, got {seed!r}")
-    if not 0 <= int(seed) < 2**63:
-        raise ValueError(f"{name} must be an integer in [0, 2**63), got {seed!r}")
-    return int(seed)
 
 
 def key(value: object) -> int:

@@ -1,5 +1,9 @@
-"""Validators shared by the theory formulas and the mechanisms (declared once, messages naming the parameter).
+"""Validators shared by the engine, the mechanisms and the theory formulas (declared once, in the spirit of
+``sklearn.utils.validation``; every message names the parameter and the value).
 
+* :func:`check_trials` -- a number of trials (releases per dataset), an integer >= a minimum;
+* :func:`check_seed` -- a seed, an integer in ``[0, 2**63)``;
+* :func:`check_rng` -- a :class:`numpy.random.Generator`;
 * :func:`check_user_item_matrix` -- a binary users x items matrix as a canonical CSR array;
 * :func:`check_contribution_bounds` -- a contribution bound ``k`` (or a 1-D sequence of them) in ``[1, m]``.
 """
@@ -11,7 +15,34 @@ from numbers import Integral
 import numpy as np
 from scipy import sparse
 
-__all__ = ["check_contribution_bounds", "check_user_item_matrix"]
+__all__ = ["check_contribution_bounds", "check_rng", "check_seed", "check_trials", "check_user_item_matrix"]
+
+
+def check_trials(trials: object, name: str = "trials", minimum: int = 1) -> int:
+    """``trials`` as an int: ``TypeError`` unless an integer (not a bool), ``ValueError`` below ``minimum``."""
+    if isinstance(trials, bool) or not isinstance(trials, Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {trials!r}")
+    if trials < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {trials!r}")
+    return int(trials)
+
+
+def check_seed(seed: object, name: str = "seed") -> int:
+    """``seed`` as an int after checking it is an integer in ``[0, 2**63)``."""
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise TypeError(f"{name} must be an integer >= 0, got {seed!r}")
+    if not 0 <= int(seed) < 2**63:
+        raise ValueError(f"{name} must be an integer in [0, 2**63), got {seed!r}")
+    return int(seed)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """Return ``rng`` after checking it is a :class:`numpy.random.Generator`."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(
+            f"rng must be a numpy.random.Generator (e.g. numpy.random.default_rng(seed)), got {type(rng).__name__}"
+        )
+    return rng
 
 
 def check_user_item_matrix(matrix: object, name: str = "matrix") -> sparse.csr_array:

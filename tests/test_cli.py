@@ -121,7 +121,7 @@ def test_bad_flags_and_outputs_fail_before_any_work(tmp_path, capsys):
     for argv, needle in [
         (["select", "--out", str(f)], "--out must be a folder, got the existing file"),
         (["study", "run", "ferrando-means", "--out", str(f)], "--out must be a folder"),
-        (["select", "--seed", str(2**70)], "--seed must be in [0, 2**63)"),
+        (["select", "--seed", str(2**70)], "--seed must be an integer in [0, 2**63)"),
         (["select", "--draws", "1"], "--draws must be >= 2, got 1"),
         (["select", "--workers", "0"], "--workers must be >= 1, got 0"),
         (["select", "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers and --scheduler exclude each other"),

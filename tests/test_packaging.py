@@ -41,7 +41,7 @@ def test_every_imported_third_party_module_is_declared():
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     declared = {d.split(">")[0].split("[")[0].split("=")[0].strip().lower().replace("-", "_")
                 for d in [*conf["dependencies"], *conf["optional-dependencies"]["distributed"]]}
-    aliases = {"dask": "dask", "distributed": "dask"}  # dask[distributed] provides both
+    aliases = {"dask": "dask", "distributed": "dask", "attr": "attrs"}  # dask[distributed] provides both; attrs provides attr
     local = {"hybridpriv", "models", "studies"}
     missing = set()
     for path in _library_sources():

@@ -11,7 +11,27 @@ from hybridpriv.validation import check_contribution_bounds, check_user_item_mat
 def test_the_validators_are_the_ones_theory_and_the_estimators_use():
     assert theory.check_user_item_matrix is check_user_item_matrix
     assert theory.check_contribution_bounds is check_contribution_bounds
-    assert set(validation.__all__) == {"check_contribution_bounds", "check_user_item_matrix"}
+    assert set(validation.__all__) == {"check_contribution_bounds", "check_rng", "check_seed", "check_trials",
+                                       "check_user_item_matrix"}
+
+
+def test_one_trials_seed_and_rng_validator_serves_every_module():
+    from hybridpriv import evaluate, mechanisms, random
+    from hybridpriv.estimators import base, useritem
+
+    assert random.check_seed is validation.check_seed and mechanisms.check_rng is validation.check_rng
+    for module in (evaluate, base, useritem):
+        assert module.check_trials is validation.check_trials, module.__name__
+
+
+def test_trials_must_be_an_integer_at_least_the_minimum():
+    assert validation.check_trials(np.int64(3)) == 3 and type(validation.check_trials(np.int64(3))) is int
+    assert validation.check_trials(2, minimum=2) == 2
+    for bad, error in ((True, TypeError), (2.0, TypeError), ("3", TypeError), (0, ValueError), (-5, ValueError)):
+        with pytest.raises(error, match=r"^repeats must be an integer >= 1, got "):
+            validation.check_trials(bad, "repeats")
+    with pytest.raises(ValueError, match=r"trials must be an integer >= 2, got 1$"):
+        validation.check_trials(1, minimum=2)
 
 
 def test_a_matrix_becomes_canonical_csr_with_float_ones():

@@ -209,7 +209,7 @@ class _AventEstimator(Estimator):
         reports = getattr(data, "lm_reports", None)
         if reports is None:
             return super().release(data, rng, trials)
-        from .base import check_trials
+        from ..validation import check_trials
 
         trials = check_trials(trials)
         tcm = self.bounds.clamp(data.tcm) if self.clamp else self.bounds.check(np.asarray(data.tcm), "TCM values")

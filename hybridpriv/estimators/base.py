@@ -21,23 +21,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..mechanisms import check_rng
+from ..validation import check_rng, check_trials
 from ..params import Parametrized
 from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_group_data, check_groups, check_positive
 
 __all__ = ["Estimator", "GroupedStatistics", "Mechanism", "check_trials", "grouped_statistics", "per_trial",
            "resolve_sigma2"]
-
-
-def check_trials(trials: object, name: str = "trials") -> int:
-    """``trials`` as an int after checking it is an integer >= 1."""
-    from numbers import Integral
-
-    if isinstance(trials, bool) or not isinstance(trials, Integral):
-        raise TypeError(f"{name} must be an integer >= 1, got {trials!r}")
-    if trials < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {trials!r}")
-    return int(trials)
 
 
 class Mechanism(Parametrized, ABC):

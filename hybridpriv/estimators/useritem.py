@@ -24,17 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from numbers import Integral
 from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import sparse
 
-from ..mechanisms import check_rng, laplace
+from ..mechanisms import laplace
+from ..validation import check_contribution_bounds, check_rng, check_trials, check_user_item_matrix
 from ..privacy import Guarantee, check_epsilon
 from ..tasks import Task
 from ..theory.useritem import user_item_risk
-from ..validation import check_contribution_bounds, check_user_item_matrix
 from .base import Mechanism
 
 __all__ = [
@@ -55,14 +54,6 @@ USER_ITEM_LOSSES = ("squared", "max", "top10")
 
 #: Largest number of random keys drawn at once (trials x sampled entries); bounds memory.
 _MAX_KEYS_PER_CHUNK = 4_000_000
-
-
-def _check_trials(trials: object, minimum: int = 1) -> int:
-    if isinstance(trials, bool) or not isinstance(trials, Integral):
-        raise TypeError(f"trials must be an integer, got {trials!r}")
-    if trials < minimum:
-        raise ValueError(f"trials must be >= {minimum}, got {trials!r}")
-    return int(trials)
 
 
 def _check_k(k: object, m: int | None = None) -> int:
@@ -123,7 +114,7 @@ def sample_kept_entries(matrix: object, k: int, rng: np.random.Generator, trials
     csr = check_user_item_matrix(matrix)
     k = _check_k(k, csr.shape[1])
     check_rng(rng)
-    trials = _check_trials(trials)
+    trials = check_trials(trials)
     mask = np.zeros((trials, csr.nnz), dtype=bool)
     for start, size, always, kept in _kept_chunks(csr, k, rng, trials):
         mask[start : start + size, always] = True
@@ -152,7 +143,7 @@ def bounded_counts(matrix: object, k: int, rng: np.random.Generator, trials: int
     csr = check_user_item_matrix(matrix)
     k = _check_k(k, csr.shape[1])
     check_rng(rng)
-    return _bounded_counts(csr, k, rng, _check_trials(trials))
+    return _bounded_counts(csr, k, rng, check_trials(trials))
 
 
 class ContributionBoundedCounts(Mechanism):
@@ -221,7 +212,7 @@ class ContributionBoundedCounts(Mechanism):
         csr = check_user_item_matrix(data)
         _check_k(self.k, csr.shape[1])
         check_rng(rng)
-        counts = _bounded_counts(csr, self.k, rng, _check_trials(trials))
+        counts = _bounded_counts(csr, self.k, rng, check_trials(trials))
         return laplace(counts, self.scale, rng)
 
 
@@ -354,7 +345,7 @@ def monte_carlo_user_item_loss(
     ks, scalar = check_contribution_bounds(k, m)
     eps = check_epsilon(epsilon, allow_inf=False)
     check_rng(rng)
-    trials = _check_trials(trials, minimum=2)
+    trials = check_trials(trials, minimum=2)
     loss = _check_loss(loss)
     true_counts = np.asarray(csr.sum(axis=0), dtype=float).ravel()
     chunk = max(1, _MAX_KEYS_PER_CHUNK // (4 * m))

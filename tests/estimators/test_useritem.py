@@ -357,7 +357,7 @@ def test_bad_k_sequences_trials_rng_and_loss():
     with pytest.raises(ValueError, match="k must hold at least one value"):
         user_item_risk(TINY, [], 1.0)
     mech = ContributionBoundedCounts(1, 1.0)
-    with pytest.raises(ValueError, match="trials must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="trials must be an integer >= 1, got 0"):
         mech.release(TINY, make_rng(0), trials=0)
     with pytest.raises(TypeError, match="trials must be an integer"):
         mech.release(TINY, make_rng(0), trials=2.0)
@@ -365,7 +365,7 @@ def test_bad_k_sequences_trials_rng_and_loss():
         mech.release(TINY, 0)
     with pytest.raises(ValueError, match="loss must be one of"):
         monte_carlo_user_item_loss(TINY, 1, 1.0, make_rng(0), 10, loss="mean")
-    with pytest.raises(ValueError, match="trials must be >= 2"):
+    with pytest.raises(ValueError, match="trials must be an integer >= 2"):
         monte_carlo_user_item_loss(TINY, 1, 1.0, make_rng(0), 1)
 
 

@@ -62,7 +62,8 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from ...accounting import Accountant
-from ...mechanisms import check_rng, randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
+from ...mechanisms import randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
+from ...validation import check_rng
 from ...privacy import Bounds, check_epsilon, check_integer, check_real_array
 from . import _kernels
 

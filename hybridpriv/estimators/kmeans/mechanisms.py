@@ -29,9 +29,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...accounting import Accountant
-from ...mechanisms import check_rng, rr_probabilities
+from ...mechanisms import rr_probabilities
+from ...validation import check_rng, check_trials
 from ...privacy import Bounds, Guarantee, check_epsilon, check_integer
-from ..base import Mechanism, check_trials
+from ..base import Mechanism
 from . import _kernels
 from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, noise_scales, run_kmeans, scratch
 from .data import PointCloud

@@ -21,7 +21,8 @@ import numpy as np
 import xarray as xr
 
 from ...accounting import Accountant
-from ...mechanisms import check_rng, exponential_mechanism, laplace
+from ...mechanisms import exponential_mechanism, laplace
+from ...validation import check_rng
 from ...privacy import check_epsilon, check_positive
 from ._checks import check_on_zero, same_width
 from .contrasts import Contrast, LogisticContrast, as_contrast

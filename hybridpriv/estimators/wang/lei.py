@@ -9,7 +9,8 @@ from numbers import Integral
 
 import numpy as np
 
-from ...mechanisms import check_rng, laplace
+from ...mechanisms import laplace
+from ...validation import check_rng
 from ...privacy import check_epsilon, check_integer, check_real_array
 from ._checks import check_bool
 from .contrasts import Contrast, LogisticContrast, as_contrast

@@ -27,9 +27,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...accounting import Accountant
-from ...mechanisms import check_rng, laplace
+from ...mechanisms import laplace
+from ...validation import check_rng, check_trials
 from ...privacy import Bounds, Group, Guarantee, check_epsilon, check_integer, check_positive, check_real_array
-from ..base import Estimator, Mechanism, check_trials
+from ..base import Estimator, Mechanism
 from ._checks import check_bool, check_on_zero
 from .algorithm2 import (
     SELECTIONS,

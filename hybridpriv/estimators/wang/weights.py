@@ -14,7 +14,8 @@ import math
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ...mechanisms import check_rng, laplace
+from ...mechanisms import laplace
+from ...validation import check_rng
 from ...privacy import check_epsilon, check_integer
 from ._checks import check_bool, points, same_width
 

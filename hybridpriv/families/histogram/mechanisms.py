@@ -26,8 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...estimators.base import Mechanism, check_trials
-from ...mechanisms import check_rng, laplace
+from ...estimators.base import Mechanism
+from ...validation import check_rng, check_trials
+from ...mechanisms import laplace
 from ...privacy import NEIGHBOUR_RELATIONS, Group, Guarantee, check_groups, check_positive
 from .data import CategoryCounts, check_counts
 
