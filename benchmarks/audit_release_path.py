@@ -64,8 +64,8 @@ BOUNDS = ((10.0, 20.0), (-20.0, -10.0), (-1.0, 5.0))
 
 
 def grouped_cases(bounds_list, names=NAMES):
+    from hybridpriv.core.privacy import Group
     from hybridpriv.estimators import make_estimator
-    from hybridpriv.privacy import Group
     from hybridpriv.release.noise import UnsupportedNoiseError, probe_noise
 
     groups = [Group("panel", 30, math.inf), Group("a", 40, 1.0), Group("b", 30, 0.3)]
@@ -97,8 +97,8 @@ def own_grouped_pairs(mech, unit):
 
 
 def run(samples: int, seed: int = 0, bounds_list=BOUNDS, names=NAMES, ks=(1, 3)) -> list[tuple]:
+    from hybridpriv.core.privacy import Guarantee
     from hybridpriv.estimators.useritem import ContributionBoundedCounts
-    from hybridpriv.privacy import Guarantee
     from hybridpriv.testing import NeighbouringPair, audit, audit_estimator
     from hybridpriv.testing.pairs import mechanism_sampler
 

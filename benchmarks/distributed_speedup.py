@@ -69,8 +69,8 @@ def _cpu(proc) -> float:
 
 @contextlib.contextmanager
 def _engine_stats(stats: dict):
-    """Collect the engine's counts: every ``hybridpriv.chunks.run_sections`` call adds to ``stats``."""
-    from hybridpriv import chunks
+    """Collect the engine's counts: every ``hybridpriv.engine.chunks.run_sections`` call adds to ``stats``."""
+    from hybridpriv.engine import chunks
 
     original = chunks.run_sections
 
@@ -185,13 +185,14 @@ def main() -> None:
 
     for name in ("pymc", "distributed", "distributed.worker", "distributed.scheduler", "distributed.nanny"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    from hybridpriv.chunks import Section, run_sections
-    from hybridpriv.cluster import local_client, worker_pids
-    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
-    from hybridpriv.evaluate import evaluate, evaluate_many
     from hybridpriv.models import UserItemModel
-    from hybridpriv.spec import builtin_example_path, load_spec
     from hybridpriv.studies import ferrando_means, zeber_user_item
+
+    from hybridpriv.engine.chunks import Section, run_sections
+    from hybridpriv.engine.cluster import local_client, worker_pids
+    from hybridpriv.engine.evaluate import evaluate, evaluate_many
+    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
+    from hybridpriv.spec import builtin_example_path, load_spec
 
     cores = os.cpu_count() or 1
     load = os.getloadavg()[0]

@@ -1,6 +1,6 @@
 """Monte Carlo rate of the grouped estimators on one dataset, against NumPy's raw Laplace rate.
 
-The engine (:mod:`hybridpriv.evaluate`) asks every candidate for ``mech.release(data, rng, trials)``
+The engine (:mod:`hybridpriv.engine.evaluate`) asks every candidate for ``mech.release(data, rng, trials)``
 on each dataset; this times exactly that call, on one dataset of 1,700 records in three groups
 (200 public records, 1,000 at epsilon 1, 500 at epsilon 0.1; records Normal(0, 5) clamped to
 [-20, 20]), for the mean estimators of ``ferrando-means`` and of a grouped SPEC (``weighted``,
@@ -37,9 +37,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from hybridpriv.families.grouped import GroupedDataset  # noqa: E402
+from hybridpriv.core.privacy import Bounds, Group  # noqa: E402
 from hybridpriv.estimators import make_estimator  # noqa: E402
-from hybridpriv.privacy import Bounds, Group  # noqa: E402
+from hybridpriv.families.grouped import GroupedDataset  # noqa: E402
 
 BOUNDS = Bounds(-20.0, 20.0)
 GROUPS = [Group("public", 200, math.inf), Group("opt-in", 1000, 1.0), Group("strict", 500, 0.1)]

@@ -10,7 +10,7 @@ dataset, three ways:
   trial on the transposed points (SIMD lanes), randomized response and the cluster sums, and line 4's
   reports from the generator's uniforms;
 * ``numpy batch``: the same batch on the NumPy path (``algorithm._compiled`` patched to refuse: one
-  SciPy ``cdist`` search per trial, :func:`~hybridpriv.mechanisms.randomized_response`, one
+  SciPy ``cdist`` search per trial, :func:`~hybridpriv.noise.randomized_response`, one
   ``bincount`` per coordinate, ``Generator.laplace`` for line 4), which the compiled path replaced.
   Both batches draw the same numbers (checked here).
 
@@ -35,12 +35,30 @@ import os
 import time
 
 import numpy as np
+from hybridpriv.studies.avent_kmeans import (
+    BOUNDS,
+    CENTRES,
+    CS,
+    EPSILON,
+    LAYOUTS,
+    SCALES,
+    SIGMA,
+    SPLIT_FREE,
+    K,
+    candidates,
+)
 
-from hybridpriv.estimators.kmeans import WCSS, HybridKMeans, LMKMeans, TCMKMeans, TrustSplitSource, gaussian_clusters
-from hybridpriv.estimators.kmeans import algorithm
-from hybridpriv.evaluate import evaluate
-from hybridpriv.random import rng
-from hybridpriv.studies.avent_kmeans import BOUNDS, CENTRES, CS, EPSILON, K, LAYOUTS, SCALES, SIGMA, SPLIT_FREE, candidates
+from hybridpriv.core.random import rng
+from hybridpriv.engine.evaluate import evaluate
+from hybridpriv.estimators.kmeans import (
+    WCSS,
+    HybridKMeans,
+    LMKMeans,
+    TCMKMeans,
+    TrustSplitSource,
+    algorithm,
+    gaussian_clusters,
+)
 
 
 def _per_trial(mech, data, seed: int, trials: int) -> np.ndarray:

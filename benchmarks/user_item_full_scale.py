@@ -68,12 +68,13 @@ def main() -> None:
     logging.getLogger("pymc").setLevel(logging.CRITICAL)
     import pickle
 
-    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
-    from hybridpriv.evaluate import evaluate
     from hybridpriv.models import UserItemModel
     from hybridpriv.models._useritem_chains import curveball
-    from hybridpriv.random import rng as stream_rng
-    from hybridpriv.select import decide
+
+    from hybridpriv.core.random import rng as stream_rng
+    from hybridpriv.engine.decision import decide
+    from hybridpriv.engine.evaluate import evaluate
+    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
     from hybridpriv.spec import builtin_example_path, load_spec
     from hybridpriv.theory import user_item_risk
 
@@ -107,7 +108,7 @@ def main() -> None:
     client = None
     peak_workers: list[float] = []
     if args.workers:
-        from hybridpriv.cluster import local_client
+        from hybridpriv.engine.cluster import local_client
 
         client = local_client(args.workers)
     t1 = time.perf_counter()

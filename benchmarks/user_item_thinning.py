@@ -39,10 +39,11 @@ LONGER = 50
 def trajectories(model, hists, chains, checkpoints, ks, eps, seed, start):
     """Exact risks ``(histogram, chain, checkpoint, k)`` along chains from ``start``: "greedy" (the
     one greedy realization of the margins) or "random" (``random_start``, a fresh random matrix)."""
-    from hybridpriv.models._useritem_chains import curveball, random_start
-    from hybridpriv.random import rng as stream
-    from hybridpriv.theory import user_item_risk
     import scipy.sparse as sp
+    from hybridpriv.models._useritem_chains import curveball, random_start
+
+    from hybridpriv.core.random import rng as stream
+    from hybridpriv.theory import user_item_risk
 
     out = np.empty((len(hists), chains, len(checkpoints), len(ks)))
     for a, h in enumerate(hists):
@@ -76,6 +77,7 @@ def main() -> None:
 
     logging.getLogger("pymc").setLevel(logging.CRITICAL)
     from hybridpriv.models import UserItemModel
+
     from hybridpriv.spec import builtin_example_path, load_spec
 
     spec = load_spec(builtin_example_path(args.example))
@@ -112,7 +114,8 @@ def main() -> None:
         print(f"start {start}: smallest T meeting the criterion: {chosen}")
     # cost per matrix of the old and the new default, on the same margins in this run
     from hybridpriv.models import TRADES_PER_ROW
-    from hybridpriv.random import rng as stream_rng
+
+    from hybridpriv.core.random import rng as stream_rng
 
     cost = {}
     for label, kw in (("greedy start, 5 n trades (before)", {"trades_per_row": 5, "start": "greedy"}),

@@ -68,7 +68,8 @@ def main() -> None:
     logging.getLogger("pymc").setLevel(logging.CRITICAL)
     from hybridpriv.models import BLOCK, TRADES_PER_ROW, UserItemModel
     from hybridpriv.models._useritem_chains import curveball
-    from hybridpriv.random import rng as stream
+
+    from hybridpriv.core.random import rng as stream
     from hybridpriv.spec import builtin_example_path, load_spec
 
     spec = load_spec(builtin_example_path(args.example))

@@ -23,9 +23,9 @@ import time
 
 import numpy as np
 
+from hybridpriv.core.random import rng
 from hybridpriv.estimators.wang.prefix import ScanPrefix, prefix_nearest
 from hybridpriv.estimators.wang.weights import nearest_search
-from hybridpriv.random import rng
 
 GRIDS = {
     "study p=100 (9 sizes)": lambda n: [k * n // 10_000 for k in (100, 300, 700, 1500, 2500, 4000, 6000, 8000, 9900)],

@@ -24,7 +24,7 @@ from types import MappingProxyType
 import numpy as np
 import xarray as xr
 
-from .privacy import Group, Guarantee, check_epsilon
+from .core.privacy import Group, Guarantee, check_epsilon
 
 __all__ = ["Accountant", "BudgetExceededError", "RTOL", "Release", "split_budget"]
 

@@ -86,8 +86,8 @@ def audit_problem(problem: Any, names: Sequence[str] | None = None, samples: int
     ``attrs`` naming the base data of each candidate and, in ``attrs["bindings"]`` (JSON), what each
     candidate's result is bound to (:func:`binding`).
     """
+    from .engine.progress import phase
     from .families import family
-    from .progress import phase
 
     fam = family(problem.kind)
     samples = check_samples(samples)
@@ -157,7 +157,7 @@ RECORD_FORMAT = "hybridpriv-audit"
 def binding(mech: Any) -> dict[str, Any]:
     """What an audit result is bound to: the class, the SHA-256 of its module's source, its parameters
     and its declaration (a change to any of them voids the record)."""
-    from .params import describe
+    from .core.params import describe
 
     cls = type(mech)
     try:

@@ -2,8 +2,8 @@
 
 For each truth (:mod:`hybridpriv.heldout`) the select path runs on the PUBLIC knowledge only
 (:func:`hybridpriv.workflow.run_selection` on the SPEC's problem); then every candidate's realised
-risk on the private truth is computed by :func:`hybridpriv.evaluate.evaluate` with a
-:class:`~hybridpriv.data.FixedSource` (the task's exact risk where it has one, else Monte Carlo of
+risk on the private truth is computed by :func:`hybridpriv.engine.evaluate.evaluate` with a
+:class:`~hybridpriv.core.data.FixedSource` (the task's exact risk where it has one, else Monte Carlo of
 the mechanism's noise).  :func:`score` compares the two:
 
 * the oracle: the eligible candidate with the lowest realised risk (ties shared);
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .random import rng, stream
+from .core.random import rng, stream
 
 __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
 
@@ -169,12 +169,12 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     """The select path on SPEC ``raw`` (retried with more draws when the convergence check refuses),
     then every candidate's realised risk on the truth (the same seed for every selector of a truth:
     common random numbers); ``tag`` prefixes the resume folders."""
-    from .data import FixedSource
-    from .evaluate import evaluate
+    from .core.data import FixedSource
+    from .engine.evaluate import evaluate
+    from .engine.stats import mean_with_se
     from .families import family
     from .models._base import ConvergenceError
     from .spec import parse_spec
-    from .stats import mean_with_se
     from .workflow import run_selection
 
     raw = {**raw, "evaluation": dict(raw["evaluation"])}

@@ -129,7 +129,7 @@ def _client(args: argparse.Namespace) -> Iterator[object]:
     if args.workers is None and args.scheduler is None:
         yield None
         return
-    from .cluster import describe_client, local_client, scheduler_client
+    from .engine.cluster import describe_client, local_client, scheduler_client
 
     client = local_client(args.workers) if args.workers is not None else scheduler_client(args.scheduler)
     cluster = client.cluster if args.workers is not None else None
@@ -148,7 +148,7 @@ def _positive(value: int | None, name: str, minimum: int = 1) -> None:
 
 
 def _check_seed(seed: int | None) -> None:
-    from .validation import check_seed
+    from .core.validation import check_seed
 
     if seed is not None:
         check_seed(seed, "--seed")
@@ -162,7 +162,7 @@ def _check_out(out: str) -> Path:
 
 
 def _select(args: argparse.Namespace) -> int:
-    from .cluster import describe_client
+    from .engine.cluster import describe_client
     from .report import save_figure, write_result
     from .spec import builtin_example_path, load_spec
     from .workflow import run_selection
@@ -200,7 +200,7 @@ def _select(args: argparse.Namespace) -> int:
     print(result.table())
     print()
     if result.summary is not None:
-        from .select import format_summary
+        from .engine.decision import format_summary
 
         print(format_summary(result.summary))
         print()
@@ -248,11 +248,9 @@ def _advice(decision) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from .auditing import audit_problem, format_audit
-    from .progress import enabled
+    from .auditing import MAX_AUDIT_SAMPLES, audit_problem, format_audit, write_record
+    from .engine.progress import enabled
     from .spec import builtin_example_path, load_spec
-
-    from .auditing import MAX_AUDIT_SAMPLES, write_record
 
     _positive(args.samples, "samples", minimum=200)
     if args.samples > MAX_AUDIT_SAMPLES:
@@ -393,7 +391,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hybridpriv`` command; returns the exit status."""
     parser = _build_parser()
     args = parser.parse_args(argv)
-    from .progress import quiet
+    from .engine.progress import quiet
 
     try:
         with quiet(getattr(args, "quiet", False)):

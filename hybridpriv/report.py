@@ -43,7 +43,7 @@ def provenance(
 ) -> dict[str, object]:
     """Attributes recording how a result was made (all netCDF-serialisable).
 
-    ``dask``: where the chunks ran (:func:`hybridpriv.cluster.describe_client`: ``"none"``,
+    ``dask``: where the chunks ran (:func:`hybridpriv.engine.cluster.describe_client`: ``"none"``,
     ``"local N workers"`` or ``"scheduler ADDRESS (N workers)"``); ``started``: a
     :func:`time.perf_counter` value, for the wall time.
     """

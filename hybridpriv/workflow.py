@@ -5,16 +5,20 @@ the candidates, the task, the candidate dimension and the units' requirements.
 :func:`run_selection` runs it the same way for every kind (the CLI's ``select`` is a thin layer over
 it), so researchers can run the same steps from Python::
 
-    from hybridpriv.spec import load_spec
-    from hybridpriv.workflow import run_selection
+    import hybridpriv
 
-    result = run_selection(load_spec("my.toml").problem())
+    result = hybridpriv.select("my.toml", draws=200, seed=1)   # or a Spec, or a Problem
     print(result.table())
+    result.to_datatree().to_netcdf("selection.nc")
+
+:func:`select` reads the SPEC (a path or a :class:`~hybridpriv.spec.Spec`), applies ``draws``/``trials``/
+``seed`` as the CLI's flags do, builds its problem and calls :func:`run_selection`.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +26,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "read_selection", "run_selection"]
+__all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "read_selection", "run_selection", "select"]
 
 #: Posterior draws kept per chain at least, whatever the number of datasets wanted, so that R-hat
 #: and ESS of the model are meaningful; datasets are then spread evenly over them.
@@ -44,7 +48,7 @@ class Problem:
         ``candidates(posterior) -> {coordinate: mechanism}`` (they may use the posterior, e.g. a
         plug-in variance).
     task, dim, requirements
-        As :func:`hybridpriv.evaluate.evaluate` takes them.
+        As :func:`hybridpriv.engine.evaluate.evaluate` takes them.
     chains, tune, min_posterior_draws
         The fit: ``max(min_posterior_draws, ceil(datasets / chains))`` draws per chain (at least
         :data:`MIN_POSTERIOR_DRAWS` by default, so R-hat and ESS are meaningful).
@@ -59,7 +63,7 @@ class Problem:
     group_of, group_name
         ``group_of(coordinate) -> group``: candidates in groups (e.g. one approach at several subset
         sizes); the selection then also summarises the decision by group
-        (:func:`hybridpriv.select.summarize_by`, a dimension named ``group_name``).
+        (:func:`hybridpriv.engine.decision.summarize_by`, a dimension named ``group_name``).
     widen
         ``widen(decision, posterior) -> {coordinate: mechanism}`` or ``None``: more candidates to
         evaluate when the decision asks for them (e.g. the best ``k`` sits at the edge of the range
@@ -107,9 +111,10 @@ class Selection:
     attrs: dict[str, Any] = field(default_factory=dict)
     checks: xr.Dataset | None = None
     summary: xr.Dataset | None = None
+    config: dict[str, Any] | None = None  # the SPEC's configuration, when :func:`select` read one
 
     def table(self) -> str:
-        from .select import format_table
+        from .engine.decision import format_table
 
         return format_table(self.decision)
 
@@ -124,7 +129,7 @@ class Selection:
         ``hybridpriv audit --selection`` rebuild the candidates from it."""
         from .report import provenance, result_tree
 
-        attrs = {**provenance(config or {"kind": self.problem.kind}, self.problem.seed, started, dask=dask),
+        attrs = {**provenance(config or self.config or {"kind": self.problem.kind}, self.problem.seed, started, dask=dask),
                  **self.attrs, "kind": self.problem.kind, "recommended": str(self.decision.attrs["recommended"])}
         idata = self.posterior.idata
         groups: dict[str, Any] = {name: idata[name].to_dataset() for name in idata.children}
@@ -152,8 +157,8 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
     changed piece of knowledge (the posterior's parameters) is refused naming it, never reused.
     ``chunk_size``: datasets per chunk (default: measured).
     """
-    from .evaluate import check_result_size
-    from .select import decide
+    from .engine.decision import decide
+    from .engine.evaluate import check_result_size
 
     say = log or (lambda _line: None)
     check_result_size(problem.datasets, problem.trials)  # before the fit: at least one candidate
@@ -161,7 +166,7 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
         posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
             problem, client, progress, say, None, chunk_size)
     else:
-        from .checkpoint import Checkpoint
+        from .engine.checkpoint import Checkpoint
 
         # opened before the fit, so a folder of another run is refused before any sampling
         with Checkpoint(resume, {"run": "select", "kind": problem.kind}) as checkpoint:
@@ -183,10 +188,46 @@ def run_selection(problem: Problem, client=None, progress: bool | Callable[[int]
         decision = _mark_plugins(decide(evaluation), attrs)
     summary = None
     if problem.group_of is not None:
-        from .select import summarize_by
+        from .engine.decision import summarize_by
 
         summary = summarize_by(decision, problem.group_of, problem.group_name)
     return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary)
+
+
+def select(spec: Any, *, draws: int | None = None, trials: int | None = None, seed: int | None = None,
+           **run: Any) -> Selection:
+    """Choose a mechanism for ``spec`` from public knowledge alone: fit, evaluate, decide.
+
+    Parameters
+    ----------
+    spec
+        A SPEC file's path, a :class:`~hybridpriv.spec.Spec` or a :class:`Problem`.
+    draws, trials, seed
+        Replace the SPEC's ``[evaluation]`` values, checked as if the file said so (the CLI's
+        ``--draws``/``--trials``/``--seed``); not accepted with a :class:`Problem`, which is built already.
+    **run
+        Passed on to :func:`run_selection` (``client``, ``progress``, ``log``, ``resume``, ``chunk_size``).
+
+    Returns
+    -------
+    Selection
+        ``.decision``, ``.table()``, ``.figure()``, ``.to_datatree()``.
+    """
+    from .spec import Spec, load_spec
+
+    overrides = {k: v for k, v in (("draws", draws), ("trials", trials), ("seed", seed)) if v is not None}
+    if isinstance(spec, Problem):
+        if overrides:
+            raise ValueError(f"{', '.join(overrides)}: a Problem is built already; pass a SPEC (path or Spec) to "
+                             "override its [evaluation] values")
+        return run_selection(spec, **run)
+    if not isinstance(spec, Spec):
+        if not isinstance(spec, (str, os.PathLike)):
+            raise TypeError(f"spec must be a SPEC path, a Spec or a Problem, got {type(spec).__name__}")
+        spec = load_spec(spec)
+    result = run_selection(spec.with_overrides(overrides).problem(), **run)
+    result.config = {**spec.config(), "overrides": overrides}
+    return result
 
 
 def _with_posterior_draws(evaluation: xr.Dataset, source: Any) -> xr.Dataset:
@@ -204,12 +245,12 @@ def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any]) -> xr.Dataset:
 
 
 def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk_size):
-    from .data import ThinnedSource
-    from .evaluate import evaluate
+    from .core.data import ThinnedSource
+    from .engine.evaluate import evaluate
 
     per_chain = problem.draws_per_chain()
     say(f"fitting the model of public knowledge ({problem.chains} chains x {per_chain} draws) ...")
-    from .progress import interactive
+    from .engine.progress import interactive
 
     posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed,
                                   progressbar=progress is True and interactive())  # PyMC's bar: on a terminal only

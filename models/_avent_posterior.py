@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from hybridpriv.families.grouped import GroupedDataset
-from hybridpriv.privacy import check_real_array
-
+from ..core.privacy import check_real_array
+from ..families.grouped import GroupedDataset
 from ._base import Posterior, check_convergence
 
 if TYPE_CHECKING:
@@ -229,7 +228,7 @@ class HybridTrustPosterior(Posterior):
         Arguments broadcast over NumPy arrays (memory: their size times the number of draws);
         a float for scalar inputs.
         """
-        from hybridpriv.theory.avent import hybrid_mse
+        from ..theory.avent import hybrid_mse
 
         n, c, s_T2, s_L2 = _check_setting(n, c, s_T2, s_L2)
         w = check_real_array(w, "w")
@@ -283,10 +282,9 @@ class HybridTrustPosterior(Posterior):
         its sampling error and Laplace noise).  Randomness: stream ``("predictive-check", seed)``.
         ``None`` when neither pilot records nor releases are public.
         """
-        from hybridpriv.criticism import predictive_check
-        from hybridpriv.privacy import check_integer
-        from hybridpriv.random import rng as stream_rng
-
+        from ..core.privacy import check_integer
+        from ..core.random import rng as stream_rng
+        from ..criticism import predictive_check
         from ._grouped_checks import record_statistics
         from .avent import released_mean_moments
 

@@ -2,11 +2,11 @@
 
 * :class:`KnowledgeModel` -- the base of the models.  A subclass builds its ``pm.Model``
   (:meth:`KnowledgeModel.build`) and names its posterior class; :meth:`KnowledgeModel.fit` samples
-  it the same way for every model (one seed per chain from :func:`hybridpriv.random.stream`),
+  it the same way for every model (one seed per chain from :func:`hybridpriv.core.random.stream`),
   wraps the draws and checks convergence.
 * :class:`Posterior` -- the base of the fitted models: the ``DataTree`` PyMC wrote
   (``idata``), ``shape = (chains, draws)``, ``generate(chain, draw, rng)`` (a dataset source for
-  :func:`hybridpriv.evaluate.evaluate`), ``summary()`` and ``describe_params()`` (the model's
+  :func:`hybridpriv.engine.evaluate.evaluate`), ``summary()`` and ``describe_params()`` (the model's
   parameters and a checksum of the draws, for results and checkpoints).
 * :func:`check_convergence` -- R-hat and bulk ESS of the named variables from ``arviz_stats``:
   above :data:`RHAT_FAIL` (or with :data:`ESS_FAIL` or fewer effective draws) it raises
@@ -28,13 +28,13 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
-import xarray as xr
 import pytensor
+import xarray as xr
 from pytensor.compile.mode import get_mode
 from pytensor.link.numba.linker import NumbaLinker
 
-from hybridpriv.params import Parametrized, describe
-from hybridpriv.random import check_seed, stream
+from ..core.params import Parametrized, describe
+from ..core.random import check_seed, stream
 
 __all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel", "Posterior", "RHAT_FAIL",
            "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "sampling_mode"]

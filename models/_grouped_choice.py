@@ -20,8 +20,8 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from hybridpriv.privacy import Bounds
-from hybridpriv.random import stream
+from ..core.privacy import Bounds
+from ..core.random import stream
 
 __all__ = ["FAMILY_ORDER", "SE_MARGIN", "choose_family"]
 
@@ -32,11 +32,11 @@ SE_MARGIN = 2.0
 
 
 def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
+    import logging
+
     import arviz_stats
 
     from ._base import _strict_sample_kwargs
-
-    import logging
 
     logger = logging.getLogger("pymc")
     level = logger.level
@@ -49,10 +49,9 @@ def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chai
 
 def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
     import arviz_stats
+    import pytensor
 
     from ._base import _strict_sample_kwargs
-
-    import pytensor
 
     # fast-math off for everything this compiles (the trace and log-likelihood functions too), as in
     # KnowledgeModel.fit: the same bits whatever the compile cache holds

@@ -21,8 +21,8 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
 from pytensor.tensor.variable import TensorVariable
 
-from hybridpriv.families.grouped import clamped_normal_moments
-from hybridpriv.privacy import Bounds, check_finite, check_positive
+from ..core.privacy import Bounds, check_finite, check_positive
+from ..families.grouped import clamped_normal_moments
 
 __all__ = ["BETA_BOUNDARY_NUDGE", "BetaFamily", "CUSTOM_MC_SAMPLES", "CustomFamily", "Family", "NormalFamily", "Params"]
 
@@ -54,7 +54,7 @@ def _check_prior_pair(pair: object, name: str) -> tuple[float, float]:
 class Family(ABC):
     """A parametric data distribution, clamped to the bounds.
 
-    A family is bound to a :class:`~hybridpriv.privacy.Bounds` (:meth:`with_bounds`; a
+    A family is bound to a :class:`~hybridpriv.core.privacy.Bounds` (:meth:`with_bounds`; a
     :class:`GroupedDataModel` does this for you) and then offers:
 
     * :meth:`priors`, run inside a ``pm.Model`` context, creating the named priors;

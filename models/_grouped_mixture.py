@@ -27,8 +27,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from hybridpriv.privacy import Bounds
-
+from ..core.privacy import Bounds
 from ._grouped_families import Family, Params
 
 __all__ = ["MixtureFamily"]

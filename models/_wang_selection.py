@@ -2,9 +2,9 @@
 
 Part of :mod:`hybridpriv.models.wang` (imported from there): :func:`weight_order` orders the public
 points by their expected representation weight under a :class:`~hybridpriv.models.wang.WangPosterior`
-(a public computation); :func:`select_subset_size` is :func:`hybridpriv.evaluate.evaluate` of
+(a public computation); :func:`select_subset_size` is :func:`hybridpriv.engine.evaluate.evaluate` of
 :class:`~hybridpriv.estimators.wang.Algorithm1` at every candidate size of that order on the
-posterior's simulated datasets, then :func:`hybridpriv.select.decide` -- no Monte Carlo loop of its own.
+posterior's simulated datasets, then :func:`hybridpriv.engine.decision.decide` -- no Monte Carlo loop of its own.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from hybridpriv.privacy import check_epsilon, check_integer
-from hybridpriv.random import rng as stream_rng
-
+from ..core.privacy import check_epsilon, check_integer
+from ..core.random import rng as stream_rng
 from .wang import WangPosterior
 
 __all__ = ["SubsetChoice", "fit_kept", "select_subset_size", "weight_order"]
@@ -26,7 +25,7 @@ __all__ = ["SubsetChoice", "fit_kept", "select_subset_size", "weight_order"]
 
 def fit_kept(spec: Any, draws: int, tune: int, chains: int, seed: int, checkpoint: Any = None,
              on_unconverged: str = "warn", **sample_kwargs: Any) -> WangPosterior:
-    """``spec.fit(...)``, its posterior kept in ``checkpoint`` (a :class:`~hybridpriv.checkpoint.Checkpoint`)
+    """``spec.fit(...)``, its posterior kept in ``checkpoint`` (a :class:`~hybridpriv.engine.checkpoint.Checkpoint`)
     as stage ``fit-SEED`` and read back on a resume instead of sampling again.
 
     The stage's settings are the model's fingerprint and the fit's arguments (other ones are refused by
@@ -82,7 +81,7 @@ class SubsetChoice:
         The candidate sizes, in the order given.
     expected_error, mcse
         Expected prediction error per size and its Monte Carlo standard error (from
-        :func:`hybridpriv.select.decide`: ``arviz_stats`` over the simulated datasets).
+        :func:`hybridpriv.engine.decision.decide`: ``arviz_stats`` over the simulated datasets).
     order
         Indices of the public points, most representative first (by expected weight); the subset
         of size ``n`` is ``order[:n]``.
@@ -97,7 +96,7 @@ class SubsetChoice:
         releasing the public-only fit is the better deal.
     evaluation, decision
         The evaluation over sizes (``risk (subset_size, chain, draw)``, ``loss``, the candidates'
-        parameters and privacy declarations) and :func:`~hybridpriv.select.decide`'s summary.
+        parameters and privacy declarations) and :func:`~hybridpriv.engine.decision.decide`'s summary.
     privacy_cost
         0: the selection reads public information only.
     """
@@ -179,7 +178,7 @@ def select_subset_size(
     task
         The task scoring the releases (default ``PredictionError(contrast)``).
     client, checkpoint, chunk_size
-        Passed to :func:`hybridpriv.evaluate.evaluate` (a dask cluster, a folder to resume from,
+        Passed to :func:`hybridpriv.engine.evaluate.evaluate` (a dask cluster, a folder to resume from,
         datasets per chunk).
 
     Returns
@@ -194,12 +193,12 @@ def select_subset_size(
     Algorithm 1 on the chosen subset at ``epsilon`` is then ``epsilon``-DP in total (versus
     ``epsilon_1 + epsilon_2 + epsilon_3`` for Algorithm 2).
     """
-    from hybridpriv.data import ThinnedSource
-    from hybridpriv.estimators.wang import Algorithm1, PredictionError, PublicOnly, as_contrast
-    from hybridpriv.estimators.wang.algorithm2 import check_subset_sizes
-    from hybridpriv.estimators.wang.design import check_order
-    from hybridpriv.evaluate import evaluate
-    from hybridpriv.select import decide
+    from ..core.data import ThinnedSource
+    from ..engine.decision import decide
+    from ..engine.evaluate import evaluate
+    from ..estimators.wang import Algorithm1, PredictionError, PublicOnly, as_contrast
+    from ..estimators.wang.algorithm2 import check_subset_sizes
+    from ..estimators.wang.design import check_order
 
     if not isinstance(posterior, WangPosterior):
         raise TypeError(f"posterior must be a WangPosterior, got {type(posterior).__name__}")

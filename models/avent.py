@@ -20,7 +20,7 @@ shared convergence check); its fitted result, :class:`HybridTrustPosterior`, giv
 * :meth:`HybridTrustPosterior.expected_mse` -- the posterior expected MSE of any weight,
   averaging ``hybrid_mse`` over the draws (the brute-force check of the closed form);
 * :meth:`HybridTrustPosterior.generate` -- a dataset source for
-  :func:`hybridpriv.evaluate.evaluate`: given the groups' sizes (``sizes=(n_T, n_L)``), the
+  :func:`hybridpriv.engine.evaluate.evaluate`: given the groups' sizes (``sizes=(n_T, n_L)``), the
   two-group dataset (TCM records, then LM records, on ``[0, m]``) of one posterior draw.
 
 The model
@@ -58,9 +58,9 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from hybridpriv.privacy import Bounds, check_integer, check_positive, check_real_array
-from hybridpriv.random import check_seed, rng as named_rng
-
+from ..core.privacy import Bounds, check_integer, check_positive, check_real_array
+from ..core.random import check_seed
+from ..core.random import rng as named_rng
 from ._avent_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
 from ._base import KnowledgeModel, _check_count, chain_seeds, sampling_mode
 from .grouped import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean

@@ -10,7 +10,7 @@ into a posterior over the data distribution:
   (:class:`ReleasedMean`), each a noisy mean ``y = mean(records) + Laplace(0, b)``.
 
 Private records are never handed to the model.  The fitted result,
-:class:`GroupedPosterior`, is a :class:`hybridpriv.data.DatasetSource`: at every posterior
+:class:`GroupedPosterior`, is a :class:`hybridpriv.core.data.DatasetSource`: at every posterior
 draw ``(chain, draw)`` it generates a simulated dataset, keeping the observed public records
 and simulating every other group from the data distribution at that draw.
 
@@ -29,10 +29,9 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from hybridpriv.families.grouped import GroupedDataset
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
-
+from ..core.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
+from ..core.random import rng as stream_rng
+from ..families.grouped import GroupedDataset
 from ._base import KnowledgeModel, Posterior
 
 __all__ = [
@@ -54,7 +53,9 @@ __all__ = [
 #: contradictory (Laplace noise exceeds it with probability e^-50).
 RELEASE_TAIL = 50.0
 
+from ._grouped_choice import choose_family  # noqa: E402
 from ._grouped_families import (  # noqa: F401  (re-exported)
+    _FAMILIES,
     BETA_BOUNDARY_NUDGE,
     CUSTOM_MC_SAMPLES,
     BetaFamily,
@@ -62,9 +63,7 @@ from ._grouped_families import (  # noqa: F401  (re-exported)
     Family,
     NormalFamily,
     Params,
-    _FAMILIES,
 )
-from ._grouped_choice import choose_family  # noqa: E402
 from ._grouped_mixture import MixtureFamily  # noqa: E402
 
 _FAMILIES = {**_FAMILIES, "mixture": MixtureFamily}
@@ -106,10 +105,10 @@ class GroupedDataModel(KnowledgeModel):
     Parameters
     ----------
     groups
-        The privacy groups (:class:`~hybridpriv.privacy.Group`), checked with
-        :func:`~hybridpriv.privacy.check_groups`.
+        The privacy groups (:class:`~hybridpriv.core.privacy.Group`), checked with
+        :func:`~hybridpriv.core.privacy.check_groups`.
     bounds
-        :class:`~hybridpriv.privacy.Bounds` or a ``(lower, upper)`` pair.
+        :class:`~hybridpriv.core.privacy.Bounds` or a ``(lower, upper)`` pair.
     family
         ``"normal"``, ``"beta"``, ``"mixture"`` (:class:`MixtureFamily`: point masses at the bounds
         beside a two-component Beta mixture), ``"auto"`` or a :class:`Family` instance.  ``"auto"``
@@ -189,8 +188,8 @@ class GroupedDataModel(KnowledgeModel):
         records = np.concatenate(list(self.public_data.values())) if self.public_data else np.zeros(0)
         if known_variance is not None or records.size < 5:
             return "normal"
+        from ..engine.progress import phase
         from ._grouped_choice import choose_family
-        from hybridpriv.progress import phase
 
         with phase("choosing the data family (PSIS-LOO)", total=None):
             name, self.family_choice = choose_family(records, self.bounds)
@@ -326,7 +325,7 @@ class GroupedDataModel(KnowledgeModel):
         return model
 
 class GroupedPosterior(Posterior):
-    """A fitted :class:`GroupedDataModel`: a :class:`hybridpriv.data.DatasetSource`.
+    """A fitted :class:`GroupedDataModel`: a :class:`hybridpriv.core.data.DatasetSource`.
 
     Parameters
     ----------
@@ -340,7 +339,7 @@ class GroupedPosterior(Posterior):
     Attributes
     ----------
     groups, bounds
-        The setting (as the :class:`~hybridpriv.data.DatasetSource` protocol asks).
+        The setting (as the :class:`~hybridpriv.core.data.DatasetSource` protocol asks).
     family
         The bound :class:`Family`.
     """
@@ -397,8 +396,7 @@ class GroupedPosterior(Posterior):
         of records at each bound; each release's value.  Randomness: stream
         ``("predictive-check", seed)``.  ``None`` when nothing is public but sizes and bounds.
         """
-        from hybridpriv.random import rng as stream_rng
-
+        from ..core.random import rng as stream_rng
         from ._grouped_checks import grouped_predictive_checks
 
         return grouped_predictive_checks(self, stream_rng(seed, "predictive-check"), draws)

@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from hybridpriv.privacy import Bounds, check_integer
-
+from ..core.privacy import Bounds, check_integer
 from ._base import KnowledgeModel, Posterior
 
 __all__ = ["KMeansPilotModel", "KMeansPilotPosterior", "START_MODES", "pilot_start"]
@@ -50,7 +49,7 @@ def pilot_start(pilot: np.ndarray, k: int) -> np.ndarray:
     until the centres stop moving (at most :data:`PILOT_LLOYD_ITERATIONS` iterations).  A centre
     that loses all its points stays where it is.  Public data only: the start spends no budget.
     """
-    from hybridpriv.estimators.kmeans import nearest_centre
+    from ..estimators.kmeans import nearest_centre
 
     x = np.asarray(pilot, dtype=float)
     k = check_integer(k, "k", 1)
@@ -95,7 +94,7 @@ class KMeansPilotPosterior(Posterior):
 
         The step :meth:`generate` ends with, exposed so that real points can be scored the same way.
         """
-        from hybridpriv.estimators.kmeans import PointCloud
+        from ..estimators.kmeans import PointCloud
 
         m = self.model_spec
         n, d = points.shape
@@ -149,7 +148,7 @@ class KMeansPilotModel(KnowledgeModel):
     def __init__(self, pilot: np.ndarray, bounds: Bounds | tuple[float, float], n: int, c: float, k: int,
                  start: str = "pilot", smoothing: float = 0.0) -> None:
         self.bounds = Bounds.from_pair(bounds)
-        from hybridpriv.estimators.kmeans import check_points
+        from ..estimators.kmeans import check_points
 
         arr = np.array(check_points(pilot, self.bounds, "pilot"), dtype=float)
         arr.setflags(write=False)

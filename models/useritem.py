@@ -21,7 +21,7 @@ from a random matrix with the draw's margins (``random_start``), each later one 
 users to its draw's row sums and continues; every matrix gets ``trades_per_row * n`` trades
 (default 10 n, a measured choice: ``benchmarks/user_item_thinning.py``).  The randomness of a draw
 is the stream the engine passes for it (``("dataset", chain, draw)`` in
-:func:`hybridpriv.evaluate.evaluate`), so a matrix depends on the seed and the draw, not on the
+:func:`hybridpriv.engine.evaluate.evaluate`), so a matrix depends on the seed and the draw, not on the
 chunk or worker (:class:`~hybridpriv.models._useritem_block.BlockChain`); ``block=1`` is the
 sampler before issue 13 (a fresh random start per matrix).
 
@@ -44,9 +44,8 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.sparse as sp
 
-from hybridpriv.params import describe
-from hybridpriv.random import as_generator
-
+from ..core.params import describe
+from ..core.random import as_generator
 from ._base import KnowledgeModel, Posterior, _strict_sample_kwargs
 from ._useritem_block import BlockChain, draw_streams
 from ._useritem_chains import curveball, random_start
@@ -157,7 +156,7 @@ class NegativeBinomialItems:
         self.m, self.mu, self.alpha = int(m), (float(mu[0]), float(mu[1])), float(alpha)
 
     def describe_params(self) -> dict:
-        """Its parameters (for :func:`hybridpriv.params.describe`: no object address in fingerprints)."""
+        """Its parameters (for :func:`hybridpriv.core.params.describe`: no object address in fingerprints)."""
         return {"class": type(self).__name__, "m": self.m, "mu": list(self.mu), "alpha": self.alpha}
 
     def __call__(self) -> pt.TensorVariable:
@@ -184,7 +183,7 @@ class FixedItems:
         self.log_pmf = lp - np.logaddexp.reduce(lp)
 
     def describe_params(self) -> dict:
-        """Its parameters (for :func:`hybridpriv.params.describe`)."""
+        """Its parameters (for :func:`hybridpriv.core.params.describe`)."""
         return {"class": type(self).__name__, "log_pmf": [float(x) for x in self.log_pmf]}
 
     def __call__(self) -> pt.TensorVariable:
@@ -431,7 +430,7 @@ class UserItemModel(KnowledgeModel):
 
 
 class UserItemPosterior(Posterior):
-    """A fitted :class:`UserItemModel`: a :class:`hybridpriv.data.DatasetSource` of user-item matrices.
+    """A fitted :class:`UserItemModel`: a :class:`hybridpriv.core.data.DatasetSource` of user-item matrices.
 
     Parameters
     ----------
@@ -486,7 +485,7 @@ class UserItemPosterior(Posterior):
 
         With ``model.block > 1`` and ``rng`` the stream of ``(chain, draw)`` (a generator on a
         ``SeedSequence`` whose spawn key ends with ``(chain, draw)``, as the engine passes:
-        ``hybridpriv.random.rng(seed, "dataset", chain, draw)``), the matrix continues the block's
+        ``hybridpriv.core.random.rng(seed, "dataset", chain, draw)``), the matrix continues the block's
         chain (:class:`~hybridpriv.models._useritem_block.BlockChain`): it is a function of the
         seed, the chain, the draw and the posterior, whatever the order of calls, and ``rng``'s
         state is not used (the draw's stream is rebuilt from its key).  Otherwise (``block=1``, or

@@ -11,12 +11,12 @@ leaves the whole budget for the representation weights:
    *Model* below); its one ``fit()`` samples it and checks convergence.
 3. :class:`WangPosterior` is a dataset source: ``generate(chain, draw, rng)`` returns a
    :class:`~hybridpriv.estimators.wang.HybridDesign` -- a simulated private dataset beside the fixed
-   public records -- so :func:`hybridpriv.evaluate.evaluate` runs any Wang mechanism on it.
+   public records -- so :func:`hybridpriv.engine.evaluate.evaluate` runs any Wang mechanism on it.
 4. :func:`weight_order` orders the public points by their expected representation weight under the
    model (a public computation, no budget); :func:`select_subset_size` evaluates
    :class:`~hybridpriv.estimators.wang.Algorithm1` with the *whole* budget at every candidate size of
    that order on simulated datasets (``evaluate``, task
-   :class:`~hybridpriv.estimators.wang.PredictionError``) and lets :func:`hybridpriv.select.decide`
+   :class:`~hybridpriv.estimators.wang.PredictionError``) and lets :func:`hybridpriv.engine.decision.decide`
    choose the size with the lowest expected prediction error.
 
 Privacy: every input of :func:`select_subset_size` is public (the posterior, built from the public
@@ -68,9 +68,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special
 
-from hybridpriv.privacy import check_integer, check_positive, check_real_array
-from hybridpriv.random import rng as stream_rng
-
+from ..core.privacy import check_integer, check_positive, check_real_array
+from ..core.random import rng as stream_rng
 from ._base import KnowledgeModel, Posterior
 
 __all__ = [
@@ -395,7 +394,7 @@ class WangPosterior(Posterior):
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         """The simulated private dataset of ``(chain, draw)`` beside the public records (a ``HybridDesign``)."""
-        from hybridpriv.estimators.wang import HybridDesign
+        from ..estimators.wang import HybridDesign
 
         X, y = self.simulate(chain, draw, rng)
         return HybridDesign(np.column_stack([X, y]), self._public_points, columns=self._columns, label="y")
@@ -411,7 +410,7 @@ class WangPosterior(Posterior):
         replicated.  The simulated datasets are the engine's (:meth:`predictive_summaries`: streams
         ``("dataset", chain, draw)`` of ``seed``).  ``None`` when nothing was published but the size.
         """
-        from hybridpriv.criticism import predictive_check
+        from ..criticism import predictive_check
 
         s = self.spec.summaries
         observed: dict[str, float] = {}
@@ -451,7 +450,7 @@ class WangPosterior(Posterior):
 
         Dataset ``k`` uses posterior draw ``(chain, draw)`` number ``k * total // count`` (evenly
         spread over the chains and draws) and the generator of stream ``("dataset", chain, draw)``
-        of ``seed`` -- the dataset :func:`hybridpriv.evaluate.evaluate` makes at that index.
+        of ``seed`` -- the dataset :func:`hybridpriv.engine.evaluate.evaluate` makes at that index.
         """
         seed = check_integer(seed, "seed", 0)
         for c, d in self._spread(count, "count"):

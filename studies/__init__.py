@@ -77,9 +77,9 @@ def run_study(
     them.  It is refused if it holds a run of another configuration (study, scale, seed).
     ``chunk_size``: items per chunk (default: measured, about 0.2 s of work each).
     """
-    from hybridpriv.checkpoint import Checkpoint
-    from hybridpriv.cluster import describe_client
-    from hybridpriv.report import provenance, write_netcdf
+    from ..engine.checkpoint import Checkpoint
+    from ..engine.cluster import describe_client
+    from ..report import provenance, write_netcdf
 
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; known: {', '.join(STUDIES)}")

@@ -1,7 +1,7 @@
 """Settings and figures shared by the Avent et al. (hybrid trust model) studies.
 
 The library does the work: exact curves from :mod:`hybridpriv.theory.avent`, Monte Carlo through
-:func:`hybridpriv.evaluate.evaluate_many` with ``Statistic(target="sample")`` (the paper scores
+:func:`hybridpriv.engine.evaluate.evaluate_many` with ``Statistic(target="sample")`` (the paper scores
 every estimator against the empirical mean of all records, Definition 2.2), summaries from
 :mod:`hybridpriv.estimators.avent_summary`.  Here: the paper's settings, the two-group candidates
 and sources every study builds, and the figure helpers (Matplotlib's object API, no pyplot).
@@ -15,11 +15,11 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from hybridpriv.families.grouped import IIDSource
-from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
-from hybridpriv.privacy import Group
-from hybridpriv.stats import Z95
-from hybridpriv.theory._xarray import axis
+from ..core.privacy import Group
+from ..engine.stats import Z95
+from ..estimators.avent import FullLM, Hybrid, TCMOnly
+from ..families.grouped import IIDSource
+from ..theory._xarray import axis
 
 __all__ = ["BETAS", "SALARY", "Z95", "axis", "beta_variance", "candidates", "group_sizes", "heatmap",
            "plot_beta_curves", "source", "style"]

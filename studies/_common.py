@@ -1,8 +1,8 @@
-"""Small summaries shared by the studies (from :mod:`hybridpriv.stats`)."""
+"""Small summaries shared by the studies (from :mod:`hybridpriv.engine.stats`)."""
 
 from __future__ import annotations
 
-from hybridpriv.stats import Z95, mean_with_ci, variance_with_ci
+from ..engine.stats import Z95, mean_with_ci, variance_with_ci
 
 __all__ = ["Z95", "mse_with_ci", "variance_with_ci"]
 

@@ -21,7 +21,7 @@ DESCRIPTIONS = {
         "the epsilon_1-noisy order (what Algorithm 2's candidates are). NaN: size not on this p's grid"),
     "distance": "d(D, E_(i)) (eq. 5) on the rescaled points, on the epsilon_1-noisy order of the curves",
     "expected_error": "budget-free selector's expected prediction error (its model's simulated datasets); NaN for algorithm2",
-    "expected_error_mcse": "Monte Carlo standard error of expected_error (hybridpriv.select.decide)",
+    "expected_error_mcse": "Monte Carlo standard error of expected_error (hybridpriv.engine.decision.decide)",
     "chosen_size": ("released subset size: Algorithm 2 (algorithm2: Brier criterion, report-noisy-min; "
                     "algorithm2_as_printed: the paper's criterion and noise) or the budget-free choice"),
     "chosen_error": ("prediction error of the released estimate: Algorithm 2's chosen candidate (weights at "

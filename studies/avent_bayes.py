@@ -44,14 +44,12 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from hybridpriv.families.grouped import BetaSampler
-from hybridpriv.estimators.avent_summary import mse_summary
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.models.avent import HybridTrustModel, fit_many
-from hybridpriv.random import rng
-from hybridpriv.families.grouped import Statistic
-from hybridpriv.theory.avent import full_lm_mse, hybrid_mse, kvh_weight, noise_variances, pwh_weight, tcm_only_mse
-
+from ..core.random import rng
+from ..engine.evaluate import evaluate_many
+from ..estimators.avent_summary import mse_summary
+from ..families.grouped import BetaSampler, Statistic
+from ..models.avent import HybridTrustModel, fit_many
+from ..theory.avent import full_lm_mse, hybrid_mse, kvh_weight, noise_variances, pwh_weight, tcm_only_mse
 from . import _avent as av
 
 __all__ = ["ASSUMPTIONS", "DESCRIPTION", "fit_knowledge", "formula_grid", "pilot_model", "plot", "run"]

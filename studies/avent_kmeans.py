@@ -26,11 +26,18 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
-from hybridpriv.estimators.kmeans import (WCSS, HybridKMeans, LloydKMeans, LMKMeans, TCMKMeans, TrustSplitSource,
-                                          gaussian_clusters)
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.random import rng
-from hybridpriv.stats import mean_with_ci
+from ..core.random import rng
+from ..engine.evaluate import evaluate_many
+from ..engine.stats import mean_with_ci
+from ..estimators.kmeans import (
+    WCSS,
+    HybridKMeans,
+    LloydKMeans,
+    LMKMeans,
+    TCMKMeans,
+    TrustSplitSource,
+    gaussian_clusters,
+)
 
 __all__ = ["CENTRES", "DESCRIPTION", "LAYOUTS", "PAPER", "SCALES", "SPLIT_FREE", "candidates", "claim_cells", "claims",
            "layout_centres", "plot", "run", "share_split_free", "summarise"]

@@ -16,13 +16,18 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hybridpriv.families.grouped import BetaSampler
-from hybridpriv.estimators.avent_summary import improvement_summary
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.families.grouped import Statistic
-from hybridpriv.theory.avent import (c_crit_laplace, hybrid_mse, kvh_weight, n_crit_laplace, noise_variances,
-                                     pwh_weight, relative_improvement)
-
+from ..engine.evaluate import evaluate_many
+from ..estimators.avent_summary import improvement_summary
+from ..families.grouped import BetaSampler, Statistic
+from ..theory.avent import (
+    c_crit_laplace,
+    hybrid_mse,
+    kvh_weight,
+    n_crit_laplace,
+    noise_variances,
+    pwh_weight,
+    relative_improvement,
+)
 from . import _avent as av
 
 __all__ = ["CS", "DESCRIPTION", "EPSILONS", "M", "PAPER", "beta_monte_carlo", "claims", "formula_grid", "n_grid", "plot",

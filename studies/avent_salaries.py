@@ -17,12 +17,10 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from hybridpriv.families.grouped import BetaSampler
-from hybridpriv.estimators.avent_summary import improvement_summary
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.families.grouped import Statistic
-from hybridpriv.theory.avent import hybrid_mse, kvh_weight, noise_variances, pwh_weight, relative_improvement
-
+from ..engine.evaluate import evaluate_many
+from ..estimators.avent_summary import improvement_summary
+from ..families.grouped import BetaSampler, Statistic
+from ..theory.avent import hybrid_mse, kvh_weight, noise_variances, pwh_weight, relative_improvement
 from . import _avent as av
 
 __all__ = ["DESCRIPTION", "MC_POINTS", "PAPER", "claims", "formula_grid", "plot", "run", "salary_beta"]

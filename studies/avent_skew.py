@@ -28,13 +28,17 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 
-from hybridpriv.families.grouped import BetaSampler, UniformSampler
-from hybridpriv.estimators.avent_summary import improvement_summary
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.families.grouped import Statistic
-from hybridpriv.theory.avent import (hybrid_mse, kvh_weight, kvh_weight_heterogeneous, noise_variances, pwh_weight,
-                                     relative_improvement)
-
+from ..engine.evaluate import evaluate_many
+from ..estimators.avent_summary import improvement_summary
+from ..families.grouped import BetaSampler, Statistic, UniformSampler
+from ..theory.avent import (
+    hybrid_mse,
+    kvh_weight,
+    kvh_weight_heterogeneous,
+    noise_variances,
+    pwh_weight,
+    relative_improvement,
+)
 from . import _avent as av
 from .avent_kvh import CS, EPSILONS, n_grid
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import xarray as xr
 
-from hybridpriv.calibration import calibrate, plot_calibration
-from hybridpriv.families import family, registry
-from hybridpriv.random import rng
+from ..calibration import calibrate, plot_calibration
+from ..core.random import rng
+from ..families import family, registry
 
 __all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "plot", "run"]
 
@@ -81,6 +81,6 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    from hybridpriv.report import save_figure
+    from ..report import save_figure
 
     save_figure(plot_calibration(ds), path)

@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hybridpriv.families.grouped import clamped_normal_moments, normal_source
-from hybridpriv.estimators import PDPSample, WeightedMean
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.privacy import Bounds, Group
-from hybridpriv.theory import mixed_mean_variance, pdp_sample_variance
-
+from ..core.privacy import Bounds, Group
+from ..engine.evaluate import evaluate_many
+from ..estimators import PDPSample, WeightedMean
+from ..families.grouped import clamped_normal_moments, normal_source
+from ..theory import mixed_mean_variance, pdp_sample_variance
 from ._common import variance_with_ci
 
 __all__ = ["DESCRIPTION", "EPSILONS", "FIXED_SIZES", "PAPER", "claims", "grid", "plot", "run", "setting"]
@@ -42,7 +41,7 @@ def setting(n: int) -> tuple[list[Group], float]:
 
 def grid(ns: list[int], draws: int):
     """The settings :func:`run` evaluates: ``({"n": n}, estimators, source)`` for every ``n``
-    (``draws`` datasets each), as :func:`~hybridpriv.evaluate.evaluate_many` takes them."""
+    (``draws`` datasets each), as :func:`~hybridpriv.engine.evaluate.evaluate_many` takes them."""
     for n in ns:
         groups, sigma2 = setting(n)
         ests = {"weighted": WeightedMean(groups, BOUNDS, sigma2)}
@@ -54,7 +53,7 @@ def grid(ns: list[int], draws: int):
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.evaluate.evaluate_many`."""
+    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.engine.evaluate.evaluate_many`."""
     ns = [100, 1000, 10000] if quick else [100, 200, 500, 1000, 2000, 5000, 10000]
     trials = 200 if quick else 1000
 

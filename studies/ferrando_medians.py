@@ -14,11 +14,10 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hybridpriv.families.grouped import clamped_normal_moments, normal_source
-from hybridpriv.estimators import PEMedian, WeightedMedian
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.privacy import Bounds, Group
-
+from ..core.privacy import Bounds, Group
+from ..engine.evaluate import evaluate_many
+from ..estimators import PEMedian, WeightedMedian
+from ..families.grouped import clamped_normal_moments, normal_source
 from ._common import mse_with_ci
 
 __all__ = ["DESCRIPTION", "PAPER", "SCENARIOS", "claims", "plot", "run"]
@@ -31,7 +30,7 @@ SCENARIOS = ((0.1, 1.0), (0.01, 10.0))
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.evaluate.evaluate_many`."""
+    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.engine.evaluate.evaluate_many`."""
     shares = [0.1, 0.5, 0.9] if quick else [round(0.1 * k, 1) for k in range(1, 10)]
     trials = 100 if quick else 500
     sigma2 = clamped_normal_moments(0.0, 1.0, BOUNDS)["variance"]

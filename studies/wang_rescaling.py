@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from hybridpriv.estimators.wang import HybridDesign, representation_counts
-from hybridpriv.random import rng
-
+from ..core.random import rng
+from ..estimators.wang import HybridDesign, representation_counts
 from .wang_subset import PAPER
 
 __all__ = ["TAIL", "DESCRIPTION", "PAPER", "claims", "plot", "run", "simulate"]

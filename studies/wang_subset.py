@@ -22,12 +22,21 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from hybridpriv.estimators.wang import (Algorithm1, Algorithm2, LeiHistogram, LogisticContrast, OrderedSource,
-                                        PredictionError, PublicOnly, Released, Section51Source, SubsetDistance)
-from hybridpriv.evaluate import evaluate_many
-from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel, fit_kept, select_subset_size
-from hybridpriv.random import rng, stream
-
+from ..core.random import rng, stream
+from ..engine.evaluate import evaluate_many
+from ..estimators.wang import (
+    Algorithm1,
+    Algorithm2,
+    LeiHistogram,
+    LogisticContrast,
+    OrderedSource,
+    PredictionError,
+    PublicOnly,
+    Released,
+    Section51Source,
+    SubsetDistance,
+)
+from ..models.wang import PublishedSummaries, WangPrivateModel, fit_kept, select_subset_size
 from ._wang_subset_claims import claims
 from ._wang_subset_results import assemble, plot
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import xarray as xr
 
-from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
-from hybridpriv.evaluate import evaluate
-from hybridpriv.select import decide
+from ..engine.decision import decide
+from ..engine.evaluate import evaluate
+from ..estimators import ContributionBoundedCounts, ItemCounts
 
 __all__ = ["DESCRIPTION", "PAPER", "SCALES", "claims", "plot", "run"]
 
@@ -37,14 +37,14 @@ CHAINS = 2
 
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.evaluate.evaluate`.
+    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.engine.evaluate.evaluate`.
 
     With a ``checkpoint`` the sampled row sums (``h`` and its summaries) are kept in the resume
     folder (``stages/row-sums.nc``) and read back on resume instead of sampling again; the scored
     matrices are kept chunk by chunk.
     """
-    from hybridpriv.models import UserItemModel
-    from hybridpriv.spec import builtin_example_path, load_spec
+    from ..models import UserItemModel
+    from ..spec import builtin_example_path, load_spec
 
     scale = "full" if full else ("quick" if quick else "default")
     counts = load_spec(builtin_example_path("favorite-sites")).column_sums
@@ -65,7 +65,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
 def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, engine) -> tuple[xr.Dataset, xr.Dataset]:
     """Sample ``matrices`` matrices from ``model``'s posterior (the row sums kept in the resume folder as
     ``stage``), evaluate every k on them, decide."""
-    from hybridpriv.models import UserItemPosterior
+    from ..models import UserItemPosterior
 
     per_chain = math.ceil(matrices / CHAINS)
     # the row-sum chain: sum(c) single-item moves between kept draws at the full scale (25 sum(c)
@@ -105,7 +105,7 @@ def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, e
 
 
 def plot(ds: xr.Dataset, path: str | Path) -> None:
-    from hybridpriv.report import plot_decision, save_figure
+    from ..report import plot_decision, save_figure
 
     dec = xr.Dataset({"expected_loss": ds.mse, "mcse": ds.mse_mcse, "risk_low": ds.mse_low, "risk_high": ds.mse_high,
                       "p_best": ds.p_best},

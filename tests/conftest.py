@@ -18,8 +18,7 @@ import tempfile
 import numpy as np
 import pytest
 
-from hybridpriv.privacy import Bounds, Group
-
+from hybridpriv.core.privacy import Bounds, Group
 
 _SCRATCH: list[str] = []
 

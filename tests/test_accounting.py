@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from hybridpriv.accounting import Accountant, BudgetExceededError, split_budget
+from hybridpriv.core.privacy import Group
 from hybridpriv.estimators import PDPSample, WeightedMean
-from hybridpriv.privacy import Group
 
 GROUPS = [Group("pub", 10, math.inf), Group("a", 10, 1.0), Group("b", 10, 0.5, delta=1e-6)]
 

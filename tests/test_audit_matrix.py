@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy import signal
 
+from hybridpriv.core.privacy import Group
 from hybridpriv.estimators import PDPSample
-from hybridpriv.privacy import Group
 from hybridpriv.testing.matrix import (
     MATRIX,
     MATRIX_BOUNDS,

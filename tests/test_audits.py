@@ -3,7 +3,7 @@
 The cases themselves (mechanisms, neighbouring datasets, statistics, broken variants) live in
 the package, so that ``benchmarks/audit_rates.py`` measures exactly these settings without
 importing tests.  The coverage test walks every module of ``hybridpriv.estimators`` and the
-primitives of ``hybridpriv.mechanisms``.
+primitives of ``hybridpriv.noise``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from hybridpriv.core.privacy import Guarantee
 from hybridpriv.estimators.base import Mechanism
-from hybridpriv.privacy import Guarantee
 from hybridpriv.testing.cases import (
     BROKEN,
     CONFIDENCE,

@@ -10,11 +10,11 @@ import textwrap
 import numpy as np
 import pytest
 import xarray as xr
-
 from _support.cli import run_cli
+
+from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators import WeightedMean
 from hybridpriv.estimators.base import Estimator
-from hybridpriv.privacy import Group, Guarantee
 from hybridpriv.spec import SpecError, load_spec, parse_spec, template
 from hybridpriv.testing import MechanismCheckError, check_mechanism, mechanism_problems
 
@@ -25,7 +25,7 @@ MODULE = textwrap.dedent('''
     import numpy as np
 
     from hybridpriv.estimators.base import Estimator
-    from hybridpriv.privacy import Guarantee
+    from hybridpriv.core.privacy import Guarantee
 
 
     class PooledMean(Estimator):
@@ -262,7 +262,7 @@ def test_check_mechanism_lists_everything_missing():
 
     text = "\n".join(mechanism_problems(GlobalNoise(groups, (0, 1)), data))
     assert "label must be a non-empty string" in text
-    assert "privacy['private'] must be a hybridpriv.privacy.Guarantee" in text
+    assert "privacy['private'] must be a hybridpriv.core.privacy.Guarantee" in text
     with pytest.raises(MechanismCheckError, match="not a function of its rng"):
         check_mechanism(FixedLabel(groups, (0, 1)), data)
     assert any("same values under two seeds" in p for p in mechanism_problems(Deterministic(groups, (0, 1)), data))
@@ -299,12 +299,12 @@ def test_every_kind_accepts_mechanisms_and_documents_its_context():
 
 
 def test_an_entry_point_names_the_class(tmp_path, monkeypatch):
-    """A package registering its mechanism under group hybridpriv.mechanisms (a dist-info on sys.path)."""
+    """A package registering its mechanism under group hybridpriv.noise (a dist-info on sys.path)."""
     (tmp_path / "ep_mechanisms.py").write_text(MODULE)
     info = tmp_path / "ep_mechanisms-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ep-mechanisms\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[hybridpriv.mechanisms]\npooled-mean = ep_mechanisms:PooledMean\n")
+    (info / "entry_points.txt").write_text("[hybridpriv.noise]\npooled-mean = ep_mechanisms:PooledMean\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     from hybridpriv.spec.custom import load_class
 

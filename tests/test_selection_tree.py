@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from hybridpriv.random import rng
+from hybridpriv.core.random import rng
 from hybridpriv.spec import parse_spec
 from hybridpriv.workflow import run_selection
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators import ContributionBoundedCounts, Estimator, PEMedian, WeightedMean
-from hybridpriv.privacy import Group, Guarantee
 from hybridpriv.families.grouped.datakind import estimator_mechanism
 from hybridpriv.testing import (
     AuditReport,

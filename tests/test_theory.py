@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from hybridpriv.core.privacy import Group
 from hybridpriv.estimators import PDPSample, WeightedMean
-from hybridpriv.privacy import Group
 from hybridpriv.theory import (
     group_mean_variances,
     mixed_mean_variance,

@@ -1,6 +1,6 @@
 """Privacy as events: what a mechanism does to one protected unit, as a dp-accounting ``DpEvent``.
 
-A :class:`~hybridpriv.privacy.Guarantee` is a label (``epsilon, delta``); an *event* says how the
+A :class:`~hybridpriv.core.privacy.Guarantee` is a label (``epsilon, delta``); an *event* says how the
 promise arises, so that composition can be tight: a Gaussian release composes by its privacy-loss
 distribution, not as a worst-case ``(epsilon, delta)`` pair.  Events are dp-accounting's own classes
 (``LaplaceDpEvent``, ``GaussianDpEvent``, ``RandomizedResponseDpEvent``, ``PoissonSampledDpEvent``,
@@ -18,11 +18,11 @@ What is derived from an event:
 * :func:`pld`: its privacy-loss distribution (dp-accounting's PLD, pessimistic), composed part by part
   (an event's sensitivity is the one of its unit's relation: two neighbours' values differ by at most it;
   the relation itself matters only to a sampled part); :func:`epsilon` reads it at a delta (pure events: exact);
-* :func:`guarantee`: the :class:`~hybridpriv.privacy.Guarantee` view at a delta;
+* :func:`guarantee`: the :class:`~hybridpriv.core.privacy.Guarantee` view at a delta;
 * :func:`to_json` / :func:`from_json`: the ledger's form;
 * :func:`charge_to`: the event restated in a unit budget's relation (add/remove-one to replace-one
   doubles every sensitivity; a part without a sensitivity, or a sampled one, falls back to its label,
-  converted by :meth:`~hybridpriv.privacy.Guarantee.charge_to`).
+  converted by :meth:`~hybridpriv.core.privacy.Guarantee.charge_to`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import attr
 import dp_accounting as dpa
 
-from ..privacy import Guarantee
+from .privacy import Guarantee
 
 __all__ = ["EpsilonDeltaDpEvent", "charge_to", "composed", "epsilon", "epsilon_delta", "from_json", "gaussian",
            "guarantee", "laplace", "pld", "poisson_sampled", "pure_epsilon", "randomized_response", "repeated",
@@ -200,7 +200,7 @@ def _has(event: dpa.DpEvent, kind: type) -> bool:
 
 
 def guarantee(event: dpa.DpEvent, delta: float, relation: str, trust: str = "central") -> Guarantee:
-    """The :class:`~hybridpriv.privacy.Guarantee` view of ``event`` at ``delta`` (pure: ``delta`` is 0)."""
+    """The :class:`~hybridpriv.core.privacy.Guarantee` view of ``event`` at ``delta`` (pure: ``delta`` is 0)."""
     pure = pure_epsilon(event)
     if pure is not None:
         return Guarantee(pure, 0.0, relation, trust)
@@ -250,7 +250,7 @@ def charge_to(event: dpa.DpEvent, declared: Guarantee, unit: Guarantee) -> dpa.D
     add/remove-one promise charged to a replace-one budget: every Laplace or Gaussian part with its
     sensitivity doubled (a replacement is a removal and an addition), randomized response unchanged
     (its promise is for replace-one already); a part that cannot be restated (a sampled part, a label)
-    is replaced by its label's :meth:`~hybridpriv.privacy.Guarantee.charge_to`.  Anything else (a
+    is replaced by its label's :meth:`~hybridpriv.core.privacy.Guarantee.charge_to`.  Anything else (a
     central promise to a local unit; replace-one to an add/remove budget): the label's charge."""
     perfect = isinstance(event, dpa.NoOpDpEvent)
     if perfect or ((declared.relation, declared.trust) == (unit.relation, unit.trust)):

@@ -176,7 +176,7 @@ class Family:
         if posterior is not None:
             import numpy as np
 
-            from ..random import stream
+            from .random import stream
 
             rng = np.random.default_rng(stream(seed, "audit-data"))
             return posterior.generate(0, posterior.shape[1] - 1, rng), "one dataset from the fitted model"

@@ -33,13 +33,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..privacy import Bounds, Group
+from ..core.privacy import Bounds, Group
 from .avent import AVENT_NOISES, AVENT_WEIGHTS, FullLM, Hybrid, LMOnly, TCMOnly
 from .base import Estimator, resolve_sigma2
 from .baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
-from .kmeans import WCSS, HybridKMeans, LloydKMeans, LMKMeans, PointCloud, TCMKMeans, TrustSplitSource
 from .jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
+from .kmeans import WCSS, HybridKMeans, LloydKMeans, LMKMeans, PointCloud, TCMKMeans, TrustSplitSource
 from .mixed import WeightedMean, WeightedMedian
+from .useritem import (
+    USER_ITEM_LOSSES,
+    ContributionBoundedCounts,
+    ItemCounts,
+    MonteCarloLoss,
+    bounded_counts,
+    monte_carlo_user_item_loss,
+    sample_kept_entries,
+)
 from .wang import (
     Algorithm1,
     Algorithm2,
@@ -58,18 +67,9 @@ from .wang import (
     load_hybrid_csv,
     m_estimate,
     prediction_error,
-    public_only,
     private_fit,
+    public_only,
     representation_weights,
-)
-from .useritem import (
-    USER_ITEM_LOSSES,
-    ContributionBoundedCounts,
-    ItemCounts,
-    MonteCarloLoss,
-    bounded_counts,
-    monte_carlo_user_item_loss,
-    sample_kept_entries,
 )
 
 __all__ = [

@@ -21,7 +21,7 @@ Monte Carlo MSEs and relative improvements of an evaluation of these estimators 
 Guarantees
 ----------
 :attr:`~hybridpriv.estimators.base.Mechanism.privacy` holds one
-:class:`hybridpriv.privacy.Guarantee` per group, and its ``trust`` says whom it holds against:
+:class:`hybridpriv.core.privacy.Guarantee` per group, and its ``trust`` says whom it holds against:
 
 * TCM users get **central** DP: ``Guarantee(epsilon_T, delta_T, relation)`` (``trust="central"``);
   the curator sees their raw values.  The TCM mean has sensitivity ``Delta / (c n)`` with
@@ -35,7 +35,7 @@ Guarantees
 
 A group's own ``Group.trust`` is its *requirement*: an LM group declared ``trust="local"`` is
 served only by the local promises, and a TCM group that declared ``"local"`` cannot be served by
-a central one (:meth:`hybridpriv.privacy.Guarantee.satisfies`).  The audit
+a central one (:meth:`hybridpriv.core.privacy.Guarantee.satisfies`).  The audit
 (:func:`hybridpriv.testing.audit_estimator`) checks the epsilon and delta of the release.
 """
 
@@ -48,9 +48,17 @@ from typing import Any
 
 import numpy as np
 
-from .. import mechanisms as M
-from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_finite
-from ..theory.avent import full_lm_mse, hybrid_mse, kvh_weight, kvh_weight_heterogeneous, lm_only_mse, pwh_weight, tcm_only_mse
+from .. import noise as M
+from ..core.privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_finite
+from ..theory.avent import (
+    full_lm_mse,
+    hybrid_mse,
+    kvh_weight,
+    kvh_weight_heterogeneous,
+    lm_only_mse,
+    pwh_weight,
+    tcm_only_mse,
+)
 from .base import Estimator
 
 __all__ = ["AVENT_NOISES", "AVENT_WEIGHTS", "FullLM", "Hybrid", "LMOnly", "TCMOnly"]
@@ -90,7 +98,7 @@ class _AventEstimator(Estimator):
     Parameters
     ----------
     groups
-        ``(tcm_group, lm_group)``: exactly two :class:`~hybridpriv.privacy.Group`, TCM first.
+        ``(tcm_group, lm_group)``: exactly two :class:`~hybridpriv.core.privacy.Group`, TCM first.
         ``c = n_T / (n_T + n_L)``.  A public group (``epsilon = inf``) gets no noise.
     bounds
         Range of every record (the paper: ``(0, m)``).
@@ -209,7 +217,7 @@ class _AventEstimator(Estimator):
         reports = getattr(data, "lm_reports", None)
         if reports is None:
             return super().release(data, rng, trials)
-        from ..validation import check_trials
+        from ..core.validation import check_trials
 
         trials = check_trials(trials)
         tcm = self.bounds.clamp(data.tcm) if self.clamp else self.bounds.check(np.asarray(data.tcm), "TCM values")

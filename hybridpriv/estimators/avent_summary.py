@@ -2,17 +2,17 @@
 
 The paper compares every estimator with the better and the worse of two baselines, TCM-only and
 Full-LM: ``R = min(MSE_TCM-only, MSE_Full-LM) / MSE`` and ``r = max(...) / MSE`` (Definitions 3.5,
-5.1).  These functions read the output of :func:`hybridpriv.evaluate.evaluate` or
-:func:`~hybridpriv.evaluate.evaluate_many` (its ``risk``: the loss given each dataset, averaged
+5.1).  These functions read the output of :func:`hybridpriv.engine.evaluate.evaluate` or
+:func:`~hybridpriv.engine.evaluate.evaluate_many` (its ``risk``: the loss given each dataset, averaged
 over trials) and return the Monte Carlo MSEs and ratios with their standard errors, all from
-:mod:`hybridpriv.stats` (:func:`~hybridpriv.stats.mean_with_se`,
-:func:`~hybridpriv.stats.ratio_with_se`: the candidates share their datasets, so the ratio's
+:mod:`hybridpriv.engine.stats` (:func:`~hybridpriv.engine.stats.mean_with_se`,
+:func:`~hybridpriv.engine.stats.ratio_with_se`: the candidates share their datasets, so the ratio's
 error keeps the covariance).  Every extra dimension of the evaluation (a swept ``n``, ``c``,
 ``epsilon`` ...) is kept.
 
 The errors treat the datasets as independent, which they are for an
 :class:`~hybridpriv.families.grouped.IIDSource` (fresh records for every draw).  For the draws of a posterior
-(autocorrelated within a chain) use :func:`hybridpriv.stats.mcse_mean` instead.  With the task
+(autocorrelated within a chain) use :func:`hybridpriv.engine.stats.mcse_mean` instead.  With the task
 ``Statistic(target="sample")`` the loss is the paper's: the squared error against the empirical
 mean of all records (Definition 2.2).
 """
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import xarray as xr
 
-from ..stats import Z95, mean_with_se, ratio_with_se
+from ..engine.stats import Z95, mean_with_se, ratio_with_se
 
 __all__ = ["BASELINES", "improvement_summary", "mse_summary", "relative_improvements"]
 
@@ -34,7 +34,7 @@ _DATASETS = ("chain", "draw")
 
 def _risk(evaluation: object) -> tuple[xr.DataArray, str]:
     if not isinstance(evaluation, xr.Dataset) or "risk" not in evaluation:
-        raise TypeError(f"evaluation must be the xarray.Dataset of hybridpriv.evaluate (with risk), got "
+        raise TypeError(f"evaluation must be the xarray.Dataset of hybridpriv.engine.evaluate (with risk), got "
                         f"{type(evaluation).__name__}")
     dim = str(evaluation.attrs.get("candidate_dim", "estimator"))
     risk = evaluation["risk"]

@@ -8,7 +8,7 @@ can test and the accountant can charge:
 * ``release(data, rng, trials) -> array``: ``trials`` independent releases on one dataset, stacked
   on a leading axis (vectorised where it can be);
 * ``privacy``: **one** machine-readable declaration per protected unit (a group, or every user):
-  a :class:`~hybridpriv.privacy.Guarantee` (epsilon, delta, neighbouring relation, trust model);
+  a :class:`~hybridpriv.core.privacy.Guarantee` (epsilon, delta, neighbouring relation, trust model);
 * ``get_params()`` (scikit-learn style, recorded automatically from the constructor), so a
   candidate can be stored in results, cloned and fingerprinted.
 """
@@ -21,9 +21,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..validation import check_rng, check_trials
-from ..params import Parametrized
-from ..privacy import NEIGHBOUR_RELATIONS, Bounds, Group, Guarantee, check_group_data, check_groups, check_positive
+from ..core.params import Parametrized
+from ..core.privacy import (
+    NEIGHBOUR_RELATIONS,
+    Bounds,
+    Group,
+    Guarantee,
+    check_group_data,
+    check_groups,
+    check_positive,
+)
+from ..core.validation import check_rng, check_trials
 
 __all__ = ["Estimator", "GroupedStatistics", "Mechanism", "check_trials", "grouped_statistics", "per_trial",
            "resolve_sigma2"]
@@ -153,7 +161,7 @@ class Estimator(Mechanism):
 
     Subclasses set ``statistic`` (what they estimate: ``"mean"`` or ``"median"``), a
     ``label`` (used as the coordinate in results), implement :meth:`_estimate` on validated
-    arrays and declare :attr:`privacy` (one :class:`~hybridpriv.privacy.Guarantee` per group).
+    arrays and declare :attr:`privacy` (one :class:`~hybridpriv.core.privacy.Guarantee` per group).
     The built-in estimators implement :meth:`_release` on :class:`GroupedStatistics` instead: a
     release on one dataset then reads the dataset's statistics (shared by every candidate) and
     draws only the noise for each trial.  A subclass that overrides :meth:`_estimate` is run on
@@ -164,7 +172,7 @@ class Estimator(Mechanism):
     groups
         The privacy groups, in the order data arrays are given.
     bounds
-        Declared range of every record, a :class:`~hybridpriv.privacy.Bounds` or a pair.
+        Declared range of every record, a :class:`~hybridpriv.core.privacy.Bounds` or a pair.
     clamp
         Clip records into the bounds (the documented clamping step) instead of raising.
     """

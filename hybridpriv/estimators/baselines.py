@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..mechanisms import smith_quantile
-from ..privacy import Bounds, Group, Guarantee, smallest_private_epsilon
+from ..core.privacy import Bounds, Group, Guarantee, smallest_private_epsilon
+from ..noise import smith_quantile
 from .base import Estimator, GroupedStatistics, per_trial
 
 __all__ = ["PublicMean", "PublicMedian", "UniformMean", "UniformMedian"]

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..mechanisms import interval_exponential_mechanism, poisson_subsample_sums, sample_log_weights
-from ..privacy import Bounds, Group, Guarantee, check_epsilon, check_positive
+from ..core.privacy import Bounds, Group, Guarantee, check_epsilon, check_positive
+from ..noise import interval_exponential_mechanism, poisson_subsample_sums, sample_log_weights
 from ..theory import PDP_DENOMINATORS, pdp_keep_probabilities, pdp_optimal_threshold, pdp_replace_loss
 from .base import Estimator, GroupedStatistics, per_trial, resolve_sigma2
 
@@ -25,7 +25,7 @@ class PDPSample(Estimator):
     Every record of group ``i`` is kept independently with probability
     ``p_i = min(1, (e^{epsilon_i} - 1)/(e^t - 1))`` (public records always), and a Laplace
     mean of the kept records is released with noise ``Lap(Delta/t)`` on their sum.  The
-    subsample of each group is drawn by :func:`hybridpriv.mechanisms.poisson_subsample_sums`
+    subsample of each group is drawn by :func:`hybridpriv.noise.poisson_subsample_sums`
     (skipping between selected records where few are selected: exactly the same law as one coin
     per record, at a cost per trial of about ``n_i min(p_i, 1 - p_i)`` draws instead of ``n_i``).
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..mechanisms import smith_quantile
-from ..privacy import Bounds, Group, Guarantee
+from ..core.privacy import Bounds, Group, Guarantee
+from ..noise import smith_quantile
 from ..theory import mixed_mean_weights
 from .base import Estimator, GroupedStatistics, resolve_sigma2
 
@@ -79,7 +79,7 @@ class WeightedMedian(_Mixed):
     """Per-group exponential-mechanism medians mixed with the mean weights (Ferrando et al.).
 
     Group ``i`` releases Smith's ``epsilon_i``-DP median over the bounds
-    (:func:`hybridpriv.mechanisms.smith_quantile`; public groups release their exact median);
+    (:func:`hybridpriv.noise.smith_quantile`; public groups release their exact median);
     the releases are combined with the weights of :class:`WeightedMean`.
 
     Parameters

@@ -8,7 +8,7 @@ changes the kept count vector by at most ``k`` in L1 norm, so the release is use
 ``epsilon``-DP under add/remove-one-user neighbours.  ``k`` trades bias (items dropped)
 against noise.
 
-:class:`ItemCounts` is the task that scores such releases in :func:`hybridpriv.evaluate.evaluate`:
+:class:`ItemCounts` is the task that scores such releases in :func:`hybridpriv.engine.evaluate.evaluate`:
 the truth of a matrix (a few named scalars), the loss of released counts against the true column
 counts, and, for the squared loss, the exact risk given the matrix
 (:func:`hybridpriv.theory.user_item_risk`, derivation in ``docs/theory-user-item.md``) for every
@@ -29,10 +29,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
-from ..mechanisms import laplace
-from ..validation import check_contribution_bounds, check_rng, check_trials, check_user_item_matrix
-from ..privacy import Guarantee, check_epsilon
-from ..tasks import Task
+from ..core.privacy import Guarantee, check_epsilon
+from ..core.tasks import Task
+from ..core.validation import check_contribution_bounds, check_rng, check_trials, check_user_item_matrix
+from ..noise import laplace
 from ..theory.useritem import user_item_risk
 from .base import Mechanism
 
@@ -206,7 +206,7 @@ class ContributionBoundedCounts(Mechanism):
         """Release the noisy item counts ``trials`` times: shape ``(trials, m)``.
 
         ``data``: the binary users x items matrix, :mod:`scipy.sparse` (CSR preferred) or dense
-        0/1 (:func:`hybridpriv.validation.check_user_item_matrix`).  Raises ``ValueError`` when
+        0/1 (:func:`hybridpriv.core.validation.check_user_item_matrix`).  Raises ``ValueError`` when
         ``k`` exceeds the number of items.
         """
         csr = check_user_item_matrix(data)
@@ -319,7 +319,7 @@ def monte_carlo_user_item_loss(
     """Monte Carlo estimate of the expected loss of :class:`ContributionBoundedCounts` given one matrix.
 
     The releases are scored by :class:`ItemCounts` (``loss``); over many matrices, use
-    :func:`hybridpriv.evaluate.evaluate` with ``ItemCounts(loss)``.
+    :func:`hybridpriv.engine.evaluate.evaluate` with ``ItemCounts(loss)``.
 
     Parameters
     ----------

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..privacy import Guarantee
+from ..core.privacy import Guarantee
 
 __all__ = ["DEFAULT_TARGET_DELTA", "Totals", "compose", "plan_totals"]
 
@@ -84,7 +84,7 @@ def compose(parts: Sequence[Guarantee | tuple[float, float] | float], target_del
     Parameters
     ----------
     parts
-        :class:`~hybridpriv.privacy.Guarantee` objects, ``(epsilon, delta)`` pairs or epsilons.
+        :class:`~hybridpriv.core.privacy.Guarantee` objects, ``(epsilon, delta)`` pairs or epsilons.
         Parts with ``epsilon = 0`` (the release never read the unit) are left out.
     target_delta
         The delta the RDP and PLD totals are read at, in ``(0, 1)``.

@@ -15,7 +15,7 @@ File format (``"format": "hybridpriv-ledger"``, ``"version": 2``; the content is
 
 **Budgets carry their relation and trust model** (the SPEC's requirement of each unit), and every
 release is charged what it costs the unit in *those* terms
-(:meth:`hybridpriv.privacy.Guarantee.charge_to`): a mechanism declaring add/remove epsilon 0.5 costs
+(:meth:`hybridpriv.core.privacy.Guarantee.charge_to`): a mechanism declaring add/remove epsilon 0.5 costs
 a replace-one budget 1.0.  The entry keeps both the ``declared`` promise and the ``spent`` charge.
 Spending is checked by basic composition (:class:`hybridpriv.accounting.Accountant`: sums of the
 charged epsilons and deltas), valid for any sequence of releases; :meth:`LedgerState.totals` adds
@@ -56,10 +56,23 @@ from pathlib import Path
 from typing import Any
 
 from ..accounting import Accountant, BudgetExceededError
-from ..privacy import Guarantee
+from ..core.privacy import Guarantee
 from .composition import DEFAULT_TARGET_DELTA, Totals, compose
-from .ledger_file import (FORMAT, VERSION, LedgerError, canonical, chain_hash, genesis_hash, guarantee_of,
-                          guarantee_json, now, pause_hook, read_ledger, upgrade_v1, write_json_atomic)
+from .ledger_file import (
+    FORMAT,
+    VERSION,
+    LedgerError,
+    canonical,
+    chain_hash,
+    genesis_hash,
+    guarantee_json,
+    guarantee_of,
+    now,
+    pause_hook,
+    read_ledger,
+    upgrade_v1,
+    write_json_atomic,
+)
 
 __all__ = ["DEFAULT_NAME", "FORMAT", "Ledger", "LedgerError", "LedgerState", "POINTER_NAME", "VERSION",
            "format_ledger", "ledger_for_data", "write_json_atomic"]
@@ -90,7 +103,7 @@ class LedgerState:
 
     @property
     def budgets(self) -> dict[str, Guarantee]:
-        """``{unit: budget}``: each unit's budget as a :class:`~hybridpriv.privacy.Guarantee` (its relation
+        """``{unit: budget}``: each unit's budget as a :class:`~hybridpriv.core.privacy.Guarantee` (its relation
         and trust are those every charge is converted to)."""
         return {u: guarantee_of(b, f"units.{u}") for u, b in self.data["units"].items()}
 

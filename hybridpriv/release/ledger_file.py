@@ -3,7 +3,7 @@
 :func:`read_ledger` refuses anything it cannot vouch for with a :class:`LedgerError` naming the key
 (``releases[2].spent``, ``units.users.epsilon``) and the rule: a release without ``spent``, a charge
 that is not a table, a unit without a budget, a relation that is not one of
-:data:`hybridpriv.privacy.NEIGHBOUR_RELATIONS`, a broken hash chain (an entry or a budget changed by
+:data:`hybridpriv.core.privacy.NEIGHBOUR_RELATIONS`, a broken hash chain (an entry or a budget changed by
 hand).  No reader of the file meets a ``KeyError`` afterwards.
 """
 
@@ -19,7 +19,7 @@ from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
-from ..privacy import NEIGHBOUR_RELATIONS, TRUST_MODELS, Guarantee
+from ..core.privacy import NEIGHBOUR_RELATIONS, TRUST_MODELS, Guarantee
 
 __all__ = ["FORMAT", "VERSION", "LedgerError", "canonical", "chain_hash", "genesis_hash", "guarantee_json",
            "guarantee_of", "now", "pause_hook", "read_ledger", "upgrade_v1", "write_json_atomic"]

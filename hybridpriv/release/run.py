@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..privacy import Guarantee
+from ..core.privacy import Guarantee
 from .composition import DEFAULT_TARGET_DELTA
 from .ledger import Ledger, LedgerError, ledger_for_data
 from .ledger_file import guarantee_json, guarantee_of, now, pause_hook, write_json_atomic
@@ -258,7 +258,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     audit_record
         An audit record (``hybridpriv audit --record``) that may already vouch for a plugin.
     """
-    from ..params import describe
+    from ..core.params import describe
     from ..spec import load_spec
 
     spec = load_spec(spec_path)

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .custom import MECHANISMS, attach, template_block
-from .schema import Context, Key, SpecError, Table, choice, integer, tables, template as _template
+from .schema import Context, Key, SpecError, Table, choice, integer, tables
+from .schema import template as _template
 
 __all__ = ["EXAMPLES", "Spec", "SpecError", "builtin_example_path", "examples", "load_spec", "parse_spec", "template",
            "top_table"]
@@ -109,7 +110,7 @@ class Spec:
 
     def config(self) -> dict[str, Any]:
         """The values as JSON data (arrays by checksum), for provenance."""
-        from ..params import describe
+        from ..core.params import describe
 
         return {"kind": self.kind, "source": self.source, **describe(self.values)}
 

@@ -9,7 +9,7 @@ Every SPEC kind accepts, beside its built-in candidates, any number of ::
 
 ``class`` is either an import path ``"package.module:Class"`` (the module is imported as usual,
 or from the SPEC file's folder if it is not importable) or the name of an entry point in group
-:data:`ENTRY_POINT_GROUP` (``[project.entry-points."hybridpriv.mechanisms"]`` in the author's
+:data:`ENTRY_POINT_GROUP` (``[project.entry-points."hybridpriv.noise"]`` in the author's
 ``pyproject.toml``).  The class must be a :class:`hybridpriv.estimators.base.Mechanism` of the
 kind's data kind.  It is built as ``Class(**params, **setting)``, where *setting* holds the
 constructor arguments the class names and ``params`` does not give, taken from the kind's
@@ -38,7 +38,7 @@ from .schema import Context, Key, SpecError, Table, _show, string
 __all__ = ["ENTRY_POINT_GROUP", "MECHANISMS", "attach", "context_docs", "describe_import", "load_class", "template_block"]
 
 #: The entry-point group a package registers its mechanisms under.
-ENTRY_POINT_GROUP = "hybridpriv.mechanisms"
+ENTRY_POINT_GROUP = "hybridpriv.noise"
 
 #: What every family offers a plugin's constructor besides its own context.
 POSTERIOR_DOC = "the fitted model of public knowledge (None while the SPEC is checked)"
@@ -56,7 +56,7 @@ def _params(value: Any, path: str, ctx: Context) -> dict[str, Any]:
 
 
 MECHANISMS = Table((
-    Key("class", string(), doc='the class: "package.module:Class" or an entry point of group "hybridpriv.mechanisms"',
+    Key("class", string(), doc='the class: "package.module:Class" or an entry point of group "hybridpriv.noise"',
         example='"my_mechanisms:ClippedMean"'),
     Key("label", string(), None, doc="its coordinate in the results (default: the instance's label)"),
     Key("params", _params, {}, doc="constructor arguments (the others are taken from the kind's context by name)",

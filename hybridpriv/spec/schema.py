@@ -358,13 +358,13 @@ def run_keys(draws: int = 200, trials: int = 20, draws_doc: str = "simulated dat
 
 
 def spec_groups(raw: list[dict[str, Any]], fields: tuple[str, ...] = ()) -> list[tuple[int, Any, Any]]:
-    """The ``[[groups]]`` of a SPEC as :class:`~hybridpriv.privacy.Group` objects: ``[(index, group, data)]``.
+    """The ``[[groups]]`` of a SPEC as :class:`~hybridpriv.core.privacy.Group` objects: ``[(index, group, data)]``.
 
     ``fields``: optional Group fields the table has (``"delta"``, ``"trust"``).  Refused, naming the key: a group
     the Group class refuses, ``data`` (public records) given for a private group, or a number of records other
     than the group's size, and duplicate names.  What the records must be is the family's to check.
     """
-    from ..privacy import Group, check_groups
+    from ..core.privacy import Group, check_groups
 
     out = []
     for k, g in enumerate(raw):

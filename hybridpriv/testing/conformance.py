@@ -37,9 +37,9 @@ class MechanismCheckError(AssertionError):
 
 
 def _protocol_problems(mech: Any) -> list[str]:
-    from ..families import data_kinds
+    from ..core.privacy import Guarantee
     from ..estimators.base import Mechanism
-    from ..privacy import Guarantee
+    from ..families import data_kinds
 
     out = []
     if not isinstance(mech, Mechanism):
@@ -60,13 +60,13 @@ def _protocol_problems(mech: Any) -> list[str]:
     except Exception as exc:
         return [*out, f"privacy raised {type(exc).__name__}: {exc}"]
     if not isinstance(privacy, dict) or not privacy:
-        out.append(f"privacy must be a non-empty dict unit -> hybridpriv.privacy.Guarantee, got {privacy!r}")
+        out.append(f"privacy must be a non-empty dict unit -> hybridpriv.core.privacy.Guarantee, got {privacy!r}")
     else:
         for unit, g in privacy.items():
             if not isinstance(unit, str):
                 out.append(f"privacy's units must be strings (group names or 'users'), got {unit!r}")
             if not isinstance(g, Guarantee):
-                out.append(f"privacy[{unit!r}] must be a hybridpriv.privacy.Guarantee, got {g!r}")
+                out.append(f"privacy[{unit!r}] must be a hybridpriv.core.privacy.Guarantee, got {g!r}")
             elif not g.epsilon > 0:
                 out.append(f"privacy[{unit!r}].epsilon must be > 0, got {g.epsilon!r}")
         out += event_problems(mech, privacy)
@@ -100,7 +100,7 @@ def event_problems(mech: Any, privacy: dict[str, Any] | None = None) -> list[str
 
 
 def _params_problems(mech: Any) -> list[str]:
-    from ..params import fingerprint
+    from ..core.params import fingerprint
 
     out = []
     try:
@@ -210,7 +210,7 @@ def check_mechanism(mechanism: Any, data: Any = None, seed: int = 0, audit_sampl
     Examples
     --------
     >>> from hybridpriv.estimators import WeightedMean
-    >>> from hybridpriv.privacy import Group
+    >>> from hybridpriv.core.privacy import Group
     >>> import numpy as np
     >>> groups = [Group("private", 100, 1.0), Group("public", 50, float("inf"))]
     >>> check_mechanism(WeightedMean(groups, (0, 1), sigma2=0.1), [np.full(100, 0.5), np.full(50, 0.5)])

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.privacy import Bounds, Group, Guarantee
 from ..estimators import (
     FullLM,
     Hybrid,
@@ -50,10 +51,9 @@ from ..estimators.base import Mechanism
 from ..estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from ..estimators.useritem import ContributionBoundedCounts
 from ..estimators.wang import Algorithm1, HybridDesign, HybridMEstimator, LeiHistogram
-from ..privacy import Bounds, Group, Guarantee
+from ..families.grouped.datakind import absent_value
 from .cases.grouped import StrictNoiseAtLoosestEpsilon, SwappedKeepProbabilities, TCMNoiseAtLMEpsilon
 from .core import AuditReport
-from ..families.grouped.datakind import absent_value
 from .pairs import audit_estimator
 
 __all__ = [

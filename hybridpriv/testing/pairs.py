@@ -1,7 +1,7 @@
 """Neighbouring datasets for any :class:`~hybridpriv.estimators.base.Mechanism`, and its audit by unit.
 
 A mechanism promises each protected unit (a group, or every user) a
-:class:`~hybridpriv.privacy.Guarantee` under a neighbouring relation.  :func:`audit_estimator`
+:class:`~hybridpriv.core.privacy.Guarantee` under a neighbouring relation.  :func:`audit_estimator`
 audits every unit with a finite promised epsilon on the neighbouring pairs of
 :func:`neighbouring_pairs`: one record (or user) of that unit changed as much as its relation
 allows.  Which change is worst can depend on the bounds (a record moving from ``a`` to ``b``; a

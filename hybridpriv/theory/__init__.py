@@ -8,12 +8,12 @@
 * :mod:`hybridpriv.theory.avent` -- Avent et al. (the hybrid trust model); ``docs/theory-avent.md``.
 
 The validators of user-item input (:func:`check_user_item_matrix`, :func:`check_contribution_bounds`)
-live in :mod:`hybridpriv.validation` and are re-exported here for compatibility.
+live in :mod:`hybridpriv.core.validation` and are re-exported here for compatibility.
 """
 
 from __future__ import annotations
 
-from ..validation import check_contribution_bounds, check_user_item_matrix
+from ..core.validation import check_contribution_bounds, check_user_item_matrix
 from . import ferrando as _ferrando
 from . import useritem as _useritem
 from .ferrando import *  # noqa: F401,F403

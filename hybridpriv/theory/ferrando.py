@@ -17,7 +17,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy import optimize, signal, special, stats
 
-from ..privacy import check_epsilon, check_positive, check_real_array
+from ..core.privacy import check_epsilon, check_positive, check_real_array
 
 __all__ = [
     "MAX_PMF_RECORDS",

@@ -13,8 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..privacy import check_epsilon
-from ..validation import check_contribution_bounds, check_user_item_matrix
+from ..core.privacy import check_epsilon
+from ..core.validation import check_contribution_bounds, check_user_item_matrix
 
 __all__ = ["UserItemRiskTerms", "user_item_risk", "user_item_risk_terms"]
 

@@ -44,25 +44,33 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import hybridpriv.models as hp_models
 import numpy as np
 import pymc as pm
 import pytest
 import scipy.sparse as sp
+from hybridpriv.models import (
+    BetaFamily,
+    CustomFamily,
+    GroupedDataModel,
+    NormalFamily,
+    ReleasedMean,
+    UserItemModel,
+)
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis import strategies as st
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.extra import numpy as hnp
 
 import hybridpriv
-import hybridpriv.models as hp_models
 from hybridpriv import theory
 from hybridpriv.cli import main as cli_main
-from hybridpriv.data import ThinnedSource
-from hybridpriv.families.grouped import IIDSource, normal_source
+from hybridpriv.core.data import ThinnedSource
+from hybridpriv.core.privacy import Bounds, Group, Guarantee, check_groups
+from hybridpriv.engine.decision import decide
+from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators import (
     ESTIMATOR_NAMES,
-    default_estimators,
-    make_estimator,
     ContributionBoundedCounts,
     PDPSample,
     PEMedian,
@@ -72,20 +80,12 @@ from hybridpriv.estimators import (
     UniformMedian,
     WeightedMean,
     WeightedMedian,
+    default_estimators,
+    make_estimator,
     monte_carlo_user_item_loss,
 )
-from hybridpriv.evaluate import evaluate
-from hybridpriv.mechanisms import exponential_mechanism, gaussian, gaussian_sigma, laplace, smith_quantile
-from hybridpriv.models import (
-    BetaFamily,
-    CustomFamily,
-    GroupedDataModel,
-    NormalFamily,
-    ReleasedMean,
-    UserItemModel,
-)
-from hybridpriv.privacy import Bounds, Group, Guarantee, check_groups
-from hybridpriv.select import decide
+from hybridpriv.families.grouped import IIDSource, normal_source
+from hybridpriv.noise import exponential_mechanism, gaussian, gaussian_sigma, laplace, smith_quantile
 from hybridpriv.spec import load_spec
 
 # ----------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
 
-
 # ----------------------------------------------------------------------------------------
 # Mechanisms
 # ----------------------------------------------------------------------------------------
@@ -152,7 +151,7 @@ def test_smith_quantile_good(data, q, epsilon):
 @given(which=st.sampled_from(["labels", "k", "epsilon", "rng"]), data=st.data())
 @counted("mechanisms")
 def test_randomized_response_rejects(which, data):
-    from hybridpriv.mechanisms import randomized_response
+    from hybridpriv.noise import randomized_response
 
     args = {"labels": np.array([0, 1, 2]), "k": 3, "epsilon": 1.0, "rng": np.random.default_rng(0)}
     args[which] = data.draw({
@@ -171,7 +170,7 @@ def test_randomized_response_rejects(which, data):
 )
 @counted("mechanisms")
 def test_randomized_response_good(labels, epsilon):
-    from hybridpriv.mechanisms import randomized_response, rr_debias_counts
+    from hybridpriv.noise import randomized_response, rr_debias_counts
 
     out = accepts(lambda: randomized_response(labels, 4, epsilon, np.random.default_rng(0)))
     assert out.shape == labels.shape and ((out >= 0) & (out < 4)).all()
@@ -182,7 +181,7 @@ def test_randomized_response_good(labels, epsilon):
 # ----------------------------------------------------------------------------------------
 # Overflow: a scale whose noise is inf is refused, naming it (issue 15, item 6)
 # ----------------------------------------------------------------------------------------
-from hybridpriv.mechanisms import MAX_NOISE_SCALE, rr_debias_counts  # noqa: E402
+from hybridpriv.noise import MAX_NOISE_SCALE, rr_debias_counts  # noqa: E402
 
 
 @cfg(100)

@@ -12,12 +12,12 @@ import pytest
 from scipy import stats
 
 from hybridpriv.core import events as E
+from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.estimators.jorgensen import PDPSample
 from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
 from hybridpriv.estimators.useritem import ContributionBoundedCounts
-from hybridpriv.mechanisms import gaussian_sigma, rr_probabilities
-from hybridpriv.privacy import Group, Guarantee
+from hybridpriv.noise import gaussian_sigma, rr_probabilities
 from hybridpriv.release.composition import compose
 from hybridpriv.release.maps import check_declaration, privacy_map
 from hybridpriv.testing.conformance import event_problems

@@ -6,7 +6,6 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
-
 import pytest
 
 from hybridpriv.cli import main
@@ -146,7 +145,7 @@ def test_an_outside_family_is_selected_audited_released_and_calibrated(tmp_path,
 
     import hybridpriv.families as families
     from hybridpriv.calibration import calibrate
-    from hybridpriv.random import rng
+    from hybridpriv.core.random import rng
 
     (tmp_path / "outside_family.py").write_text(OUTSIDE)
     info = tmp_path / "outside_family-0.1.dist-info"

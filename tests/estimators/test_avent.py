@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
+from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
-from hybridpriv.privacy import Group, Guarantee
 from hybridpriv.testing import audit_estimator
 from hybridpriv.theory.avent import kvh_mse, pwh_mse
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybridpriv.families.grouped import BetaSampler, IIDSource
+from hybridpriv.core.privacy import Group
+from hybridpriv.engine.evaluate import evaluate, evaluate_many
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.estimators.avent_summary import improvement_summary, mse_summary, relative_improvements
-from hybridpriv.evaluate import evaluate, evaluate_many
-from hybridpriv.privacy import Group
-from hybridpriv.families.grouped import Statistic
+from hybridpriv.families.grouped import BetaSampler, IIDSource, Statistic
 
 DRAWS = 400
 

@@ -5,10 +5,18 @@ import math
 import numpy as np
 import pytest
 
+from hybridpriv.core.privacy import MAX_BOUND, Bounds, Group
+from hybridpriv.estimators import (
+    PDPSample,
+    PEMedian,
+    PublicMean,
+    UniformMean,
+    UniformMedian,
+    WeightedMean,
+    WeightedMedian,
+    default_estimators,
+)
 from hybridpriv.families.grouped import GroupedDataset
-from hybridpriv.estimators import (PDPSample, PEMedian, PublicMean, UniformMean, UniformMedian, WeightedMean,
-                                   WeightedMedian, default_estimators)
-from hybridpriv.privacy import Bounds, Group, MAX_BOUND
 
 GROUPS = [Group("pub", 5, math.inf), Group("a", 20, 1.0), Group("b", 10, 0.3)]
 BOUNDS = Bounds(-2.0, 3.0)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from hybridpriv.theory import pdp_sample_variance
 import pytest
 from scipy import stats
 
+from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators import PDPSample, PEMedian, pe_median_costs
-from hybridpriv.privacy import Group, Guarantee
+from hybridpriv.theory import pdp_sample_variance
 
 ROOT_SEED = 0x70E6
 

@@ -11,6 +11,10 @@ import numpy as np
 import pytest
 
 from hybridpriv.accounting import split_budget
+from hybridpriv.core.privacy import Guarantee
+from hybridpriv.core.random import rng as stream_rng
+from hybridpriv.engine.decision import decide
+from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators.kmeans import (
     WCSS,
     HybridKMeans,
@@ -19,6 +23,7 @@ from hybridpriv.estimators.kmeans import (
     PointCloud,
     TCMKMeans,
     TrustSplitSource,
+    algorithm,
     budget_parts,
     gaussian_clusters,
     nearest_centre,
@@ -26,13 +31,8 @@ from hybridpriv.estimators.kmeans import (
     wcss,
 )
 from hybridpriv.estimators.kmeans import mechanisms as kmech
-from hybridpriv.estimators.kmeans import algorithm
 from hybridpriv.estimators.kmeans.algorithm import _nearest_batch
-from hybridpriv.evaluate import evaluate
-from hybridpriv.mechanisms import randomized_response, rr_probabilities
-from hybridpriv.privacy import Guarantee
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.select import decide
+from hybridpriv.noise import randomized_response, rr_probabilities
 
 
 def make_rng(key: int) -> np.random.Generator:
@@ -215,7 +215,7 @@ def test_large_epsilon_is_accounted_in_log_space(eps):
     lm = [r.epsilon["lm"] for r in res.accountant.releases if "lm" in r.epsilon]
     np.testing.assert_allclose(lm, split_budget(eps, [1.0] * (tau + 1)), rtol=1e-12)
     assert np.isfinite(res.history).all() and ((res.history >= 0) & (res.history <= 1)).all()
-    from hybridpriv.mechanisms import rr_probabilities
+    from hybridpriv.noise import rr_probabilities
 
     q, r = rr_probabilities(2.5 / 4, 3)  # at a moderate epsilon the log-space value is log(q/r)
     assert budget_parts(2.5, 3, 1.0, 2, 3)["rr"] == pytest.approx(math.log(q / r), rel=1e-12)
@@ -277,9 +277,9 @@ def test_tcm_noise_scale_monte_carlo():
 
 
 def test_tcm_iterations_add_the_noise_of_mechanisms_laplace():
-    # lines 9-10 add hybridpriv.mechanisms.laplace's noise (the run draws it without laplace()'s checks):
+    # lines 9-10 add hybridpriv.noise.laplace's noise (the run draws it without laplace()'s checks):
     # two iterations recomputed by hand from the same generator, brute-force labels and bincount sums
-    from hybridpriv.mechanisms import laplace
+    from hybridpriv.noise import laplace
 
     trusted = np.arange(len(X)) % 3 == 0
     mech, k = TCMKMeans(4, 2.0, 2, B), 4
@@ -644,8 +644,8 @@ def test_wcss_task_scores_all_users_against_brute_force():
     np.testing.assert_allclose(loss, [brute_wcss(X, c) for c in releases], rtol=1e-12)
     with pytest.raises(ValueError, match=r"releases must be centres of shape \(trials, K, 2\)"):
         task.loss(HybridKMeans(3, 1.0, 1, B), releases[..., :1], data, {})
+    from hybridpriv.core.privacy import Group
     from hybridpriv.estimators import WeightedMean
-    from hybridpriv.privacy import Group
 
     with pytest.raises(ValueError, match="WCSS scores 'points' data"):
         task.check(WeightedMean([Group("a", 3, 1.0)], B, 1.0))

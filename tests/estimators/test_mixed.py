@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators import WeightedMean, WeightedMedian
-from hybridpriv.privacy import Group, Guarantee
 
 ROOT_SEED = 0x313ED
 

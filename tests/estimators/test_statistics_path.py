@@ -4,7 +4,7 @@
 pooled records, computed once per dataset) and draws only the noise per trial.  Every built-in
 is checked here against the straightforward per-record formula it replaced, with the same
 generator: bit for bit where the draws are the same (all but PDP Sample's skipping branch), and
-in law where they are not (:func:`~hybridpriv.mechanisms.poisson_subsample_sums` below ``p = 1/4``
+in law where they are not (:func:`~hybridpriv.noise.poisson_subsample_sums` below ``p = 1/4``
 or above ``3/4``).
 """
 
@@ -16,13 +16,27 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.families.grouped import GroupedDataset
-from hybridpriv.estimators import (PDPSample, PEMedian, PublicMean, PublicMedian, UniformMean, UniformMedian,
-                                   WeightedMean, WeightedMedian, pe_median_costs)
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.estimators import (
+    PDPSample,
+    PEMedian,
+    PublicMean,
+    PublicMedian,
+    UniformMean,
+    UniformMedian,
+    WeightedMean,
+    WeightedMedian,
+    pe_median_costs,
+)
 from hybridpriv.estimators.base import GroupedStatistics, grouped_statistics
-from hybridpriv.mechanisms import (SKIP_BELOW, interval_exponential_mechanism, poisson_subsample_sums,
-                                   sample_log_weights, smith_quantile)
-from hybridpriv.privacy import Bounds, Group
+from hybridpriv.families.grouped import GroupedDataset
+from hybridpriv.noise import (
+    SKIP_BELOW,
+    interval_exponential_mechanism,
+    poisson_subsample_sums,
+    sample_log_weights,
+    smith_quantile,
+)
 
 GROUPS = [Group("pub", 7, math.inf), Group("a", 30, 1.0), Group("b", 12, 0.3)]
 BOUNDS = Bounds(-2.0, 3.0)
@@ -297,7 +311,7 @@ def test_pdp_sample_skipping_draws_only_what_the_release_backend_serves():
 
 def test_the_cache_leaves_the_dataset_description_unchanged():
     """Checkpoints and provenance describe a dataset: filling its statistics cache must not change that."""
-    from hybridpriv.params import describe, fingerprint
+    from hybridpriv.core.params import describe, fingerprint
 
     ds = GroupedDataset(tuple(_data()))
     before, text = fingerprint(ds), str(describe(ds))

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from scipy import sparse, stats
 
+from hybridpriv.core.privacy import Guarantee
 from hybridpriv.estimators import (
     ContributionBoundedCounts,
     bounded_counts,
     monte_carlo_user_item_loss,
     sample_kept_entries,
 )
-from hybridpriv.privacy import Guarantee
 from hybridpriv.theory import check_user_item_matrix, user_item_risk, user_item_risk_terms
 
 ROOT_SEED = 0x05E_2_17E

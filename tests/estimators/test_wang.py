@@ -16,6 +16,7 @@ import pytest
 from scipy.special import expit
 
 from hybridpriv.accounting import Accountant, BudgetExceededError
+from hybridpriv.core.privacy import Group
 from hybridpriv.estimators.wang import (
     TIE_ATOL,
     TIE_RTOL,
@@ -40,7 +41,6 @@ from hybridpriv.estimators.wang import (
     rescale,
     weights_from_counts,
 )
-from hybridpriv.privacy import Group
 
 Z = 4.0  # width of every Monte Carlo interval, in standard errors
 

@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from hybridpriv.data import DatasetSource, FixedSource
+from hybridpriv.core.data import DatasetSource, FixedSource
+from hybridpriv.core.random import rng as stream_rng
+from hybridpriv.engine.decision import decide
+from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators.wang import (
     TIE_ATOL,
     TIE_RTOL,
@@ -37,9 +40,6 @@ from hybridpriv.estimators.wang import (
     rescale,
     simulate_section51,
 )
-from hybridpriv.evaluate import evaluate
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.select import decide
 
 
 def brute_nearest(P, E):

@@ -10,12 +10,16 @@ import math
 import numpy as np
 import pytest
 
+from hybridpriv.core.privacy import Group
 from hybridpriv.families.histogram.data import CATEGORY_DATA, CategoryCounts
-from hybridpriv.families.histogram.mechanisms import (LaplaceHistograms, PooledHistogram, PublicHistogram,
-                                                      SampleHistogram)
+from hybridpriv.families.histogram.mechanisms import (
+    LaplaceHistograms,
+    PooledHistogram,
+    PublicHistogram,
+    SampleHistogram,
+)
 from hybridpriv.families.histogram.model import CategoryModel
 from hybridpriv.families.histogram.task import HistogramError
-from hybridpriv.privacy import Group
 from hybridpriv.testing import audit_estimator
 
 GROUPS = [Group("panel", 40, math.inf), Group("a", 300, 1.0), Group("b", 120, 0.25)]
@@ -134,8 +138,8 @@ def test_select_audit_release_and_a_second_release_refused(tmp_path, capsys):
 @pytest.mark.slow
 def test_calibration_runs_on_the_familys_truths():
     from hybridpriv.calibration import calibrate
+    from hybridpriv.core.random import rng
     from hybridpriv.families import family
-    from hybridpriv.random import rng
 
     fam = family("histogram")
     truths = [fam.synthetic_truth(0, rng(0, "calibration", "histogram", 0, "truth"), quick=True),

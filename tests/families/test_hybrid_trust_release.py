@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from hybridpriv.core.privacy import Group
 from hybridpriv.estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.families.hybrid_trust.data import HybridReports
-from hybridpriv.families.hybrid_trust.randomize import local_report, local_scale, main as randomize
-from hybridpriv.privacy import Group
+from hybridpriv.families.hybrid_trust.randomize import local_report, local_scale
+from hybridpriv.families.hybrid_trust.randomize import main as randomize
 
 GROUPS = [Group("tcm", 60, 1.0), Group("lm", 200, 0.5, trust="local")]
 EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))

@@ -6,11 +6,11 @@ import textwrap
 import numpy as np
 import pytest
 import xarray as xr
-
-from hybridpriv.privacy import Guarantee
-from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
-from hybridpriv.families.hybrid_trust.spec import CANDIDATES, make_candidates, requirements
 from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
+
+from hybridpriv.core.privacy import Guarantee
+from hybridpriv.families.hybrid_trust.spec import CANDIDATES, make_candidates, requirements
+from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -79,6 +79,7 @@ def test_candidate_weights_come_from_the_posterior():
     """hkvh plugs in the posterior means; bayes minimises the posterior expected MSE (checked by a grid search
     over w of the brute-force average of the exact MSE over the draws)."""
     from hybridpriv.models import HybridTrustModel
+
     from hybridpriv.theory.avent import kvh_weight, kvh_weight_heterogeneous
 
     v = parse_spec({"kind": "hybrid-trust", "m": 10.0, "n": 400, "c": 0.25, "tcm": {"epsilon": 1.0},

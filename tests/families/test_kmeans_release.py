@@ -16,9 +16,10 @@ from scipy import stats
 
 from hybridpriv.estimators.kmeans import HybridKMeans, PointCloud
 from hybridpriv.estimators.kmeans.algorithm import noise_scales
-from hybridpriv.families.kmeans.device import Device, centres_digest, main as device_main
+from hybridpriv.families.kmeans.device import Device, centres_digest
+from hybridpriv.families.kmeans.device import main as device_main
 from hybridpriv.families.kmeans.rounds import KMeansRounds
-from hybridpriv.mechanisms import rr_probabilities
+from hybridpriv.noise import rr_probabilities
 from hybridpriv.release.noise import OpenDPGenerator
 
 EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))

@@ -5,15 +5,15 @@ import textwrap
 import numpy as np
 import pytest
 import xarray as xr
-
-from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 from hybridpriv.models import KMeansPilotModel, pilot_start
 from hybridpriv.models._base import chain_seeds
-from hybridpriv.privacy import Guarantee
-from hybridpriv.random import rng
-from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
+
+from hybridpriv.core.privacy import Guarantee
+from hybridpriv.core.random import rng
+from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from hybridpriv.families.kmeans.spec import ALGORITHMS, make_candidates, requirements
-from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
+from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 

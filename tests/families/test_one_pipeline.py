@@ -12,20 +12,26 @@ import pytest
 import scipy.sparse as sp
 
 from hybridpriv.accounting import Accountant, BudgetExceededError
-from hybridpriv.data import FixedSource
-from hybridpriv.families.grouped import BetaSampler, IIDSource, normal_source
+from hybridpriv.core.data import FixedSource
+from hybridpriv.core.privacy import Bounds, Group, Guarantee
+from hybridpriv.core.random import rng as stream_rng
+from hybridpriv.engine.decision import decide
+from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators import PDPSample, PEMedian, WeightedMean, WeightedMedian
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.estimators.base import Mechanism
 from hybridpriv.estimators.kmeans import WCSS, HybridKMeans, LMKMeans, TCMKMeans, TrustSplitSource, gaussian_clusters
 from hybridpriv.estimators.useritem import ContributionBoundedCounts, ItemCounts
-from hybridpriv.estimators.wang import Algorithm1, Algorithm2, LeiHistogram, LogisticContrast, PredictionError, PublicOnly
-from hybridpriv.estimators.wang import Section51Source
-from hybridpriv.evaluate import evaluate
-from hybridpriv.privacy import Bounds, Group, Guarantee
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.select import decide
-from hybridpriv.families.grouped import Statistic
+from hybridpriv.estimators.wang import (
+    Algorithm1,
+    Algorithm2,
+    LeiHistogram,
+    LogisticContrast,
+    PredictionError,
+    PublicOnly,
+    Section51Source,
+)
+from hybridpriv.families.grouped import BetaSampler, IIDSource, Statistic, normal_source
 
 GROUPS = [Group("public", 30, math.inf), Group("a", 60, 1.0), Group("b", 40, 0.3)]
 BOUNDS = Bounds(0, 10)

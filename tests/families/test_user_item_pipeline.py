@@ -9,14 +9,14 @@ running on a 2-worker dask cluster; a resume with a changed k is refused naming 
 import numpy as np
 import pytest
 import xarray as xr
-
-from hybridpriv.checkpoint import Checkpoint
-from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts, WeightedMean
-from hybridpriv.evaluate import evaluate
 from hybridpriv.models import UserItemModel
-from hybridpriv.privacy import Group
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.select import decide, format_table
+
+from hybridpriv.core.privacy import Group
+from hybridpriv.core.random import rng as stream_rng
+from hybridpriv.engine.checkpoint import Checkpoint
+from hybridpriv.engine.decision import decide, format_table
+from hybridpriv.engine.evaluate import evaluate
+from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts, WeightedMean
 from hybridpriv.theory import user_item_risk
 
 COUNTS = [30, 18, 12, 9, 7, 5, 4, 3]
@@ -149,7 +149,8 @@ def test_mismatched_kinds_are_refused(posterior):
 @pytest.fixture(scope="module")
 def client():
     import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
-    from hybridpriv.cluster import local_client
+
+    from hybridpriv.engine.cluster import local_client
 
     c = local_client(2)  # what --workers 2 starts
     yield c
@@ -160,7 +161,7 @@ def client():
 
 @pytest.mark.slow
 def test_numbers_on_a_two_worker_cluster_equal_one_process_and_the_job_is_small(posterior, client):
-    from hybridpriv import chunks
+    from hybridpriv.engine import chunks
 
     here = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1)
     stats = {}

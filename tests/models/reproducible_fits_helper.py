@@ -45,7 +45,8 @@ def posterior_arrays(post, prefix: str = "") -> dict[str, np.ndarray]:
 
 def _grouped(seed: int, family, public: bool = True, **kwargs) -> dict[str, np.ndarray]:
     from hybridpriv.models import GroupedDataModel
-    from hybridpriv.privacy import Group
+
+    from hybridpriv.core.privacy import Group
 
     groups = [Group("panel", 30, math.inf), Group("a", 200, 1.0), Group("b", 100, 0.3)]
     rng = np.random.default_rng(20261123)

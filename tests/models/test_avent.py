@@ -16,10 +16,6 @@ import logging
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import optimize, stats
-
-from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
-from hybridpriv.evaluate import evaluate
 from hybridpriv.models._base import RHAT_FAIL, ConvergenceError, ConvergenceWarning
 from hybridpriv.models.avent import (
     HybridTrustModel,
@@ -27,8 +23,12 @@ from hybridpriv.models.avent import (
     bayes_weight_from_moments,
     fit_many,
 )
-from hybridpriv.privacy import Group
-from hybridpriv.select import decide
+from scipy import optimize, stats
+
+from hybridpriv.core.privacy import Group
+from hybridpriv.engine.decision import decide
+from hybridpriv.engine.evaluate import evaluate
+from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.families.grouped import Statistic
 from hybridpriv.theory.avent import (
     hybrid_mse,

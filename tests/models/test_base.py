@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
-
 from hybridpriv.models import GroupedDataModel
-from hybridpriv.models._base import ConvergenceError, ConvergenceWarning, check_convergence, chain_seeds
-from hybridpriv.privacy import Group
-from hybridpriv.random import stream
+from hybridpriv.models._base import ConvergenceError, ConvergenceWarning, chain_seeds, check_convergence
+
+from hybridpriv.core.privacy import Group
+from hybridpriv.core.random import stream
 
 
 def _idata(**variables):

@@ -25,10 +25,9 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from hybridpriv.models._base import StrictNumbaLinker, _strict_sample_kwargs, sampling_mode
 from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.vm import VMLinker
-
-from hybridpriv.models._base import StrictNumbaLinker, _strict_sample_kwargs, sampling_mode
 
 # The fit: a grouped model with a public group and a released mean, as in the built-in example.
 _SCRIPT = '''
@@ -40,7 +39,7 @@ import numpy as np
 
 def main():
     from hybridpriv.models import GroupedDataModel, NormalFamily, ReleasedMean
-    from hybridpriv.privacy import Group
+    from hybridpriv.core.privacy import Group
 
     out, cores = sys.argv[1], int(sys.argv[2])
     kwargs = {"cores": cores, "mp_ctx": "forkserver"} if cores > 1 else {"cores": 1}

@@ -12,10 +12,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from scipy import stats
-
-from hybridpriv.data import DatasetSource
-from hybridpriv.families.grouped import GroupedDataset, clamped_normal_moments
 from hybridpriv.models import (
     BETA_BOUNDARY_NUDGE,
     BetaFamily,
@@ -25,7 +21,11 @@ from hybridpriv.models import (
     NormalFamily,
     ReleasedMean,
 )
-from hybridpriv.privacy import Bounds, Group
+from scipy import stats
+
+from hybridpriv.core.data import DatasetSource
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.families.grouped import GroupedDataset, clamped_normal_moments
 
 FIT = dict(draws=300, tune=300, chains=2, cores=1)
 BOUNDS = Bounds(-10.0, 10.0)

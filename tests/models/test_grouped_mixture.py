@@ -7,10 +7,10 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from hybridpriv.models import GroupedDataModel, MixtureFamily, choose_family
 from scipy import integrate
 
-from hybridpriv.models import GroupedDataModel, MixtureFamily, choose_family
-from hybridpriv.privacy import Bounds, Group
+from hybridpriv.core.privacy import Bounds, Group
 
 BOUNDS = Bounds(0.0, 100.0)
 PARAMS = {"w": np.array([0.15, 0.05, 0.5, 0.3]), "m": np.array([0.2, 0.7]), "kappa": np.array([12.0, 5.0])}

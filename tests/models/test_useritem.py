@@ -10,11 +10,11 @@ from collections import Counter
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import stats
-
 from hybridpriv.models import TRADES_PER_ROW, UserItemModel, UserItemPosterior
 from hybridpriv.models._base import ConvergenceError
-from hybridpriv.random import rng as stream_rng
+from scipy import stats
+
+from hybridpriv.core.random import rng as stream_rng
 
 
 def _matrices(r, c):
@@ -252,7 +252,8 @@ def test_parametric_items_prior_runs_with_hyperpriors():
         assert 45 <= mat.shape[0] <= 60 and mat.shape[0] == int(post["n"].values[0, d])
     # the model is described by its parameters (a prior object by its numbers, not its address)
     from hybridpriv.models import negative_binomial_items
-    from hybridpriv.params import describe
+
+    from hybridpriv.core.params import describe
 
     assert "negative-binomial" in str(describe(model))
     a = describe(UserItemModel([40, 20, 10, 5, 5], (45, 60), items_prior=negative_binomial_items(5, alpha=2.0)))

@@ -17,14 +17,14 @@ from collections import Counter
 import numpy as np
 import pytest
 import xarray as xr
-from scipy import stats
-
 from _support.matrices import all_matrices
 from hybridpriv.models import BLOCK, UserItemModel, UserItemPosterior
 from hybridpriv.models._useritem_bits import bits_from_csr, csr_from_bits, curveball_bits, move_row_sums
 from hybridpriv.models._useritem_block import draw_streams
 from hybridpriv.models._useritem_checks import csr_margins
-from hybridpriv.random import rng as stream
+from scipy import stats
+
+from hybridpriv.core.random import rng as stream
 
 C = [4, 2, 2, 1]
 R_A = (3, 2, 2, 1, 1)  # the measured margins: 36 matrices
@@ -133,8 +133,8 @@ def test_matrix_depends_on_seed_chain_and_draw_not_on_call_order_chunks_or_proce
 
 
 def test_engine_results_do_not_depend_on_chunk_size():
+    from hybridpriv.engine.evaluate import evaluate
     from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
-    from hybridpriv.evaluate import evaluate
 
     post = posterior_of(SEQ, block=4, chains=2)
     runs = [evaluate({k: ContributionBoundedCounts(k, 1.0) for k in (1, 2)}, post, ItemCounts(), dim="k", seed=3,
@@ -349,8 +349,8 @@ def test_row_sum_move_never_gets_stuck_between_feasible_margins():
 
 
 def test_the_spec_default_block_is_the_models_and_reaches_the_model(tmp_path):
-    from hybridpriv.spec import load_spec
     from hybridpriv.families.user_item import spec as spec_useritem
+    from hybridpriv.spec import load_spec
 
     assert spec_useritem.BLOCK == BLOCK
     assert next(k for k in spec_useritem.TOP.keys if k.name == "block").default == BLOCK

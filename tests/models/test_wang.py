@@ -12,18 +12,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize, special
-
-from hybridpriv.data import DatasetSource, ThinnedSource
-from hybridpriv.estimators.wang import (
-    TIE_ATOL,
-    TIE_RTOL,
-    Algorithm1,
-    HybridDesign,
-    LogisticContrast,
-    m_estimate,
-    rescale,
-)
 from hybridpriv.models._base import ConvergenceError, KnowledgeModel
 from hybridpriv.models.wang import (
     PUBLIC_FIT_PRIOR_SD,
@@ -36,7 +24,19 @@ from hybridpriv.models.wang import (
     smoothing_bandwidth,
     weight_order,
 )
-from hybridpriv.random import rng as stream_rng
+from scipy import optimize, special
+
+from hybridpriv.core.data import DatasetSource, ThinnedSource
+from hybridpriv.core.random import rng as stream_rng
+from hybridpriv.estimators.wang import (
+    TIE_ATOL,
+    TIE_RTOL,
+    Algorithm1,
+    HybridDesign,
+    LogisticContrast,
+    m_estimate,
+    rescale,
+)
 
 FIT = dict(draws=150, tune=150, chains=2, cores=1)
 

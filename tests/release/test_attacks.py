@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow  # a select run, then releases with audits (about 
 PLUGINS = textwrap.dedent('''
     import numpy as np
     from hybridpriv.estimators import Estimator
-    from hybridpriv.privacy import Guarantee
+    from hybridpriv.core.privacy import Guarantee
 
 
     class _Mean(Estimator):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import optimize, special
 
-from hybridpriv.privacy import Guarantee
+from hybridpriv.core.privacy import Guarantee
 from hybridpriv.release.composition import compose
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hybridpriv.accounting import BudgetExceededError
-from hybridpriv.privacy import Guarantee
+from hybridpriv.core.privacy import Guarantee
 from hybridpriv.release.ledger import Ledger, LedgerError, format_ledger, ledger_for_data
 
 AR = "add-remove"
@@ -316,7 +316,7 @@ def test_totals_and_format(tmp_path):
 SPEND_LAST = """
 import sys, time
 from hybridpriv.accounting import BudgetExceededError
-from hybridpriv.privacy import Guarantee
+from hybridpriv.core.privacy import Guarantee
 from hybridpriv.release.ledger import Ledger
 try:
     with Ledger(sys.argv[1]).locked({"users": Guarantee(1.0)}) as state:
@@ -343,7 +343,7 @@ def test_concurrent_runs_cannot_both_spend_the_last_budget(tmp_path):
 
 KILLED = """
 import sys
-from hybridpriv.privacy import Guarantee
+from hybridpriv.core.privacy import Guarantee
 from hybridpriv.release.ledger import Ledger
 with Ledger(sys.argv[1]).locked() as state:
     state.record({"users": Guarantee(0.5)}, "killed")

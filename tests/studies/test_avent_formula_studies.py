@@ -3,10 +3,9 @@ the paper's statements, each checked by a computation independent of the study's
 
 import numpy as np
 import pytest
-from scipy import optimize, stats
-
 from hybridpriv.studies import avent_amplification, avent_kvh, avent_pwh, avent_salaries, avent_skew
 from hybridpriv.studies._claims import VERDICTS
+from scipy import optimize, stats
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -361,8 +360,8 @@ def test_amplification_claims_recomputed_from_the_dataset(amplification):
 def test_amplification_ingredients_against_the_estimator():
     # Theorem 8.1 rests on the release's sensitivity to one TCM record and on its joint noise variance;
     # measure both on the estimator itself (small n, classic Gaussian calibration, epsilon < 1)
+    from hybridpriv.core.privacy import Group
     from hybridpriv.estimators.avent import Hybrid
-    from hybridpriv.privacy import Group
     from hybridpriv.theory.avent import amplified_epsilon
 
     n_T, n_L, m, eps, delta, w = 20, 180, 3.0, 0.5, 1e-5, 0.6

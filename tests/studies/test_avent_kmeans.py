@@ -12,11 +12,11 @@ import time
 import numpy as np
 import pytest
 import xarray as xr
-
-from hybridpriv.checkpoint import Checkpoint
-from hybridpriv.estimators.kmeans import HybridKMeans, TrustSplitSource, gaussian_clusters
-from hybridpriv.random import rng
 from hybridpriv.studies import avent_kmeans
+
+from hybridpriv.core.random import rng
+from hybridpriv.engine.checkpoint import Checkpoint
+from hybridpriv.estimators.kmeans import HybridKMeans, TrustSplitSource, gaussian_clusters
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -114,7 +114,8 @@ def test_robust_claims(ds):
 
 def test_two_workers_chunks_of_one_and_a_resume_give_the_same_numbers(ds, tmp_path):
     import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
-    from hybridpriv.cluster import local_client
+
+    from hybridpriv.engine.cluster import local_client
 
     client = local_client(2)
     try:

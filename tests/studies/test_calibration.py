@@ -1,14 +1,19 @@
 import numpy as np
 import pytest
+from hybridpriv.studies import calibration
 
 from hybridpriv.calibration import BINS, reliability, score, summarize
+from hybridpriv.core.random import rng
 from hybridpriv.families.grouped.heldout import REAL_GROUPED, grouped_truth, real_grouped_truth
 from hybridpriv.families.hybrid_trust.heldout import REAL_HYBRID_TRUST, hybrid_trust_truth, real_hybrid_trust_truth
-from hybridpriv.families.user_item.heldout import (POPULARITY, REAL_USER_ITEM, ROW_LAWS, real_user_item_truth,
-                                                   user_item_truth)
+from hybridpriv.families.user_item.heldout import (
+    POPULARITY,
+    REAL_USER_ITEM,
+    ROW_LAWS,
+    real_user_item_truth,
+    user_item_truth,
+)
 from hybridpriv.heldout import RECORD_LAWS as GROUPED_GENERATORS
-from hybridpriv.random import rng
-from hybridpriv.studies import calibration
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 

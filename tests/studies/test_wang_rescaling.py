@@ -2,10 +2,10 @@
 
 import numpy as np
 import pytest
+from hybridpriv.studies import wang_rescaling
 from scipy.spatial.distance import cdist
 
-from hybridpriv.random import rng
-from hybridpriv.studies import wang_rescaling
+from hybridpriv.core.random import rng
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 

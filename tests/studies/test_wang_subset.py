@@ -6,8 +6,10 @@ import warnings
 
 import numpy as np
 import pytest
+from hybridpriv.studies import wang_subset
 from scipy.special import expit
 
+from hybridpriv.core.random import rng as stream_rng
 from hybridpriv.estimators.wang import (
     Algorithm2,
     LogisticContrast,
@@ -19,8 +21,6 @@ from hybridpriv.estimators.wang import (
     public_only,
     rescale,
 )
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.studies import wang_subset
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 

@@ -11,9 +11,9 @@ import warnings
 
 import pytest
 import xarray as xr
-
-from hybridpriv.checkpoint import Checkpoint
 from hybridpriv.studies import wang_subset
+
+from hybridpriv.engine.checkpoint import Checkpoint
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -31,7 +31,8 @@ def checkpointed(tmp_path_factory):
 
 def test_two_local_workers_give_the_numbers_of_one_process(checkpointed):
     import distributed  # noqa: F401  (in the test extra: a missing dask fails, never skips)
-    from hybridpriv.cluster import local_client
+
+    from hybridpriv.engine.cluster import local_client
 
     here, _ = checkpointed
     client = local_client(2)
@@ -61,7 +62,7 @@ def test_a_resumed_run_reads_back_every_chunk_and_fit(checkpointed, monkeypatch)
         raise AssertionError("a finished piece of work was recomputed")
 
     monkeypatch.setattr(wang_subset.WangPrivateModel, "fit", refuse)
-    monkeypatch.setattr("hybridpriv.evaluate._evaluate_chunk", refuse)
+    monkeypatch.setattr("hybridpriv.engine.evaluate._evaluate_chunk", refuse)
     with warnings.catch_warnings(), Checkpoint(folder, CONFIG) as ckpt:
         warnings.simplefilter("ignore")
         resumed = wang_subset.run(quick=True, seed=0, checkpoint=ckpt)

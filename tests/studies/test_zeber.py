@@ -1,7 +1,6 @@
 import numpy as np
 import pytest
 import xarray as xr
-
 from hybridpriv.studies import zeber_user_item
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
@@ -41,8 +40,9 @@ def test_the_figure_is_written(quick, tmp_path):
 
 
 def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(quick, tmp_path, monkeypatch):
-    from hybridpriv.checkpoint import Checkpoint
     from hybridpriv.models import UserItemModel
+
+    from hybridpriv.engine.checkpoint import Checkpoint
 
     with Checkpoint(tmp_path, {"study": "zeber", "seed": 2}) as ck:
         first = zeber_user_item.run(quick=True, seed=2, checkpoint=ck, chunk_size=10)  # uninterrupted, keeping its work

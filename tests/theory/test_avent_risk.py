@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from hybridpriv.core.privacy import Group
 from hybridpriv.estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
-from hybridpriv.privacy import Group
 from hybridpriv.theory.avent import (
     amplified_epsilon,
     full_lm_mse,

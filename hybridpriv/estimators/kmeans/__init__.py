@@ -11,12 +11,21 @@ The family on the one pipeline (``evaluate(candidates, source, WCSS())`` then ``
 * building blocks on arrays: :mod:`.algorithm` (noise scales, budget parts, the ledger plan,
   nearest-centre search, one run).
 
-Randomized response (line 7) is :func:`hybridpriv.mechanisms.randomized_response`.
+Randomized response (line 7) is :func:`hybridpriv.noise.randomized_response`.
 """
 
 from __future__ import annotations
 
-from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, nearest_centre, noise_scales, run_kmeans, wcss
+from .algorithm import (
+    PWH_NOISE,
+    KMeansResult,
+    budget_parts,
+    ledger_plan,
+    nearest_centre,
+    noise_scales,
+    run_kmeans,
+    wcss,
+)
 from .data import WCSS, PointCloud, TrustSplitSource, check_points, gaussian_clusters
 from .mechanisms import HybridKMeans, LloydKMeans, LMKMeans, TCMKMeans
 

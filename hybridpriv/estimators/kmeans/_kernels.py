@@ -1,7 +1,7 @@
 """Compiled inner loops of one K-means run: nearest centre, randomized response, cluster sums, line 4's reports.
 
 They do what the NumPy path does (SciPy's ``cdist`` matrix and a running minimum over its ``K``
-rows, :func:`~hybridpriv.mechanisms.randomized_response`'s reports from its uniforms, one
+rows, :func:`~hybridpriv.noise.randomized_response`'s reports from its uniforms, one
 ``bincount`` per coordinate, ``Generator.laplace``), with the same floating-point operations in
 the same order, so the results are the same bit for bit:
 
@@ -15,7 +15,7 @@ the same order, so the results are the same bit for bit:
   ``K'``, :func:`scans`), is unrolled, and the loop over points runs in SIMD lanes: ~4x faster than
   one point at a time with a loop over ``K`` of run-time length.  A copy of centre 0 never wins: its
   distance is the same double as centre 0's, and the running minimum is already at most that;
-* randomized response (:func:`hybridpriv.mechanisms.randomized_response`, given its uniforms ``u``):
+* randomized response (:func:`hybridpriv.noise.randomized_response`, given its uniforms ``u``):
   keep the label when ``u < keep``, else ``min(int((u - keep) / (1 - keep) * K), K - 1)``;
 * cluster sums: ``sums[label] += value`` point by point in order, as ``numpy.bincount`` with
   weights accumulates; counts as integers;

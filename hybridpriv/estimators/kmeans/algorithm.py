@@ -46,7 +46,7 @@ The algorithms work on ``x - lower`` in ``[0, m]^d`` (the paper's convention), s
 sensitivities hold for any bounds.  Nearest-centre search, vectorised over points: for points in
 the plane (``d = 2``) and fewer than 64 centres, one compiled pass (:mod:`._kernels`) that also
 turns the labels into randomized-response reports and cluster sums, with the same floating-point
-operations as the NumPy path (SciPy's ``cdist``, :func:`~hybridpriv.mechanisms.randomized_response`,
+operations as the NumPy path (SciPy's ``cdist``, :func:`~hybridpriv.noise.randomized_response`,
 ``bincount``), hence the same numbers; otherwise that NumPy path (``cKDTree`` from 64 centres).
 Randomness only from the ``rng`` passed in.
 """
@@ -62,9 +62,9 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
 from ...accounting import Accountant
-from ...mechanisms import randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
-from ...validation import check_rng
-from ...privacy import Bounds, check_epsilon, check_integer, check_real_array
+from ...core.privacy import Bounds, check_epsilon, check_integer, check_real_array
+from ...core.validation import check_rng
+from ...noise import randomized_response, rr_debias_counts, rr_debias_sums, rr_probabilities
 from . import _kernels
 
 __all__ = [
@@ -325,7 +325,7 @@ class _Compiled:
              values: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Counts ``(T, K)`` and sums ``(T, K, d)`` of ``values`` (default the points) per nearest centre,
         or per randomized-response report of it (``rr = (uniforms (T, n), keep probability)``):
-        :func:`_nearest_batch`, :func:`~hybridpriv.mechanisms.randomized_response` and :func:`_cluster_sums`
+        :func:`_nearest_batch`, :func:`~hybridpriv.noise.randomized_response` and :func:`_cluster_sums`
         compiled, per trial, the same numbers."""
         t, k = centres.shape[:2]
         counts = np.zeros((t, k), dtype=np.intp)

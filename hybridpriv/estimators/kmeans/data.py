@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...params import Parametrized
-from ...privacy import Bounds, check_integer, check_real_array
-from ...tasks import Task
+from ...core.params import Parametrized
+from ...core.privacy import Bounds, check_integer, check_real_array
+from ...core.tasks import Task
 from . import _kernels
 from .algorithm import _compiled, _wcss, wcss
 
@@ -74,7 +74,7 @@ class PointCloud:
         Boolean mask ``(n,)``: ``True`` for users who trust the curator (TCM users), ``False``
         for local-model (LM) users.  Either group may be empty.
     bounds
-        The box: every coordinate lies in ``[lower, upper]`` (a :class:`~hybridpriv.privacy.Bounds`
+        The box: every coordinate lies in ``[lower, upper]`` (a :class:`~hybridpriv.core.privacy.Bounds`
         or a pair).
     init
         The public start, ``(K, d)`` centres inside ``bounds``, chosen without looking at the

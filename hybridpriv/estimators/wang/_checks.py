@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...privacy import check_real_array
+from ...core.privacy import check_real_array
 
 __all__ = ["check_bool", "check_on_zero", "points", "same_width"]
 

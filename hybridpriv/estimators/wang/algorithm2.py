@@ -14,16 +14,16 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import xarray as xr
 
 from ...accounting import Accountant
-from ...mechanisms import exponential_mechanism, laplace
-from ...validation import check_rng
-from ...privacy import check_epsilon, check_positive
+from ...core.privacy import check_epsilon, check_positive
+from ...core.validation import check_rng
+from ...noise import exponential_mechanism, laplace
 from ._checks import check_on_zero, same_width
 from .contrasts import Contrast, LogisticContrast, as_contrast
 from .criteria import brier_criterion, criterion_sensitivity_bound, logistic_contrast, prediction_error
@@ -299,7 +299,7 @@ def algorithm2(
     4. Criterion ``t_i`` of every candidate on the private data, noisy at ``epsilon_3``; the
        candidate with the smallest noisy criterion is released with its weights.
 
-    The mechanism form (a candidate for :func:`hybridpriv.evaluate.evaluate`) is
+    The mechanism form (a candidate for :func:`hybridpriv.engine.evaluate.evaluate`) is
     :class:`~hybridpriv.estimators.wang.Algorithm2`.
 
     Parameters

@@ -4,7 +4,7 @@
 :class:`Contrast`: ``"mean"`` (squared loss, closed form), ``"median"`` (absolute loss, a linear
 program per column), ``"logistic"`` (negative log-likelihood, label last; Newton's method,
 :func:`fit_logistic`) or a user's :class:`CustomContrast`.  Contrasts are
-:class:`~hybridpriv.params.Parametrized`: their arguments are recorded in results and fingerprints.
+:class:`~hybridpriv.core.params.Parametrized`: their arguments are recorded in results and fingerprints.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from numbers import Integral
 import numpy as np
 from scipy import linalg, optimize, sparse, special
 
-from ...params import Parametrized
-from ...privacy import check_positive, check_real_array
+from ...core.params import Parametrized
+from ...core.privacy import check_positive, check_real_array
 from ._checks import check_bool, points
 
 __all__ = ["Contrast", "CustomContrast", "LogisticContrast", "MeanContrast", "MedianContrast", "as_contrast",

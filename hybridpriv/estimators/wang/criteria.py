@@ -8,7 +8,7 @@ import math
 import numpy as np
 from scipy import special
 
-from ...privacy import check_integer, check_positive, check_real_array
+from ...core.privacy import check_integer, check_positive, check_real_array
 from ._checks import points
 from .contrasts import LogisticContrast, as_contrast
 from .mestimation import private_fit
@@ -38,7 +38,7 @@ def prediction_error(
     ``n_D`` private covariate rows, ``beta_hat(D)`` the non-private fit on ``(X, y)`` (or the
     given ``reference``).  Not normalised by ``n_D`` (the paper's L2 norm, whose sensitivity
     argument needs it).  :class:`~hybridpriv.estimators.wang.PredictionError` is the same as a
-    task for :func:`hybridpriv.evaluate.evaluate`.
+    task for :func:`hybridpriv.engine.evaluate.evaluate`.
 
     Parameters
     ----------

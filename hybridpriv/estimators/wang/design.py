@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ...privacy import check_integer
+from ...core.privacy import check_integer
 from ._checks import points, same_width
-from .scaling import Scaling, check_categorical, fit_scaling
 from .prefix import PrefixNearest, ScanPrefix, prefix_nearest
+from .scaling import Scaling, check_categorical, fit_scaling
 from .weights import KDTREE_MAX_COLUMNS, nearest_search
 
 __all__ = ["HybridData", "HybridDesign", "check_order"]

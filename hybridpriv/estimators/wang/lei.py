@@ -9,9 +9,9 @@ from numbers import Integral
 
 import numpy as np
 
-from ...mechanisms import laplace
-from ...validation import check_rng
-from ...privacy import check_epsilon, check_integer, check_real_array
+from ...core.privacy import check_epsilon, check_integer, check_real_array
+from ...core.validation import check_rng
+from ...noise import laplace
 from ._checks import check_bool
 from .contrasts import Contrast, LogisticContrast, as_contrast
 from .mestimation import m_estimate

@@ -1,4 +1,4 @@
-"""The Wang family as mechanisms: candidates for :func:`hybridpriv.evaluate.evaluate` on a :class:`HybridDesign`.
+"""The Wang family as mechanisms: candidates for :func:`hybridpriv.engine.evaluate.evaluate` on a :class:`HybridDesign`.
 
 ===================  =====================================================  ===============================
 mechanism            release ``(trials, d)``                                 ``"private"`` unit (replace-one)
@@ -27,9 +27,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...accounting import Accountant
-from ...mechanisms import laplace
-from ...validation import check_rng, check_trials
-from ...privacy import Bounds, Group, Guarantee, check_epsilon, check_integer, check_positive, check_real_array
+from ...core.privacy import (
+    Bounds,
+    Group,
+    Guarantee,
+    check_epsilon,
+    check_integer,
+    check_positive,
+    check_real_array,
+)
+from ...core.validation import check_rng, check_trials
+from ...noise import laplace
 from ..base import Estimator, Mechanism
 from ._checks import check_bool, check_on_zero
 from .algorithm2 import (

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...privacy import check_real_array
+from ...core.privacy import check_real_array
 from ._checks import check_bool, check_on_zero
 from ._checks import points as _points
 from .contrasts import Contrast, as_contrast
@@ -108,7 +108,7 @@ def algorithm1(
     the noisy weights on the rescaled sets
     (:func:`~hybridpriv.estimators.wang.representation_weights`), and minimise the weighted
     contrast over the **original** public points (:func:`m_estimate`), so ``theta`` is on the
-    data's own scale.  The mechanism form (a candidate for :func:`hybridpriv.evaluate.evaluate`,
+    data's own scale.  The mechanism form (a candidate for :func:`hybridpriv.engine.evaluate.evaluate`,
     on a subset of a public order) is :class:`~hybridpriv.estimators.wang.Algorithm1`.
 
     Guarantee: ``epsilon``-DP for the private records (replace-one); ``E`` is public.

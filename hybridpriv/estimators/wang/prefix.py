@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from ...privacy import check_integer
+from ...core.privacy import check_integer
 from .weights import _CHUNK_ENTRIES, TIE_ATOL, TIE_RTOL
 
 __all__ = ["PrefixNearest", "ScanPrefix", "prefix_nearest"]

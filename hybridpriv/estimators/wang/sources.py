@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ...data import check_source
-from ...params import Parametrized
-from ...privacy import check_epsilon, check_integer
+from ...core.data import check_source
+from ...core.params import Parametrized
+from ...core.privacy import check_epsilon, check_integer
 from .algorithm2 import noisy_order
 from .design import HybridDesign, check_order
 

@@ -1,4 +1,4 @@
-"""Tasks for the ``"public-private"`` kind: what a Wang release is scored by in :func:`hybridpriv.evaluate.evaluate`.
+"""Tasks for the ``"public-private"`` kind: what a Wang release is scored by in :func:`hybridpriv.engine.evaluate.evaluate`.
 
 * :class:`PredictionError` -- Section 5.1's criterion: ``||expit(X_D theta) - expit(X_D theta_hat(D))||_2``
   over the private rows, ``theta_hat(D)`` the non-private fit (the truth of a dataset, as scalars).
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...tasks import Task
+from ...core.tasks import Task
 from .contrasts import as_contrast
 from .criteria import logistic_contrast, prediction_error
 from .design import HybridDesign

@@ -14,9 +14,9 @@ import math
 import numpy as np
 from scipy.spatial import cKDTree
 
-from ...mechanisms import laplace
-from ...validation import check_rng
-from ...privacy import check_epsilon, check_integer
+from ...core.privacy import check_epsilon, check_integer
+from ...core.validation import check_rng
+from ...noise import laplace
 from ._checks import check_bool, points, same_width
 
 __all__ = [

@@ -3,7 +3,7 @@ that simulate it from known distributions (:class:`IIDSource`, :func:`normal_sou
 clamped normal's moments.
 
 The evaluation engine asks a source for the dataset of one ``(chain, draw)`` index and hands it a NumPy
-``Generator`` on the stream ``("dataset", chain, draw)`` (:mod:`hybridpriv.data` has the protocol).
+``Generator`` on the stream ``("dataset", chain, draw)`` (:mod:`hybridpriv.core.data` has the protocol).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from numbers import Real
 
 import numpy as np
 
-from ...data import _check_draws
-from ...params import Parametrized
-from ...privacy import Bounds, Group, check_groups
+from ...core.data import _check_draws
+from ...core.params import Parametrized
+from ...core.privacy import Bounds, Group, check_groups
 
 __all__ = ["BetaSampler", "GroupedDataset", "IIDSource", "NormalSampler", "STATISTICS", "UniformSampler",
            "clamped_normal_moments", "normal_source", "sample_statistic"]

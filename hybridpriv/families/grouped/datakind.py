@@ -27,7 +27,7 @@ def _int(x: object) -> bool:
 
 
 def _base_data(estimator, data: object) -> list[np.ndarray]:
-    from ...privacy import check_group_data
+    from ...core.privacy import check_group_data
 
     arrays, batched = check_group_data(getattr(data, "values", data), estimator.groups, estimator.bounds, clamp=False)
     if batched:
@@ -113,7 +113,7 @@ class GroupedData(DataKind):
         return _grouped_pairs(mechanism, data, unit, guarantee, record)
 
     def default_task(self) -> Any:
-        from hybridpriv.families.grouped import Statistic
+        from . import Statistic
 
         return Statistic()
 

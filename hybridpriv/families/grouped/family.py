@@ -22,8 +22,8 @@ class GroupedFamily(Family):
     spec_module = _spec
     examples = {"grouped": "grouped.toml"}
     context_docs = {
-        "groups": "the privacy groups (list of hybridpriv.privacy.Group)",
-        "bounds": "the records' bounds (hybridpriv.privacy.Bounds)",
+        "groups": "the privacy groups (list of hybridpriv.core.privacy.Group)",
+        "bounds": "the records' bounds (hybridpriv.core.privacy.Bounds)",
         "relation": "the neighbouring relation the groups require",
         "statistic": '"mean" or "median"', "clamp": "whether records are clipped into the bounds",
         "sigma2": "the fitted model (its variance_posterior_mean is the records' variance)",
@@ -72,7 +72,7 @@ class GroupedFamily(Family):
         return real_grouped_truth(name, rng)
 
     def truth_dataset(self, data: Any, groups: Any = None) -> Any:
-        from hybridpriv.families.grouped import GroupedDataset
+        from . import GroupedDataset
 
         return GroupedDataset(tuple(np.asarray(data[g.name], dtype=float) for g in groups))
 

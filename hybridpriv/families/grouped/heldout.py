@@ -80,11 +80,11 @@ def noisy_group_mean(records: Any, size: int, bounds: Any, relation: str, epsilo
                      trials: int | None = None) -> tuple[np.ndarray, float]:
     """An epsilon-DP mean of a group's ``records`` (the budget-spending selector's feature): their sum
     over the group's public ``size`` plus Laplace noise of scale ``sum_sensitivity / (size epsilon)``
-    (:meth:`hybridpriv.privacy.Bounds.sum_sensitivity` under ``relation``).  ``trials``: that many
+    (:meth:`hybridpriv.core.privacy.Bounds.sum_sensitivity` under ``relation``).  ``trials``: that many
     independent releases (default one).  Returns the release(s) and the noise scale.  Simulation
     noise (NumPy), not for a release of real data."""
-    from ...mechanisms import laplace
-    from ...privacy import Bounds
+    from ...core.privacy import Bounds
+    from ...noise import laplace
 
     scale = Bounds.from_pair(bounds).sum_sensitivity(relation) / (size * epsilon)
     value = np.sum(records) / size

@@ -10,9 +10,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...privacy import NEIGHBOUR_RELATIONS, Bounds
-from ...spec.schema import (run_keys, spec_groups, Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair,
-                     string, table, tables, values)
+from ...core.privacy import NEIGHBOUR_RELATIONS, Bounds
+from ...spec.schema import (
+    Context,
+    Key,
+    SpecError,
+    Table,
+    boolean,
+    choice,
+    epsilon,
+    integer,
+    list_of,
+    number,
+    pair,
+    run_keys,
+    spec_groups,
+    string,
+    table,
+    tables,
+    values,
+)
 
 __all__ = ["GROUP", "MODEL", "RELEASE", "EVALUATION", "TOP", "build", "check"]
 
@@ -179,8 +196,8 @@ def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...estimators import default_estimators, make_estimator
     from ...models import GroupedDataModel, ReleasedMean
-    from hybridpriv.families.grouped import Statistic
     from ...workflow import Problem
+    from . import Statistic
 
     releases = []
     for k, r in enumerate(v["model"]["released_means"]):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...tasks import Task, scalar_loss
+from ...core.tasks import Task, scalar_loss
 
 __all__ = ["Statistic"]
 

@@ -31,7 +31,7 @@ class HistogramFamily(Family):
     examples = {"acs12-hours-bands": Path(__file__).with_name("acs12-hours-bands.toml")}
     real_datasets = REAL_HISTOGRAM
     quick_calibration = {"real": ["acs12-hours-bands"], "settings": {"evaluation": {"draws": 100, "trials": 20}}}
-    context_docs = {"groups": "the privacy groups (list of hybridpriv.privacy.Group)",
+    context_docs = {"groups": "the privacy groups (list of hybridpriv.core.privacy.Group)",
                     "categories": "the category names (tuple of str), in the order of the released shares",
                     "relation": "the neighbouring relation the groups require",
                     "s2": "the fitted model (its category_variance: the mean of p (1 - p) over categories)"}

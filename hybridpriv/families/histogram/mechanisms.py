@@ -26,10 +26,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...core.privacy import NEIGHBOUR_RELATIONS, Group, Guarantee, check_groups, check_positive
+from ...core.validation import check_rng, check_trials
 from ...estimators.base import Mechanism
-from ...validation import check_rng, check_trials
-from ...mechanisms import laplace
-from ...privacy import NEIGHBOUR_RELATIONS, Group, Guarantee, check_groups, check_positive
+from ...noise import laplace
 from .data import CategoryCounts, check_counts
 
 __all__ = ["HistogramMechanism", "LaplaceHistograms", "PooledHistogram", "PublicHistogram", "SampleHistogram",

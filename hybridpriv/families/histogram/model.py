@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...privacy import Group, check_groups, check_positive
+from ...core.privacy import Group, check_groups, check_positive
 from ...models._base import KnowledgeModel, Posterior
 from .data import CategoryCounts
 

@@ -15,9 +15,25 @@ from typing import Any
 
 import numpy as np
 
-from ...privacy import NEIGHBOUR_RELATIONS
-from ...spec.schema import (run_keys, spec_groups, Context, Key, SpecError, Table, _show, choice, epsilon, integer, list_of, number,
-                            read_csv_rows, string, table, tables)
+from ...core.privacy import NEIGHBOUR_RELATIONS
+from ...spec.schema import (
+    Context,
+    Key,
+    SpecError,
+    Table,
+    _show,
+    choice,
+    epsilon,
+    integer,
+    list_of,
+    number,
+    read_csv_rows,
+    run_keys,
+    spec_groups,
+    string,
+    table,
+    tables,
+)
 
 __all__ = ["CANDIDATES", "EVALUATION", "GROUP", "MODEL", "SECTIONS", "TOP", "build", "check", "context"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...tasks import Task
+from ...core.tasks import Task
 from .data import CategoryCounts
 
 __all__ = ["HISTOGRAM_LOSSES", "HistogramError"]

@@ -34,8 +34,8 @@ REPORT_HEADER = "report,epsilon,delta,noise,lower,upper"
 
 def local_scale(epsilon: float, bounds: tuple[float, float], noise: str = "laplace", delta: float = 0.0) -> float:
     """The local noise's scale: Laplace ``(upper - lower) / epsilon``, or the analytic Gaussian sigma."""
-    from ...mechanisms import gaussian_sigma
-    from ...privacy import Bounds, check_epsilon
+    from ...core.privacy import Bounds, check_epsilon
+    from ...noise import gaussian_sigma
 
     eps = check_epsilon(epsilon, allow_inf=False)
     b = Bounds.from_pair(bounds)
@@ -53,7 +53,7 @@ def local_scale(epsilon: float, bounds: tuple[float, float], noise: str = "lapla
 def local_report(value: float | Sequence[float], epsilon: float, bounds: tuple[float, float], noise: str = "laplace",
                  delta: float = 0.0) -> float | np.ndarray:
     """The report of ``value`` (clipped into ``bounds``) with local noise drawn by OpenDP (see the module)."""
-    from ...privacy import Bounds
+    from ...core.privacy import Bounds
     from ...release.noise import OpenDPGenerator
 
     b = Bounds.from_pair(bounds)

@@ -22,8 +22,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...spec.schema import (run_keys, Context, Key, SpecError, Table, boolean, choice, epsilon, integer, list_of, number, pair, string,
-                     table, tables, values)
+from ...spec.schema import (
+    Context,
+    Key,
+    SpecError,
+    Table,
+    boolean,
+    choice,
+    epsilon,
+    integer,
+    list_of,
+    number,
+    pair,
+    run_keys,
+    string,
+    table,
+    tables,
+    values,
+)
 
 __all__ = ["CANDIDATES", "EVALUATION", "KNOWLEDGE", "LM", "RELEASE", "SECTIONS", "TCM", "TOP", "build", "check",
            "make_candidates", "requirements"]
@@ -165,7 +181,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def _groups(v: dict[str, Any]):
-    from ...privacy import Group
+    from ...core.privacy import Group
 
     n_T, n_L = v["sizes"]
     t, l_ = v["tcm"], v["lm"]
@@ -174,7 +190,7 @@ def _groups(v: dict[str, Any]):
 
 def requirements(v: dict[str, Any]) -> dict[str, Any]:
     """What each group requires: the TCM group central DP under ``relation``, the LM group local DP (replace)."""
-    from ...privacy import Guarantee
+    from ...core.privacy import Guarantee
 
     t, l_ = v["tcm"], v["lm"]
     return {t["name"]: Guarantee(t["epsilon"], t["delta"], v["relation"], "central"),
@@ -217,8 +233,8 @@ def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...estimators.avent import TCMOnly
     from ...models import HybridTrustModel, ReleasedMean
-    from hybridpriv.families.grouped import Statistic
     from ...workflow import Problem
+    from ..grouped import Statistic
 
     kn, ev = v["knowledge"], v["evaluation"]
     names = {v["tcm"]["name"]: "T", v["lm"]["name"]: "L", None: None}

@@ -79,7 +79,7 @@ class Device:
 
     def __init__(self, user: str, point: Sequence[float], epsilon: float, tau: int, k: int,
                  bounds: tuple[float, float], state: Mapping[str, Any] | None = None) -> None:
-        from ...privacy import Bounds, check_epsilon, check_integer
+        from ...core.privacy import Bounds, check_epsilon, check_integer
 
         self.user = str(user)
         if not self.user or any(c in self.user for c in ",\n\r"):
@@ -162,7 +162,7 @@ class Device:
 @functools.lru_cache(maxsize=64)
 def _rr(k: int, epsilon: float):
     """OpenDP's K-ary randomized response over clusters ``0..k-1``: the true one with ``e^eps / (k - 1 + e^eps)``."""
-    from ...mechanisms import rr_probabilities
+    from ...noise import rr_probabilities
     from ...release.noise import _opendp
 
     dp = _opendp()

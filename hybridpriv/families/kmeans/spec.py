@@ -28,9 +28,24 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.schema import (run_keys, Context, Key, SpecError, Table, _show, boolean, choice, epsilon, integer, list_of, number, pair,
-                     read_csv_rows, string,
-                     table)
+from ...spec.schema import (
+    Context,
+    Key,
+    SpecError,
+    Table,
+    _show,
+    boolean,
+    choice,
+    epsilon,
+    integer,
+    list_of,
+    number,
+    pair,
+    read_csv_rows,
+    run_keys,
+    string,
+    table,
+)
 
 __all__ = ["ALGORITHMS", "EVALUATION", "KNOWLEDGE", "SECTIONS", "TOP", "build", "check", "make_candidates",
            "points", "requirements"]
@@ -159,7 +174,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 def requirements(v: dict[str, Any]) -> dict[str, Any]:
     """What each unit requires: ``tcm`` central DP (add/remove-one), ``lm`` local DP (replace-one), at ``epsilon``."""
-    from ...privacy import Guarantee
+    from ...core.privacy import Guarantee
 
     return {"tcm": Guarantee(v["epsilon"], 0.0, "add-remove", "central"),
             "lm": Guarantee(v["epsilon"], 0.0, "replace", "local")}

@@ -37,7 +37,20 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.schema import run_keys, Context, Key, SpecError, Table, choice, epsilon, integer, list_of, number, string, table
+from ...spec.schema import (
+    Context,
+    Key,
+    SpecError,
+    Table,
+    choice,
+    epsilon,
+    integer,
+    list_of,
+    number,
+    run_keys,
+    string,
+    table,
+)
 
 __all__ = ["CONTRASTS", "COLUMN_TYPES", "EVALUATION", "MODEL", "PRIVATE", "SECTIONS", "TOP", "CANDIDATES",
            "build", "check", "load_public", "make_candidates", "register_contrast"]
@@ -343,8 +356,8 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
+    from ...core.privacy import Guarantee
     from ...estimators.wang import ParameterError, PredictionError
-    from ...privacy import Guarantee
     from ...workflow import Problem
     from .model import Layout, SpecWangModel
 

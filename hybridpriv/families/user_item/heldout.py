@@ -81,7 +81,7 @@ def dp_items_histogram(matrix: Any, epsilon: float, rng: np.random.Generator) ->
     """The number of users with ``k = 1..m`` items, each count plus Laplace(1 / epsilon) noise:
     epsilon-DP under adding or removing a user (who adds 1 to one count).  Simulation noise
     (NumPy), for the calibration study, not for a release."""
-    from ...mechanisms import laplace
+    from ...noise import laplace
 
     m = matrix.shape[1]
     counts = np.bincount(np.diff(matrix.indptr), minlength=m + 1)[1 : m + 1]

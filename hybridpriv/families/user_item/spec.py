@@ -12,7 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from ...spec.schema import run_keys, Context, Key, SpecError, Table, choice, epsilon, integer, integer_range, string, table, values
+from ...spec.schema import (
+    Context,
+    Key,
+    SpecError,
+    Table,
+    choice,
+    epsilon,
+    integer,
+    integer_range,
+    run_keys,
+    string,
+    table,
+    values,
+)
 
 __all__ = ["EVALUATION", "SECTIONS", "TOP", "build", "check"]
 
@@ -146,10 +159,10 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model of the matrix (validated now), the candidates over k, the task."""
+    from ...core.privacy import Guarantee
     from ...estimators import ContributionBoundedCounts
     from ...estimators.useritem import ItemCounts
     from ...models import UserItemModel
-    from ...privacy import Guarantee
     from ...workflow import Problem
 
     try:

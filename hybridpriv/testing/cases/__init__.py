@@ -41,7 +41,7 @@ __all__ = [
 #: A Mechanism subclass that takes one of these constructor parameters spends a privacy budget,
 #: so it claims differential privacy (``groups`` carry each group's epsilon).
 BUDGET_PARAMETERS = frozenset({"epsilon", "epsilons", "groups"})
-#: A function of :mod:`hybridpriv.mechanisms` that takes ``rng`` and one of these is a noise primitive.
+#: A function of :mod:`hybridpriv.noise` that takes ``rng`` and one of these is a noise primitive.
 PRIMITIVE_NOISE_PARAMETERS = frozenset({"epsilon", "scale", "sigma"})
 
 
@@ -57,10 +57,11 @@ def dp_claiming_built_ins(extra_modules: tuple[ModuleType, ...] = ()) -> dict[st
     Walks every module of :mod:`hybridpriv.estimators` (and ``extra_modules``) for public,
     concrete :class:`~hybridpriv.estimators.base.Mechanism` subclasses defined there whose
     constructor takes a budget (:data:`BUDGET_PARAMETERS`), and lists the functions of
-    :mod:`hybridpriv.mechanisms` that take ``rng`` and a noise parameter
+    :mod:`hybridpriv.noise` that take ``rng`` and a noise parameter
     (:data:`PRIMITIVE_NOISE_PARAMETERS`).
     """
-    from ... import estimators, mechanisms
+    from ... import estimators
+    from ... import noise as mechanisms
     from ...estimators.base import Mechanism
 
     found: dict[str, str] = {}

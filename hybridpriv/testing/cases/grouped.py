@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...core.privacy import Bounds, Group
 from ...estimators import (
     FullLM,
     Hybrid,
@@ -30,7 +31,6 @@ from ...estimators import (
     WeightedMedian,
 )
 from ...estimators.base import Estimator
-from ...privacy import Bounds, Group
 from ..pairs import audit_estimator
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run
 

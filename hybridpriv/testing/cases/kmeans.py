@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ... import mechanisms as M
+from ... import noise as M
 from ...estimators.base import Mechanism
 from ...estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from ..core import audit

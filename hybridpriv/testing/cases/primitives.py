@@ -1,4 +1,4 @@
-"""Audit cases of the noise primitives (:mod:`hybridpriv.mechanisms`) and contribution-bounded counts.
+"""Audit cases of the noise primitives (:mod:`hybridpriv.noise`) and contribution-bounded counts.
 
 Each case runs on neighbouring datasets chosen to make the mechanism leak: a count moved by 1;
 two exponential-mechanism scores moving in opposite directions (the case the factor 2 is for);
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import mechanisms as M
+from ... import noise as M
+from ...core.privacy import Bounds
 from ...estimators.useritem import ContributionBoundedCounts
-from ...privacy import Bounds
 from ..core import audit
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
 

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from ... import mechanisms as M
+from ... import noise as M
+from ...core.privacy import Group
 from ...estimators.base import Mechanism
 from ...estimators.wang import (
     Algorithm1,
@@ -20,7 +21,6 @@ from ...estimators.wang import (
     representation_counts,
     representation_weights,
 )
-from ...privacy import Group
 from ..core import audit
 from ..pairs import audit_estimator
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one

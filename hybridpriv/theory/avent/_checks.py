@@ -7,7 +7,7 @@ import inspect
 
 import numpy as np
 
-from ...privacy import check_real_array
+from ...core.privacy import check_real_array
 
 __all__ = ["AMPLIFICATION_GROUPS", "BENCHMARKS", "CALIBRATIONS", "NOISES"]
 

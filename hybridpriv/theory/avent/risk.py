@@ -10,7 +10,20 @@ from __future__ import annotations
 import numpy as np
 
 from .._xarray import xarray_aware
-from ._checks import _finite_result, BENCHMARKS, CALIBRATIONS, NOISES, _arr, _check_w, _choice, _divide, _nc, _out, _real, _var
+from ._checks import (
+    BENCHMARKS,
+    CALIBRATIONS,
+    NOISES,
+    _arr,
+    _check_w,
+    _choice,
+    _divide,
+    _finite_result,
+    _nc,
+    _out,
+    _real,
+    _var,
+)
 
 __all__ = ["full_lm_mse", "hybrid_mse", "kvh_mse", "lm_only_mse", "mixture_variance", "noise_variances", "pwh_mse",
            "tcm_only_mse"]
@@ -18,7 +31,7 @@ __all__ = ["full_lm_mse", "hybrid_mse", "kvh_mse", "lm_only_mse", "mixture_varia
 
 def _analytic_ratio(epsilon: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """``sigma / sensitivity`` of the analytic Gaussian mechanism, per (epsilon, delta) pair."""
-    from ...mechanisms import gaussian_sigma
+    from ...noise import gaussian_sigma
 
     e, d = np.broadcast_arrays(epsilon, delta)
     pairs = np.stack([e.ravel(), d.ravel()], axis=1)
@@ -47,7 +60,7 @@ def noise_variances(
       ``s_L2 = 2 ln(1.25/delta) m^2 / epsilon^2``; this is proven only for ``epsilon < 1`` but the
       paper also uses it at ``epsilon = 1`` (Figure 7), so it is computed for every epsilon here.
       ``calibration="analytic"``: Balle & Wang's exact calibration
-      (:func:`hybridpriv.mechanisms.gaussian_sigma`), valid for every epsilon, which the
+      (:func:`hybridpriv.noise.gaussian_sigma`), valid for every epsilon, which the
       estimators use by default.  In both, ``s_T2 = s_L2 / (c n)^2``.
 
     Examples

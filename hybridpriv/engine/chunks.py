@@ -5,7 +5,7 @@ a function ``fn(job, task) -> dict of arrays`` and a list of tasks (item ranges,
 per-chunk parameters).  Data are generated inside ``fn``, so tasks carry no datasets and only
 reduced arrays come back.  On a cluster the job is scattered once to every worker and the
 tasks are submitted together; results are written to a
-:class:`~hybridpriv.checkpoint.Checkpoint` as each chunk finishes, when one is given.
+:class:`~hybridpriv.engine.checkpoint.Checkpoint` as each chunk finishes, when one is given.
 
 Chunks are sized from the CPU time of a few items of every section, measured in this process
 (``time.thread_time``, so a busy machine does not shrink them): every task gets the same work,

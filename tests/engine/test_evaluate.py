@@ -4,13 +4,12 @@ import math
 import numpy as np
 import pytest
 
-from hybridpriv.families.grouped import normal_source
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.core.random import rng as stream_rng
+from hybridpriv.engine.decision import decide
+from hybridpriv.engine.evaluate import evaluate, evaluate_many
 from hybridpriv.estimators import PDPSample, UniformMean, WeightedMean
-from hybridpriv.evaluate import evaluate, evaluate_many
-from hybridpriv.privacy import Bounds, Group
-from hybridpriv.random import rng as stream_rng
-from hybridpriv.select import decide
-from hybridpriv.families.grouped import Statistic
+from hybridpriv.families.grouped import Statistic, normal_source
 from hybridpriv.theory import mixed_mean_variance
 
 GROUPS = [Group("pub", 50, math.inf), Group("a", 200, 1.0), Group("b", 100, 0.2)]

@@ -10,7 +10,7 @@ A *task* says, for one dataset, what the truth is and how far a release is from 
   loss *given the dataset* has a closed form, the engine uses it instead of averaging noisy
   releases (NaN for a mechanism without one, which then runs by Monte Carlo).
 
-Tasks are :class:`~hybridpriv.params.Parametrized` (their parameters go into results and
+Tasks are :class:`~hybridpriv.core.params.Parametrized` (their parameters go into results and
 checkpoint fingerprints).  The tasks of the families live in their packages (e.g. the grouped
 family's scalar ``Statistic``).
 """

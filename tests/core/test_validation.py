@@ -1,11 +1,12 @@
-"""hybridpriv.validation: the user-item validators shared by theory and the mechanisms."""
+"""hybridpriv.core.validation: the user-item validators shared by theory and the mechanisms."""
 
 import numpy as np
 import pytest
 from scipy import sparse
 
-from hybridpriv import theory, validation
-from hybridpriv.validation import check_contribution_bounds, check_user_item_matrix
+from hybridpriv import theory
+from hybridpriv.core import validation
+from hybridpriv.core.validation import check_contribution_bounds, check_user_item_matrix
 
 
 def test_the_validators_are_the_ones_theory_and_the_estimators_use():
@@ -16,7 +17,9 @@ def test_the_validators_are_the_ones_theory_and_the_estimators_use():
 
 
 def test_one_trials_seed_and_rng_validator_serves_every_module():
-    from hybridpriv import evaluate, mechanisms, random
+    from hybridpriv import noise as mechanisms
+    from hybridpriv.core import random
+    from hybridpriv.engine import evaluate
     from hybridpriv.estimators import base, useritem
 
     assert random.check_seed is validation.check_seed and mechanisms.check_rng is validation.check_rng

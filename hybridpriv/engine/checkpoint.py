@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .params import differences
+from ..core.params import differences
 
 __all__ = ["Checkpoint"]
 

@@ -1,4 +1,4 @@
-"""hybridpriv.data: clamped-normal moments by numerical integration, sources, truths."""
+"""hybridpriv.core.data: clamped-normal moments by numerical integration, sources, truths."""
 
 from __future__ import annotations
 
@@ -8,9 +8,15 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from hybridpriv.data import DatasetSource
-from hybridpriv.families.grouped import GroupedDataset, IIDSource, clamped_normal_moments, normal_source, sample_statistic
-from hybridpriv.privacy import Bounds, Group
+from hybridpriv.core.data import DatasetSource
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.families.grouped import (
+    GroupedDataset,
+    IIDSource,
+    clamped_normal_moments,
+    normal_source,
+    sample_statistic,
+)
 
 ROOT_SEED = 0xDA7A
 

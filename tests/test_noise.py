@@ -1,4 +1,4 @@
-"""hybridpriv.mechanisms against independent computations (exact probabilities, numerical
+"""hybridpriv.noise against independent computations (exact probabilities, numerical
 integration of the privacy profile, chi-square and variance confidence intervals)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from hybridpriv.mechanisms import (
+from hybridpriv.core.privacy import Bounds
+from hybridpriv.noise import (
     check_rng,
     exponential_mechanism,
     gaussian,
@@ -23,7 +24,6 @@ from hybridpriv.mechanisms import (
     sample_log_weights,
     smith_quantile,
 )
-from hybridpriv.privacy import Bounds
 
 ROOT_SEED = 0x3EC_4A
 

@@ -5,7 +5,7 @@ index: a known distribution (a family's, e.g. ``IIDSource`` of grouped records),
 (:class:`FixedSource`), evenly spaced draws of another source (:class:`ThinnedSource`), or the posterior predictive of a PyMC model of public knowledge (every fitted model in
 :mod:`hybridpriv.models` is one).  The engine owns the seeds: it hands
 :meth:`DatasetSource.generate` a numpy ``Generator`` on the stream ``("dataset", chain, draw)``
-(:mod:`hybridpriv.random`), so a dataset does not depend on chunking or on which worker made it.
+(:mod:`hybridpriv.core.random`), so a dataset does not depend on chunking or on which worker made it.
 
 Every dataset has a *kind* (:func:`data_kind_of`; the registered kinds: :func:`hybridpriv.families.data_kinds`), and every mechanism says which kind it reads.
 """
@@ -27,7 +27,7 @@ def data_kind_of(data: object) -> str:
     (a SciPy sparse matrix is a users x items matrix)."""
     kind = getattr(data, "data_kind", None)
     if kind is None:
-        from .families import data_kinds
+        from ..families import data_kinds
 
         for name, dk in data_kinds().items():
             if dk.recognises(data):
@@ -43,7 +43,7 @@ class DatasetSource(Protocol):
     ``shape`` is the index space ``(chains, draws)``; ``generate(chain, draw, rng)`` returns the
     dataset at that index using only ``rng`` for randomness (and the same dataset for the same
     index and generator state).  Sources should also offer ``get_params()`` or
-    ``describe_params()`` (what :func:`hybridpriv.params.describe` records in results and
+    ``describe_params()`` (what :func:`hybridpriv.core.params.describe` records in results and
     checkpoints).  Grouped sources also carry ``groups`` and ``bounds``.
     """
 

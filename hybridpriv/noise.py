@@ -27,8 +27,8 @@ import math
 import numpy as np
 from scipy import optimize, special
 
-from .privacy import Bounds, check_epsilon, check_integer, check_positive, check_real_array
-from .validation import check_rng
+from .core.privacy import Bounds, check_epsilon, check_integer, check_positive, check_real_array
+from .core.validation import check_rng
 
 __all__ = [
     "MAX_NOISE_SCALE",

@@ -8,16 +8,15 @@ import subprocess
 import sys
 import time
 
+import distributed  # noqa: E402  (in the test extra: a missing dask fails, never skips)
 import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.families.grouped import normal_source
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.engine.evaluate import evaluate, evaluate_many
 from hybridpriv.estimators import UniformMean, WeightedMean
-from hybridpriv.evaluate import evaluate, evaluate_many
-from hybridpriv.privacy import Bounds, Group
-
-import distributed  # noqa: E402  (in the test extra: a missing dask fails, never skips)
+from hybridpriv.families.grouped import normal_source
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -27,7 +26,7 @@ BOUNDS = Bounds(0.0, 10.0)
 
 @pytest.fixture(scope="module")
 def client():
-    from hybridpriv.cluster import local_client
+    from hybridpriv.engine.cluster import local_client
 
     c = local_client(2)  # what --workers 2 starts
     yield c
@@ -44,7 +43,7 @@ def _worker_settings():
 
 
 def test_local_workers_are_single_threaded_processes_without_the_profiler_or_malloc_trimming(client):
-    from hybridpriv.cluster import worker_pids
+    from hybridpriv.engine.cluster import worker_pids
 
     info = client.scheduler_info()["workers"]
     assert len(info) == 2 and all(w["nthreads"] == 1 for w in info.values())
@@ -58,7 +57,7 @@ def test_local_workers_are_single_threaded_processes_without_the_profiler_or_mal
 
 
 def test_chunk_sizes_give_every_task_the_same_work_between_100_ms_and_a_second():
-    from hybridpriv.chunks import chunk_size_for, chunk_sizes_for
+    from hybridpriv.engine.chunks import chunk_size_for, chunk_sizes_for
 
     # 2.5 ms per item (a user-item matrix): 1 s = 400 items, 100 ms = 40 items
     assert chunk_size_for(0.0025, 100_000) == 400          # full scale: 250 tasks of ~1 s
@@ -105,12 +104,12 @@ def test_a_client_that_is_not_a_dask_client_is_refused():
 def test_importing_never_imports_dask_and_running_without_a_client_never_imports_distributed():
     # (xarray itself imports dask.array while building datasets when dask is installed)
     code = (
-        "import sys, hybridpriv, hybridpriv.cli, hybridpriv.evaluate, hybridpriv.models, hybridpriv.studies\n"
+        "import sys, hybridpriv, hybridpriv.cli, hybridpriv.engine.evaluate, hybridpriv.models, hybridpriv.studies\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
         "from hybridpriv.families.grouped import normal_source\nfrom hybridpriv.estimators import UniformMean\n"
-        "from hybridpriv.privacy import Bounds, Group\n"
+        "from hybridpriv.core.privacy import Bounds, Group\n"
         "g = (Group('a', 5, 1.0),); b = Bounds(0.0, 1.0)\n"
-        "hybridpriv.evaluate.evaluate([UniformMean(g, b)], normal_source(g, b, 0.5, 0.2, 3), seed=1)\n"
+        "hybridpriv.engine.evaluate.evaluate([UniformMean(g, b)], normal_source(g, b, 0.5, 0.2, 3), seed=1)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'distributed'))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
@@ -190,7 +189,7 @@ def test_study_gives_identical_data_in_one_process_on_two_local_workers_and_on_a
 def test_a_kept_stage_is_written_and_read_back_while_a_client_is_open(client, tmp_path):
     # xarray takes netCDF locks from dask's current scheduler; with a client open that was a
     # distributed lock named after an in-memory file, which failed (`study run --workers 2 --resume`)
-    from hybridpriv.checkpoint import Checkpoint
+    from hybridpriv.engine.checkpoint import Checkpoint
 
     ds = xr.Dataset({"h": (("chain", "draw", "items"), np.arange(24).reshape(2, 3, 4))},
                     coords={"chain": [0, 1], "draw": [0, 1, 2]})

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.select import decide, format_table
+from hybridpriv.engine.decision import decide, format_table
 
 
 def _evaluation(losses, dim="estimator"):
@@ -140,7 +140,7 @@ def test_one_dataset_is_not_enough():
 
 
 def test_summarize_by_adds_the_members_p_best_and_picks_each_groups_best_eligible_member():
-    from hybridpriv.select import format_summary, summarize_by
+    from hybridpriv.engine.decision import format_summary, summarize_by
 
     rng = np.random.default_rng(0)
     risk = rng.gamma(2.0, [[1.0], [1.1], [0.9], [3.0]], size=(4, 400)).reshape(4, 1, 400)

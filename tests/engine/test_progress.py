@@ -5,7 +5,7 @@ import io
 import pytest
 
 from hybridpriv.cli import main
-from hybridpriv.progress import Phase, enabled, phase, quiet
+from hybridpriv.engine.progress import Phase, enabled, phase, quiet
 
 
 class _Terminal(io.StringIO):

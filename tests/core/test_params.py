@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from hybridpriv.families.grouped import normal_source
+from hybridpriv.core.params import Parametrized, describe, differences, fingerprint
+from hybridpriv.core.privacy import Bounds, Group
 from hybridpriv.estimators import PDPSample, WeightedMean
-from hybridpriv.params import Parametrized, describe, differences, fingerprint
-from hybridpriv.privacy import Bounds, Group
+from hybridpriv.families.grouped import normal_source
 
 GROUPS = [Group("pub", 10, math.inf), Group("a", 20, 1.0)]
 

@@ -1,8 +1,8 @@
 """Decision summaries over simulated datasets: expected loss, its uncertainty, P(best), the choice.
 
 Layering: :func:`decide` works on an evaluation ``xarray.Dataset`` (from
-:func:`hybridpriv.evaluate.evaluate`) over any candidate dimension; the Monte Carlo standard
-errors come from ``arviz_stats`` (:mod:`hybridpriv.stats`: effective sample size over ``chain``
+:func:`hybridpriv.engine.evaluate.evaluate`) over any candidate dimension; the Monte Carlo standard
+errors come from ``arviz_stats`` (:mod:`hybridpriv.engine.stats`: effective sample size over ``chain``
 and ``draw``, so autocorrelated posterior draws are not over-counted).  Selection lives here only.
 """
 
@@ -13,13 +13,14 @@ from numbers import Real
 
 import numpy as np
 import xarray as xr
-from .privacy import Guarantee
+
+from ..core.privacy import Guarantee
 
 __all__ = ["decide", "eligibility", "format_summary", "format_table", "summarize_by"]
 
 
 def _mcse(da: xr.DataArray) -> xr.DataArray:
-    """Monte Carlo standard error of the mean over (chain, draw) (:func:`hybridpriv.stats.mcse_mean`)."""
+    """Monte Carlo standard error of the mean over (chain, draw) (:func:`hybridpriv.engine.stats.mcse_mean`)."""
     from .stats import mcse_mean
 
     return mcse_mean(da, ("chain", "draw"))
@@ -29,7 +30,7 @@ def eligibility(evaluation: xr.Dataset) -> xr.DataArray:
     """Per candidate: does its privacy declaration give every unit what the unit requires?
 
     Compares epsilon and delta under the required neighbouring relation and the trust model
-    (:meth:`hybridpriv.privacy.Guarantee.satisfies`).  All ``True`` when the evaluation holds no
+    (:meth:`hybridpriv.core.privacy.Guarantee.satisfies`).  All ``True`` when the evaluation holds no
     requirements.
     """
     dim = evaluation.attrs.get("candidate_dim", "estimator")
@@ -57,7 +58,7 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     Parameters
     ----------
     evaluation
-        The result of :func:`hybridpriv.evaluate.evaluate` (needs ``risk`` with dims
+        The result of :func:`hybridpriv.engine.evaluate.evaluate` (needs ``risk`` with dims
         ``(dim, chain, draw)``: the expected loss given each simulated dataset).
     dim
         The candidate dimension (``"estimator"``, ``"k"``, ``"subset_size"``, ``"tau"`` ...);
@@ -80,7 +81,7 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     """
     if not isinstance(evaluation, xr.Dataset):
         raise TypeError(
-            "evaluation must be an xarray.Dataset (the output of hybridpriv.evaluate.evaluate), "
+            "evaluation must be an xarray.Dataset (the output of hybridpriv.engine.evaluate.evaluate), "
             f"got {type(evaluation).__name__}"
         )
     if dim is None:
@@ -88,7 +89,7 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     if not isinstance(dim, str) or dim not in evaluation.dims:
         raise ValueError(f"dim must be the candidate dimension of the evaluation, got {dim!r} (dims: {list(evaluation.dims)})")
     if "risk" not in evaluation:
-        raise ValueError("evaluation must hold a 'risk' variable (the output of hybridpriv.evaluate.evaluate)")
+        raise ValueError("evaluation must hold a 'risk' variable (the output of hybridpriv.engine.evaluate.evaluate)")
     risk = evaluation["risk"]
     dims = (dim, "chain", "draw")
     if set(risk.dims) != set(dims):

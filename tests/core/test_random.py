@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.random import as_generator, check_seed, key, rng, stream
+from hybridpriv.core.random import as_generator, check_seed, key, rng, stream
 
 
 def test_streams_depend_only_on_seed_name_and_keys():

@@ -1,4 +1,4 @@
-"""hybridpriv.privacy: groups, bounds, sensitivities and data validation."""
+"""hybridpriv.core.privacy: groups, bounds, sensitivities and data validation."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from hybridpriv.privacy import (
+from hybridpriv.core.privacy import (
     Bounds,
     Group,
     Guarantee,
@@ -17,7 +17,6 @@ from hybridpriv.privacy import (
     check_positive,
     smallest_private_epsilon,
 )
-
 
 # --------------------------------------------------------------------------------------
 # epsilon / positive checks

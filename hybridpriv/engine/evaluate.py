@@ -6,7 +6,7 @@ loss; where the task has the exact risk given the dataset (user-item counts), th
 instead of releases.  The candidates are any :class:`~hybridpriv.estimators.base.Mechanism` of the
 task's data kind, along any candidate dimension (``estimator``, ``k``, ``subset_size``, ``tau``).
 
-Seeding (:mod:`hybridpriv.random`): the dataset at ``(chain, draw)`` comes from stream
+Seeding (:mod:`hybridpriv.core.random`): the dataset at ``(chain, draw)`` comes from stream
 ``("dataset", chain, draw)`` and candidate ``label``'s releases on it from
 ``("mechanism", label, chain, draw)``; nothing depends on chunking, workers, the order of work or
 on which other candidates run.
@@ -14,8 +14,8 @@ on which other candidates run.
 Streaming: datasets are generated chunk by chunk and dropped once every candidate has run on
 them; memory holds one chunk of datasets plus the (candidate, chain, draw, trial) result.  Chunks
 run in this process, or as tasks on a ``dask.distributed`` cluster (``client=``), and can be kept
-on disk to resume a killed run (``checkpoint=``): see :mod:`hybridpriv.chunks` and
-:mod:`hybridpriv.checkpoint`.  The checkpoint records every candidate's parameters, the source's
+on disk to resume a killed run (``checkpoint=``): see :mod:`hybridpriv.engine.chunks` and
+:mod:`hybridpriv.engine.checkpoint`.  The checkpoint records every candidate's parameters, the source's
 and the task's: resuming with any of them changed is refused, naming it.
 """
 
@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from .data import check_source
-from .estimators.base import Mechanism
-from .params import describe
-from .privacy import Guarantee
-from .random import check_seed, rng
-from .validation import check_trials
+from ..core.data import check_source
+from ..core.params import describe
+from ..core.privacy import Guarantee
+from ..core.random import check_seed, rng
+from ..core.tasks import Task
+from ..core.validation import check_trials
+from ..estimators.base import Mechanism
 from .progress import Phase
-from .tasks import Task
 
 __all__ = ["MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
 
@@ -269,7 +269,7 @@ def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required)
 def _prepare(candidates, source, task, trials, seed, draws) -> _Job:
     mechs = _as_candidates(candidates)
     check_source(source)
-    from .families import data_kind
+    from ..families import data_kind
 
     kinds = {m.data_kind for m in mechs.values()}
     if task is None:  # the data kind's default task, if it has one (and the candidates share their kind)
@@ -278,7 +278,7 @@ def _prepare(candidates, source, task, trials, seed, draws) -> _Job:
             raise ValueError(f"task is required for mechanisms that read {sorted(kinds)} data (e.g. ItemCounts(), "
                              "WCSS())")
     if not isinstance(task, Task):
-        raise TypeError(f"task must be a hybridpriv.tasks.Task, got {type(task).__name__}")
+        raise TypeError(f"task must be a hybridpriv.core.tasks.Task, got {type(task).__name__}")
     source_kind = getattr(source, "data_kind", None)
     for coord, mech in mechs.items():
         task.check(mech)
@@ -339,34 +339,34 @@ def evaluate(
         Mechanisms: a sequence (coordinates: their labels) or a mapping coordinate -> mechanism
         (e.g. ``{k: ContributionBoundedCounts(k, eps) for k in ks}`` with ``dim="k"``).
     source
-        A dataset source (:class:`hybridpriv.data.DatasetSource`): any fitted model, an
-        :class:`~hybridpriv.families.grouped.IIDSource`, a :class:`~hybridpriv.data.FixedSource`.
+        A dataset source (:class:`hybridpriv.core.data.DatasetSource`): any fitted model, an
+        :class:`~hybridpriv.families.grouped.IIDSource`, a :class:`~hybridpriv.core.data.FixedSource`.
     task
-        A :class:`hybridpriv.tasks.Task` (default: the candidates' data kind's
+        A :class:`hybridpriv.core.tasks.Task` (default: the candidates' data kind's
         :meth:`~hybridpriv.core.datakind.DataKind.default_task`, e.g. a :class:`~hybridpriv.families.grouped.Statistic`
         for grouped estimators).
     trials
         Independent releases of each candidate per dataset (vectorised; ignored by candidates
         the task scores by their exact risk).
     seed
-        The one seed everything derives from (:mod:`hybridpriv.random`).
+        The one seed everything derives from (:mod:`hybridpriv.core.random`).
     dim
         Name of the candidate dimension (``"estimator"``, ``"k"``, ``"subset_size"``, ``"tau"`` ...).
     requirements
         What each protected unit requires (see :func:`requirements_of`): default, for a grouped
         source, its groups' epsilons under add/remove-one; a relation name; a mapping
-        unit -> :class:`~hybridpriv.privacy.Guarantee`; ``False`` for none.
+        unit -> :class:`~hybridpriv.core.privacy.Guarantee`; ``False`` for none.
     chunk_size
-        Datasets per chunk (one task on a cluster); default: measured (:mod:`hybridpriv.chunks`).
+        Datasets per chunk (one task on a cluster); default: measured (:mod:`hybridpriv.engine.chunks`).
     progress
-        ``True`` for a progress bar on stderr on runs over 2 s (:mod:`hybridpriv.progress`; silenced by
-        :func:`hybridpriv.progress.quiet`), or a callable ``f(done)``.
+        ``True`` for a progress bar on stderr on runs over 2 s (:mod:`hybridpriv.engine.progress`; silenced by
+        :func:`hybridpriv.engine.progress.quiet`), or a callable ``f(done)``.
     draws
         Use only the first ``draws`` draws of every chain (default: all).
     client
         A ``dask.distributed.Client``: run the chunks as tasks on its cluster (default: here).
     checkpoint
-        A :class:`~hybridpriv.checkpoint.Checkpoint` or a folder: keep every finished chunk there and
+        A :class:`~hybridpriv.engine.checkpoint.Checkpoint` or a folder: keep every finished chunk there and
         skip the ones it already holds (resuming a killed run).
 
     Returns

@@ -6,7 +6,7 @@ Everything goes to stderr (the decision tables and results stay on stdout).  The
 ``--quiet`` (or :func:`quiet`) silences every phase, PyMC's sampling bar included
 (:func:`enabled` tells a model whether to ask PyMC for its bar).
 
->>> from hybridpriv.progress import phase
+>>> from hybridpriv.engine.progress import phase
 >>> with phase("counting", total=3) as update:
 ...     for k in range(3):
 ...         update(k + 1)
@@ -89,7 +89,14 @@ class Phase:
 
     def _open(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         console = Console(file=self.stream, stderr=self.stream is sys.stderr)
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.checkpoint import Checkpoint
 from hybridpriv.cli import main
-from hybridpriv.families.grouped import normal_source
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.engine.checkpoint import Checkpoint
+from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators import UniformMean, WeightedMean
-from hybridpriv.evaluate import evaluate
-from hybridpriv.privacy import Bounds, Group
+from hybridpriv.families.grouped import normal_source
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -86,7 +86,7 @@ class _Broken:
         self.src = src
 
     def describe_params(self):  # stands in for src in the checkpoint's fingerprint
-        from hybridpriv.params import describe
+        from hybridpriv.core.params import describe
 
         return describe(self.src)
 
@@ -228,7 +228,7 @@ def test_a_damaged_or_foreign_chunk_is_recomputed_not_used(tmp_path, damage, cap
 def test_a_read_only_folder_holding_a_finished_run_can_be_read_back(tmp_path, monkeypatch):
     # The suite runs as root, where chmod cannot make a folder read-only; so the folder is made
     # read-only as the checkpoint sees it (os.access) and every write is made to fail.
-    import hybridpriv.checkpoint as ck
+    import hybridpriv.engine.checkpoint as ck
 
     src, plain, files = _chunked(tmp_path)
     other = tmp_path / "other"
