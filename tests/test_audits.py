@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from hybridpriv.core.mechanism import Mechanism
 from hybridpriv.core.privacy import Guarantee
-from hybridpriv.estimators.base import Mechanism
 from hybridpriv.testing.cases import (
     BROKEN,
     CONFIDENCE,

@@ -179,7 +179,7 @@ def test_bad_params_are_refused_at_load_naming_the_entry(spec_dir, extra, needle
 @pytest.mark.parametrize("ref, needle", [
     ("my_mechanisms:Missing", "has no 'Missing'"),
     ("no_such_module:X", "no module 'no_such_module'"),
-    ("my_mechanisms:NotAMechanism", "not a subclass of hybridpriv.estimators.base.Mechanism"),
+    ("my_mechanisms:NotAMechanism", "not a subclass of hybridpriv.core.mechanism.Mechanism"),
     ("hybridpriv.estimators:ContributionBoundedCounts", "data_kind = 'user-item'"),
     ("no-such-entry-point", "entry point"),
 ])

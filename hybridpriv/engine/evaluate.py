@@ -3,7 +3,7 @@
 ``evaluate(candidates, source, task)`` asks the source for the dataset of every ``(chain, draw)``,
 the task for its truth, and every candidate for ``trials`` releases on it, scored by the task's
 loss; where the task has the exact risk given the dataset (user-item counts), that is used
-instead of releases.  The candidates are any :class:`~hybridpriv.estimators.base.Mechanism` of the
+instead of releases.  The candidates are any :class:`~hybridpriv.core.mechanism.Mechanism` of the
 task's data kind, along any candidate dimension (``estimator``, ``k``, ``subset_size``, ``tau``).
 
 Seeding (:mod:`hybridpriv.core.random`): the dataset at ``(chain, draw)`` comes from stream
@@ -31,12 +31,12 @@ import numpy as np
 import xarray as xr
 
 from ..core.data import check_source
+from ..core.mechanism import Mechanism
 from ..core.params import describe
 from ..core.privacy import Guarantee
 from ..core.random import check_seed, rng
 from ..core.tasks import Task
 from ..core.validation import check_trials
-from ..estimators.base import Mechanism
 from .progress import Phase
 
 __all__ = ["MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
@@ -58,7 +58,7 @@ def _as_candidates(candidates: object) -> dict[Any, Mechanism]:
     out: dict[Any, Mechanism] = {}
     for coord, mech in items:
         if not isinstance(mech, Mechanism):
-            raise TypeError(f"candidates must be Mechanism instances (hybridpriv.estimators.base.Mechanism), got {mech!r}")
+            raise TypeError(f"candidates must be Mechanism instances (hybridpriv.core.mechanism.Mechanism), got {mech!r}")
         if isinstance(coord, (bool, np.bool_)) or not isinstance(coord, (str, int, float, np.integer, np.floating)):
             raise ValueError(f"every candidate needs a string or number coordinate (its label), got {coord!r}")
         if isinstance(coord, str) and not coord:

@@ -20,7 +20,7 @@ Monte Carlo MSEs and relative improvements of an evaluation of these estimators 
 
 Guarantees
 ----------
-:attr:`~hybridpriv.estimators.base.Mechanism.privacy` holds one
+:attr:`~hybridpriv.core.mechanism.Mechanism.privacy` holds one
 :class:`hybridpriv.core.privacy.Guarantee` per group, and its ``trust`` says whom it holds against:
 
 * TCM users get **central** DP: ``Guarantee(epsilon_T, delta_T, relation)`` (``trust="central"``);

@@ -29,12 +29,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import sparse
 
+from ..core.mechanism import Mechanism
 from ..core.privacy import Guarantee, check_epsilon
 from ..core.tasks import Task
 from ..core.validation import check_contribution_bounds, check_rng, check_trials, check_user_item_matrix
 from ..noise import laplace
 from ..theory.useritem import user_item_risk
-from .base import Mechanism
 
 __all__ = [
     "ContributionBoundedCounts",

@@ -224,7 +224,7 @@ class LedgerState:
                events: Mapping[str, Any] | None = None, **info: Any) -> dict[str, Any]:
         """Check and append a release entry (declared and charged guarantee per unit, the data's
         fingerprints, ``info``), and write the file atomically; returns the entry.  ``events``: the
-        mechanism's privacy events (:attr:`~hybridpriv.estimators.base.Mechanism.privacy_events`), kept
+        mechanism's privacy events (:attr:`~hybridpriv.core.mechanism.Mechanism.privacy_events`), kept
         per unit in the budget's terms (:func:`hybridpriv.core.events.charge_to`) for tight totals."""
         from ..core import events as ev
 

@@ -1,6 +1,6 @@
 """OpenDP's privacy maps of a mechanism's privacy events: an independent check of the declared guarantee.
 
-Before a release, every unit's event (:attr:`~hybridpriv.estimators.base.Mechanism.privacy_events`) is
+Before a release, every unit's event (:attr:`~hybridpriv.core.mechanism.Mechanism.privacy_events`) is
 rebuilt part by part as OpenDP measurements and OpenDP's own privacy map is asked what each part costs:
 
 * a Laplace part (noise multiplier ``b``: scale over sensitivity) is ``make_laplace(scale=b)`` on a value

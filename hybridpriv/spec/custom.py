@@ -10,7 +10,7 @@ Every SPEC kind accepts, beside its built-in candidates, any number of ::
 ``class`` is either an import path ``"package.module:Class"`` (the module is imported as usual,
 or from the SPEC file's folder if it is not importable) or the name of an entry point in group
 :data:`ENTRY_POINT_GROUP` (``[project.entry-points."hybridpriv.noise"]`` in the author's
-``pyproject.toml``).  The class must be a :class:`hybridpriv.estimators.base.Mechanism` of the
+``pyproject.toml``).  The class must be a :class:`hybridpriv.core.mechanism.Mechanism` of the
 kind's data kind.  It is built as ``Class(**params, **setting)``, where *setting* holds the
 constructor arguments the class names and ``params`` does not give, taken from the kind's
 context (:func:`context_docs`: what the SPEC's family offers, e.g. its groups and bounds; the fitted
@@ -134,10 +134,10 @@ def _import(name: str, base_dir: Path | None):
 
 
 def _check_class(cls: Any, fam: Any, data_kind: str, params: Mapping[str, Any], where: str) -> None:
-    from ..estimators.base import Mechanism
+    from ..core.mechanism import Mechanism
 
     if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
-        raise SpecError(f"{where}: {cls!r} is not a subclass of hybridpriv.estimators.base.Mechanism (see "
+        raise SpecError(f"{where}: {cls!r} is not a subclass of hybridpriv.core.mechanism.Mechanism (see "
                         "hybridpriv.testing.check_mechanism for what a mechanism needs)")
     if cls.data_kind != data_kind:
         raise SpecError(f"{where}: {cls.__name__}.data_kind = {cls.data_kind!r}, but kind {fam.name!r} evaluates "

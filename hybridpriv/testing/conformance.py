@@ -4,7 +4,7 @@ An author writing their own candidate (to compare it in a SPEC, see ``docs/custo
 calls :func:`check_mechanism` on an instance, with a dataset of its kind if they have one; it
 lists *everything* the class still lacks, not only the first problem:
 
-* the protocol: a :class:`~hybridpriv.estimators.base.Mechanism` subclass, ``data_kind`` one of
+* the protocol: a :class:`~hybridpriv.core.mechanism.Mechanism` subclass, ``data_kind`` one of
   a registered data kind (:func:`hybridpriv.families.data_kinds`), a non-empty string ``label``, a ``privacy`` dict
   ``unit -> Guarantee`` with positive epsilons;
 * parameters: ``get_params()`` returns the constructor's arguments, ``clone()`` rebuilds an equal
@@ -37,13 +37,13 @@ class MechanismCheckError(AssertionError):
 
 
 def _protocol_problems(mech: Any) -> list[str]:
+    from ..core.mechanism import Mechanism
     from ..core.privacy import Guarantee
-    from ..estimators.base import Mechanism
     from ..families import data_kinds
 
     out = []
     if not isinstance(mech, Mechanism):
-        out.append(f"it is a {type(mech).__name__}, not a subclass of hybridpriv.estimators.base.Mechanism "
+        out.append(f"it is a {type(mech).__name__}, not a subclass of hybridpriv.core.mechanism.Mechanism "
                    "(subclass it: it records the constructor's arguments and gives clone/fingerprint)")
         for name in ("release", "privacy", "data_kind", "label"):
             if not hasattr(mech, name):
@@ -74,7 +74,7 @@ def _protocol_problems(mech: Any) -> list[str]:
 
 
 def event_problems(mech: Any, privacy: dict[str, Any] | None = None) -> list[str]:
-    """Whether the mechanism's privacy events (:attr:`~hybridpriv.estimators.base.Mechanism.privacy_events`)
+    """Whether the mechanism's privacy events (:attr:`~hybridpriv.core.mechanism.Mechanism.privacy_events`)
     describe its declaration: one event per declared unit, and each event's epsilon at the declared delta
     at most the declared epsilon (relative slack 1e-6: the PLD's pessimistic discretisation)."""
     from ..core import events

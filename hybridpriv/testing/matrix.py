@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core.privacy import Bounds, Group, Guarantee
+from ..core.mechanism import Mechanism
+from ..core.privacy import Group, Guarantee
 from ..estimators import (
     FullLM,
     Hybrid,
@@ -47,7 +48,6 @@ from ..estimators import (
     WeightedMean,
     WeightedMedian,
 )
-from ..estimators.base import Mechanism
 from ..estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from ..estimators.useritem import ContributionBoundedCounts
 from ..estimators.wang import Algorithm1, HybridDesign, HybridMEstimator, LeiHistogram

@@ -1,4 +1,4 @@
-"""Neighbouring datasets for any :class:`~hybridpriv.estimators.base.Mechanism`, and its audit by unit.
+"""Neighbouring datasets for any :class:`~hybridpriv.core.mechanism.Mechanism`, and its audit by unit.
 
 A mechanism promises each protected unit (a group, or every user) a
 :class:`~hybridpriv.core.privacy.Guarantee` under a neighbouring relation.  :func:`audit_estimator`
@@ -66,7 +66,7 @@ def neighbouring_pairs(mechanism, data: object, unit: str, record: int = 0) -> l
     Parameters
     ----------
     mechanism
-        A :class:`~hybridpriv.estimators.base.Mechanism` (its ``data_kind`` and ``privacy[unit]``
+        A :class:`~hybridpriv.core.mechanism.Mechanism` (its ``data_kind`` and ``privacy[unit]``
         are read; grouped ones also their ``groups`` and ``bounds``).
     data
         The base dataset, of the mechanism's data kind.
@@ -152,7 +152,7 @@ def audit_estimator(
     Parameters
     ----------
     estimator
-        A :class:`~hybridpriv.estimators.base.Mechanism` (a grouped estimator, contribution-bounded
+        A :class:`~hybridpriv.core.mechanism.Mechanism` (a grouped estimator, contribution-bounded
         counts, a K-means mechanism, a Wang et al. mechanism, ...).
     data
         The base dataset of the mechanism's kind (grouped: one 1-D array per group, inside the

@@ -279,7 +279,7 @@ def test_same_seed_same_release_and_input_formats_agree():
 
 
 def test_guarantee_sensitivity_label_and_the_mechanism_protocol():
-    from hybridpriv.estimators.base import Mechanism
+    from hybridpriv.core.mechanism import Mechanism
 
     mech = ContributionBoundedCounts(3, 0.5)
     assert isinstance(mech, Mechanism) and mech.data_kind == "user-item"

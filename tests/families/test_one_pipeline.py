@@ -13,13 +13,13 @@ import scipy.sparse as sp
 
 from hybridpriv.accounting import Accountant, BudgetExceededError
 from hybridpriv.core.data import FixedSource
+from hybridpriv.core.mechanism import Mechanism
 from hybridpriv.core.privacy import Bounds, Group, Guarantee
 from hybridpriv.core.random import rng as stream_rng
 from hybridpriv.engine.decision import decide
 from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators import PDPSample, PEMedian, WeightedMean, WeightedMedian
 from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
-from hybridpriv.estimators.base import Mechanism
 from hybridpriv.estimators.kmeans import WCSS, HybridKMeans, LMKMeans, TCMKMeans, TrustSplitSource, gaussian_clusters
 from hybridpriv.estimators.useritem import ContributionBoundedCounts, ItemCounts
 from hybridpriv.estimators.wang import (

@@ -29,10 +29,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...accounting import Accountant
+from ...core.mechanism import Mechanism
 from ...core.privacy import Bounds, Guarantee, check_epsilon, check_integer
 from ...core.validation import check_rng, check_trials
 from ...noise import rr_probabilities
-from ..base import Mechanism
 from . import _kernels
 from .algorithm import PWH_NOISE, KMeansResult, budget_parts, ledger_plan, noise_scales, run_kmeans, scratch
 from .data import PointCloud

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ...accounting import Accountant
+from ...core.mechanism import Mechanism
 from ...core.privacy import (
     Bounds,
     Group,
@@ -38,7 +39,7 @@ from ...core.privacy import (
 )
 from ...core.validation import check_rng, check_trials
 from ...noise import laplace
-from ..base import Estimator, Mechanism
+from ..base import Estimator
 from ._checks import check_bool, check_on_zero
 from .algorithm2 import (
     SELECTIONS,

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...core.mechanism import Mechanism
 from ...core.privacy import NEIGHBOUR_RELATIONS, Group, Guarantee, check_groups, check_positive
 from ...core.validation import check_rng, check_trials
-from ...estimators.base import Mechanism
 from ...noise import laplace
 from .data import CategoryCounts, check_counts
 

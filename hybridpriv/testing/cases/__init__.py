@@ -55,14 +55,14 @@ def dp_claiming_built_ins(extra_modules: tuple[ModuleType, ...] = ()) -> dict[st
     """Every DP-claiming built-in: name -> where it is defined.
 
     Walks every module of :mod:`hybridpriv.estimators` (and ``extra_modules``) for public,
-    concrete :class:`~hybridpriv.estimators.base.Mechanism` subclasses defined there whose
+    concrete :class:`~hybridpriv.core.mechanism.Mechanism` subclasses defined there whose
     constructor takes a budget (:data:`BUDGET_PARAMETERS`), and lists the functions of
     :mod:`hybridpriv.noise` that take ``rng`` and a noise parameter
     (:data:`PRIMITIVE_NOISE_PARAMETERS`).
     """
     from ... import estimators
     from ... import noise as mechanisms
-    from ...estimators.base import Mechanism
+    from ...core.mechanism import Mechanism
 
     found: dict[str, str] = {}
     for module in (*_walk(estimators), *extra_modules):

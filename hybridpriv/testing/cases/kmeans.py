@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ... import noise as M
-from ...estimators.base import Mechanism
+from ...core.mechanism import Mechanism
 from ...estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from ..core import audit
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one

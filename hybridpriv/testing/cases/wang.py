@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from ... import noise as M
+from ...core.mechanism import Mechanism
 from ...core.privacy import Group
-from ...estimators.base import Mechanism
 from ...estimators.wang import (
     Algorithm1,
     Algorithm2,
