@@ -279,9 +279,9 @@ class HybridTrustModel(KnowledgeModel):
         vals = pm.draw([model[k] for k in names], draws=draws, random_seed=named_rng(seed, "prior"),
                        mode=sampling_mode())  # fast-math off: the same bits whatever the compile cache holds
         ds = xr.Dataset({k: (("chain", "draw"), np.asarray(v, dtype=float).reshape(1, draws)) for k, v in zip(names, vals)})
-        post = HybridTrustPosterior(spec, xr.DataTree.from_dict({"posterior": ds}), seed)
-        post.check_convergence("raise")
-        return post
+        # exact independent draws: nothing to converge.  The R-hat check this had refused 13 of 40 seeds'
+        # exact priors at draws=50 (split R-hat of a heavy-tailed variance exceeds 1.1 by chance)
+        return HybridTrustPosterior(spec, xr.DataTree.from_dict({"posterior": ds}), seed)
 
 
 HybridTrustModel.posterior_class = HybridTrustPosterior

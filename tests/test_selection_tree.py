@@ -57,16 +57,21 @@ def test_audit_selection_audits_the_instance_the_selection_evaluated(tmp_path, c
                     'epsilon = inf\ndata = ["a", "b", "a", "c", "a", "b"]\n[[groups]]\nname = "opt-in"\nsize = 200\n'
                     'epsilon = 1.0\n[evaluation]\ndraws = 30\ntrials = 4\n')
     assert main(["select", str(path), "--out", str(tmp_path / "out"), "--seed", "5", "--quiet"]) == 0
-    assert main(["audit", str(path), "--selection", str(tmp_path / "out" / "selection.nc"), "--samples", "2000",
+    selection = str(tmp_path / "out" / "selection.nc")
+    tree = xr.open_datatree(selection)
+    # without --candidate, the recommendation is audited
+    assert main(["audit", str(path), "--selection", selection, "--samples", "200", "--quiet"]) == 0
+    assert f"auditing {tree.attrs['recommended']} as the selection" in capsys.readouterr().out
+    # "weighted" is built from the posterior (its sigma2 is the posterior's): the selection's instance is audited
+    chosen = "weighted"
+    assert main(["audit", str(path), "--selection", selection, "--candidate", chosen, "--samples", "2000",
                  "--record", str(tmp_path / "rec.json"), "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert "auditing weighted as the selection" in out
+    assert f"auditing {chosen} as the selection" in capsys.readouterr().out
     record = json.loads((tmp_path / "rec.json").read_text())["audits"]
-    tree = xr.open_datatree(tmp_path / "out" / "selection.nc")
-    evaluated = json.loads(str(tree["decision"]["params"].sel(estimator="weighted").values))
-    assert [a["candidate"] for a in record] == ["weighted"] and record[0]["binding"]["params"] == evaluated
+    evaluated = json.loads(str(tree["decision"]["params"].sel(estimator=chosen).values))
+    assert [a["candidate"] for a in record] == [chosen] and record[0]["binding"]["params"] == evaluated
     # a fit of its own (the SPEC's seed 0, not the run's 5) would have audited another instance
-    assert main(["audit", str(path), "--candidate", "weighted", "--samples", "2000", "--record", str(tmp_path / "own.json"),
+    assert main(["audit", str(path), "--candidate", chosen, "--samples", "2000", "--record", str(tmp_path / "own.json"),
                  "--quiet"]) == 0
     own = json.loads((tmp_path / "own.json").read_text())["audits"][0]["binding"]["params"]
     assert own != evaluated

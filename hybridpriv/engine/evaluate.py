@@ -34,7 +34,7 @@ from ..core.data import check_source
 from ..core.mechanism import Mechanism
 from ..core.params import describe
 from ..core.privacy import Guarantee
-from ..core.random import check_seed, rng
+from ..core.random import STREAM_SCHEME, check_seed, rng
 from ..core.tasks import Task
 from ..core.validation import check_trials
 from .progress import Phase
@@ -301,7 +301,7 @@ def _engine_settings(job: _Job, dim: str, setting: Mapping[str, object]) -> dict
     """What a checkpoint records and compares: every parameter that changes the numbers."""
     return {
         "setting": dict(setting), "dim": dim, "shape": [job.source.shape[0], job.draws], "trials": job.trials,
-        "seed": job.seed,
+        "seed": job.seed, "streams": STREAM_SCHEME,
         "candidates": {label: describe(m) for label, m in zip(job.labels, job.mechanisms)},
         "source": describe(job.source), "task": describe(job.task),
     }

@@ -12,12 +12,23 @@ def test_streams_depend_only_on_seed_name_and_keys():
     np.testing.assert_array_equal(a, rng(7, "dataset", 0, 3).random(4))
     for other in (rng(8, "dataset", 0, 3), rng(7, "mechanism", 0, 3), rng(7, "dataset", 0, 4), rng(7, "dataset", 3, 0)):
         assert not np.array_equal(a, other.random(4))
-    # the documented recipe: spawn key = (crc32(name), *keys)
+    # the documented recipe: spawn key = (key(name), *keys)
     assert stream(7, "dataset", 0, 3).spawn_key == (key("dataset"), 0, 3)
     assert stream(7, "mechanism", "weighted", 1, 2).spawn_key == (key("mechanism"), key("weighted"), 1, 2)
     # keyed below a SeedSequence
     parent = np.random.SeedSequence(5, spawn_key=(9,))
     assert stream(parent, "x", 1).spawn_key == (9, key("x"), 1)
+
+
+def test_string_keys_are_the_first_128_bits_of_their_sha256():
+    import hashlib
+    import zlib
+
+    assert key("dataset") == int.from_bytes(hashlib.sha256(b"dataset").digest()[:16], "little")
+    assert key(5) == 5 and max(key(f"k={i}") for i in range(1000)).bit_length() > 120
+    # "plumless" and "buckeroo" share their CRC-32 (the scheme before): two candidates so named drew the same noise
+    assert zlib.crc32(b"plumless") == zlib.crc32(b"buckeroo") and key("plumless") != key("buckeroo")
+    assert not np.array_equal(rng(1, "mechanism", "plumless").random(4), rng(1, "mechanism", "buckeroo").random(4))
 
 
 def test_streams_with_neighbouring_keys_are_independent():
