@@ -32,8 +32,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    # after multiprocessing's own exit finalizers (its pymp-* folders live in the scratch folder and are removed at
+    # priority -100; removing the folder first made them print a FileNotFoundError traceback at exit)
+    from multiprocessing.util import Finalize
+
     for scratch in _SCRATCH:
-        shutil.rmtree(scratch, ignore_errors=True)
+        Finalize(None, shutil.rmtree, args=(scratch,), kwargs={"ignore_errors": True}, exitpriority=-101)
 
 
 @pytest.fixture

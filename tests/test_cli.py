@@ -156,7 +156,10 @@ def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
     assert ds["recommended"].dtype.kind == "i" and f"recommended: k = {int(tree.attrs['recommended'])} " in out
     assert bool(ev.exact.all()) and ev.attrs["task"] == "ItemCounts(loss='squared')"
     post = tree["posterior"].to_dataset()  # as PyMC wrote it: the row-sum draws
-    assert "h" in post and post.sizes["draw"] == 50
+    from hybridpriv.families.user_item.spec import MIN_DRAWS_PER_CHAIN
+
+    assert "h" in post and post.sizes["draw"] == MIN_DRAWS_PER_CHAIN  # 100 datasets over 2 chains: the floor
+    assert ev.sizes["chain"] * ev.sizes["draw"] == 100  # the datasets are spread over the draws
     assert float(ds.p_best.sum()) == pytest.approx(1.0)
     assert (tmp_path / "selection.png").stat().st_size > 10_000
     assert tree.attrs["dask"] == "none" and "matrix_chain_rhat" in tree.attrs

@@ -5,11 +5,9 @@ import numpy as np
 from hybridpriv.spec import parse_spec
 from hybridpriv.workflow import run_selection
 
-# 40 users who each report about 24 of 30 items: at epsilon = 20 the best k is far above 10.  The fit's share
-# of single-item users is 0 in nearly every draw, and the few draws that visit one decide its ESS: seeds 0-4 are
-# refused (ESS 7 <= 20), seed 5 is not (user-item convergence at the defaults is issue 25's)
+# 40 users who each report about 24 of 30 items: at epsilon = 20 the best k is far above 10
 BASE = {"kind": "user-item", "column_sums": [32] * 30, "n": 40, "epsilon": 20.0,
-        "evaluation": {"draws": 8, "chains": 2, "seed": 5}}
+        "evaluation": {"draws": 8, "chains": 2, "seed": 3}}
 
 
 def test_the_best_k_at_the_edge_widens_the_range_and_numbers_equal_one_evaluation():

@@ -147,10 +147,13 @@ def scheduler(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                                "--port", "0", "--no-dashboard", "--scheduler-file", str(sched_file)], **common)]
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
+        deadline, address = time.monotonic() + 60, ""
+        while not address and time.monotonic() < deadline:  # the scheduler writes its file in steps: read it whole
             time.sleep(0.1)
-        address = json.loads(sched_file.read_text())["address"]
+            try:
+                address = json.loads(sched_file.read_text())["address"]
+            except (FileNotFoundError, ValueError, KeyError):
+                pass
         assert address.startswith("tcp://127.0.0.1:")
         procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--host",
                                        "127.0.0.1", "--nworkers", "2", "--nthreads", "1", "--no-dashboard"], **common))

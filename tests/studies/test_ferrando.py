@@ -25,9 +25,15 @@ def test_means_structure(means):
 
 
 def test_means_agree_with_closed_forms(means):
-    # the closed form lies inside the 95% interval for (nearly) every cell; allow one miss in 18
-    inside = (means.variance_theory >= means.variance_low) & (means.variance_theory <= means.variance_high)
-    assert int(inside.sum()) >= inside.size - 1, means.variance_theory.values
+    # the closed form lies inside the 95% interval for nearly every cell.  The six estimators of one n share their
+    # datasets, so misses come together (seed 0 misses three cells of n = 10,000 at z = -1.9 to -2.5; seeds 1-6
+    # miss at most one): at most 3 of 18 misses, and none beyond z = 3.5 (0.05% per cell).  The quick run's
+    # standard errors are 8-17% of the variance, so this catches a formula off by about a third in one cell, or
+    # by about a fifth in every cell; tests/test_theory.py and tests/engine/test_evaluate.py check the closed forms too
+    th, lo, hi = means.variance_theory, means.variance_low, means.variance_high
+    z = (th - (lo + hi) / 2) / ((hi - lo) / 2) * 1.959963984540054
+    assert int(((th >= lo) & (th <= hi)).sum()) >= th.size - 3, z.values
+    assert float(abs(z).max()) < 3.5, z.values
 
 
 def test_means_paper_claims(means):
