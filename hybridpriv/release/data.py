@@ -10,12 +10,13 @@ label (a refusal is published to whoever runs the command, and it is charged not
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..core import io
 
 __all__ = ["PrivateDataError", "data_file", "group_files", "is_number", "read_column", "read_rows"]
 
@@ -60,11 +61,9 @@ def group_files(directory: str | Path, groups: Any, given: Any = ()) -> dict[str
 
 def read_rows(path: Path) -> list[list[str]]:
     """The non-blank rows of a private CSV file (refused, naming the file, if it is not text)."""
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            return [row for row in csv.reader(f) if row and any(c.strip() for c in row)]
-    except UnicodeDecodeError:
-        raise PrivateDataError(f"{path} is not a text (CSV) file") from None
+    if not Path(path).is_file():
+        raise PrivateDataError(f"no file {path}")
+    return io.read_rows(path, "the private data", PrivateDataError)
 
 
 def is_number(text: str) -> bool:

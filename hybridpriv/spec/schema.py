@@ -9,7 +9,6 @@ so the docs of a key live in one place.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ..core.io import iter_rows, read_rows
 
 __all__ = ["REQUIRED", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer", "read_csv_rows",
            "run_keys", "spec_groups",
@@ -241,11 +242,7 @@ def read_csv_rows(path: Path, key: str) -> list[list[str]]:
     """The non-blank rows of the CSV file ``path`` named by SPEC key ``key`` (errors name both)."""
     if not path.is_file():
         raise FileNotFoundError(f"spec: {key} file not found: {path}")
-    try:
-        with path.open(newline="") as fh:
-            return [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    except UnicodeDecodeError:
-        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    return read_rows(path, key, SpecError)
 
 
 def _read_column(path: Path, key: str, max_size: int | None = None) -> np.ndarray:
@@ -254,24 +251,15 @@ def _read_column(path: Path, key: str, max_size: int | None = None) -> np.ndarra
     if not path.is_file():
         raise FileNotFoundError(f"spec: {key} file not found: {path}")
     out: list[float] = []
-    first = True
-    try:
-        with path.open(newline="") as fh:
-            for row in csv.reader(fh):
-                if not row or not any(c.strip() for c in row):
-                    continue
-                try:
-                    out.append(float(row[0]))
-                except ValueError:
-                    if not first:
-                        raise SpecError(f"{key} file {path} has a non-numeric value: {row[0]!r}") from None
-                    continue  # a header line
-                finally:
-                    first = False
-                if max_size is not None and len(out) > max_size:
-                    raise SpecError(f"{key} file {path} holds more than {max_size:,} values (the limit of {key})")
-    except UnicodeDecodeError:
-        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    for line, row in iter_rows(path, key, SpecError):
+        try:
+            out.append(float(row[0]))
+        except ValueError:
+            if line > 1:
+                raise SpecError(f"{key} file {path} has a non-numeric value: {row[0]!r}") from None
+            continue  # a header line
+        if max_size is not None and len(out) > max_size:
+            raise SpecError(f"{key} file {path} holds more than {max_size:,} values (the limit of {key})")
     if not out:
         raise SpecError(f"{key} file {path} holds no values")
     return np.array(out)

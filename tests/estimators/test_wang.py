@@ -624,5 +624,7 @@ def test_load_hybrid_csv_feeds_the_pipeline(tmp_path):
         load_hybrid_csv(bad, pub, label="mi", categorical=["sex", "pain"])
     with pytest.raises(ValueError, match="lacks column"):
         load_hybrid_csv(priv, pub, label="mi", columns=["age", "weight"])
-    with pytest.raises(ValueError, match="file not found"):
+    with pytest.raises(FileNotFoundError, match="private_csv file not found"):
         load_hybrid_csv(tmp_path / "none.csv", pub)
+    with pytest.raises(TypeError, match="public_csv must be a path, got int"):
+        load_hybrid_csv(priv, 3)

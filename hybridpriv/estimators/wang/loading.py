@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ...core.io import read_table
 from ._checks import check_bool
 from .design import HybridDesign
 
@@ -15,23 +15,8 @@ __all__ = ["load_hybrid_csv"]
 
 
 def _read_csv(path: object, name: str, delimiter: str) -> tuple[list[str], list[list[str]]]:
-    if not isinstance(path, (str, Path)):
-        raise TypeError(f"{name} must be a path, got {type(path).__name__}")
-    p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"{name} file not found: {str(p)!r}")
-    with p.open(newline="") as fh:
-        rows = [r for r in csv.reader(fh, delimiter=delimiter) if r and any(x.strip() for x in r)]
-    if len(rows) < 2:
-        raise ValueError(f"{name} must have a header row and at least one record: {str(p)!r}")
-    header = [h.strip() for h in rows[0]]
-    if len(set(header)) != len(header):
-        raise ValueError(f"{name} has repeated column names: {header}")
-    body = rows[1:]
-    for i, r in enumerate(body):
-        if len(r) != len(header):
-            raise ValueError(f"{name} row {i + 2} has {len(r)} fields, the header has {len(header)}")
-    return header, body
+    table = read_table(path, name, ValueError, delimiter)
+    return list(table.header), table.rows
 
 
 def _sort_levels(values: set[str]) -> list[str]:

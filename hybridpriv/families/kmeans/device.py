@@ -30,7 +30,6 @@ As a command, one device (its state in a file) or a batch of simulated devices (
 from __future__ import annotations
 
 import argparse
-import csv
 import functools
 import json
 import math
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ...core.io import iter_rows
 
 __all__ = ["ANSWER_HEADER", "Device", "REPORT_HEADER", "centres_digest", "main"]
 
@@ -193,9 +194,7 @@ def _batch(args: argparse.Namespace) -> list[tuple[Device, Path]]:
     out = []
     sdir = Path(args.state_dir)
     sdir.mkdir(parents=True, exist_ok=True)
-    with open(args.points, newline="", encoding="utf-8") as f:
-        rows = [r for r in csv.reader(f) if r and any(c.strip() for c in r)]
-    for row in rows:
+    for _, row in iter_rows(args.points, "--points"):
         try:
             point = [float(c) for c in row[1:]]
         except ValueError:

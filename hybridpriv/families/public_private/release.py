@@ -12,13 +12,12 @@ never a value or a count.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...release.data import PrivateDataError, data_file
+from ...release.data import PrivateDataError, data_file, read_rows
 
 __all__ = ["load_private_records", "stand_in_design"]
 
@@ -35,11 +34,7 @@ def load_private_records(directory: str | Path, spec: Any) -> Any:
     from ...estimators.wang import HybridDesign
 
     path = data_file(directory, "private.csv", "the private records, with a header row")
-    try:
-        with path.open(newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    except UnicodeDecodeError:
-        raise PrivateDataError(f"{path} is not a text (CSV) file") from None
+    rows = read_rows(path)
     v = spec.values
     cols, outcome = v["columns"], v["outcome"]
     header = [h.strip() for h in rows[0]] if rows else []

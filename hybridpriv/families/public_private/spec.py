@@ -29,7 +29,6 @@ information), so losses and coefficients are on that scale.
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ...core.io import read_rows
 from ...spec.schema import (
     Context,
     Key,
@@ -187,11 +187,7 @@ def load_public(path: Path, columns: dict[str, str], outcome: str, positive: str
     levels}, "positive": the level coded 1}``.  A value that does not fit its declared type is refused
     naming the column, the row and the value.
     """
-    try:
-        with path.open(newline="") as fh:
-            rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    except UnicodeDecodeError:
-        raise SpecError(f"{key} file {path} is not a text (CSV) file") from None
+    rows = read_rows(path, key, SpecError)
     if len(rows) < 2:
         raise SpecError(f"{key} file {path} needs a header row and at least one record")
     header = [h.strip() for h in rows[0]]
