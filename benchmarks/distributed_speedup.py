@@ -188,6 +188,7 @@ def main() -> None:
     from hybridpriv.models import UserItemModel
     from hybridpriv.studies import ferrando_means, zeber_user_item
 
+    from hybridpriv.engine import Engine
     from hybridpriv.engine.chunks import Section, run_sections
     from hybridpriv.engine.cluster import local_client, worker_pids
     from hybridpriv.engine.evaluate import evaluate, evaluate_many
@@ -233,7 +234,7 @@ def main() -> None:
         cands = {k: ContributionBoundedCounts(k, 1.0) for k in zeber_user_item.KS}
 
         def risks(source, cl, **kw):
-            return evaluate(cands, source, ItemCounts(), dim="k", seed=args.seed, client=cl, **kw)
+            return evaluate(cands, source, ItemCounts(), dim="k", seed=args.seed, engine=Engine(cl, **kw))
 
         t0 = time.perf_counter()
         small = model.fit(draws=4, tune=20, chains=2, seed=args.seed, moves=model.total, on_unconverged="ignore")
@@ -246,18 +247,18 @@ def main() -> None:
     if "grid" in stages:
         ns = [100, 200, 500, 1000, 2000, 5000, 10000]
         runs = list(ferrando_means.grid(ns, 1000))  # the full settings, estimators built beforehand
-        evaluate_many(runs[:1], {"n": ns[:1]}, trials=1, seed=args.seed, draws=20, client=client)  # warm
+        evaluate_many(runs[:1], {"n": ns[:1]}, trials=1, seed=args.seed, draws=20, engine=Engine(client))  # warm
         rows.append(_compare("ferrando-means engine stage (7 n x 1,000)",
-                             lambda cl: evaluate_many(runs, {"n": ns}, trials=1, seed=args.seed, client=cl),
+                             lambda cl: evaluate_many(runs, {"n": ns}, trials=1, seed=args.seed, engine=Engine(cl)),
                              client, workers, nannies, args.workers))
         rows.append(_compare("ferrando-means whole study (serial set-up)",
-                             lambda cl: ferrando_means.run(quick=False, seed=args.seed, client=cl),
+                             lambda cl: ferrando_means.run(quick=False, seed=args.seed, engine=Engine(cl)),
                              client, workers, nannies, args.workers))
         # a grid study with more Monte Carlo work: Avent et al. Fig. 3 (exact curves + engine MC points)
         from hybridpriv.studies import avent_pwh
 
         rows.append(_compare("avent-pwh whole study (default scale)",
-                             lambda cl: avent_pwh.run(quick=False, seed=args.seed, client=cl),
+                             lambda cl: avent_pwh.run(quick=False, seed=args.seed, engine=Engine(cl)),
                              client, workers, nannies, args.workers))
 
     if "studies" in stages:
@@ -271,14 +272,14 @@ def main() -> None:
         for name in names:
             module = STUDIES[name].module
             try:
-                module.run(quick=True, seed=args.seed, client=client)  # warm-up; formula studies refuse
+                module.run(quick=True, seed=args.seed, engine=Engine(client))  # warm-up; formula studies refuse
             except ValueError as exc:
                 if "does not apply" in str(exc) or "do not apply" in str(exc):
                     print(f"\n== {name}: no Monte Carlo through the engine ({exc}); skipped")
                     continue
                 raise
             rows.append(_compare(f"{name} whole study ({args.study_scale} scale)",
-                                 lambda cl, m=module: m.run(quick=quick, seed=args.seed, client=cl),
+                                 lambda cl, m=module: m.run(quick=quick, seed=args.seed, engine=Engine(cl)),
                                  client, workers, nannies, args.workers))
 
     cluster = client.cluster

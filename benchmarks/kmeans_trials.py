@@ -49,6 +49,7 @@ from hybridpriv.studies.avent_kmeans import (
 )
 
 from hybridpriv.core.random import rng
+from hybridpriv.engine import Engine
 from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators.kmeans import (
     WCSS,
@@ -113,13 +114,13 @@ def study(args) -> None:
     now_total = old_total = 0.0
     warm = TrustSplitSource(x, BOUNDS, CS[0], K, draws, CENTRES)  # compilation, caches: one untimed dataset per path
     for numpy_path in (False, True):
-        _best_of(lambda: evaluate(candidates(1), warm, WCSS(), seed=0, dim="algorithm", draws=1, chunk_size=1), 1, numpy_path)
+        _best_of(lambda: evaluate(candidates(1), warm, WCSS(), seed=0, dim="algorithm", draws=1, engine=Engine(chunk_size=1)), 1, numpy_path)
     for c in CS:
         source = TrustSplitSource(x, BOUNDS, c, K, draws, CENTRES)
         for tau in taus:
             every = candidates(tau)
             runs = [m for m in every if c == CS[0] or m.label not in SPLIT_FREE]
-            run = lambda cands: evaluate(cands, source, WCSS(), seed=0, dim="algorithm", draws=d, chunk_size=d)  # noqa: E731
+            run = lambda cands: evaluate(cands, source, WCSS(), seed=0, dim="algorithm", draws=d, engine=Engine(chunk_size=d))  # noqa: E731
             t_now, ev_now = _best_of(lambda: run(runs), args.repeats)
             t_old, ev_old = _best_of(lambda: run(every), args.repeats, numpy_path=True)
             if not np.array_equal(ev_now.risk.values, ev_old.risk.sel(algorithm=ev_now.algorithm).values):

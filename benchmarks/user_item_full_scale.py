@@ -72,6 +72,7 @@ def main() -> None:
     from hybridpriv.models._useritem_chains import curveball
 
     from hybridpriv.core.random import rng as stream_rng
+    from hybridpriv.engine import Engine
     from hybridpriv.engine.decision import decide
     from hybridpriv.engine.evaluate import evaluate
     from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
@@ -113,7 +114,7 @@ def main() -> None:
         client = local_client(args.workers)
     t1 = time.perf_counter()
     ev = evaluate({k: ContributionBoundedCounts(k, eps) for k in ks}, posterior, ItemCounts(), dim="k",
-                  seed=args.seed, client=client)
+                  seed=args.seed, engine=Engine(client))
     t_mats = time.perf_counter() - t1
     if client is not None:
         peak_workers = sorted(client.run(peak_rss_mib).values())

@@ -26,6 +26,7 @@ import numpy as np
 import xarray as xr
 
 from .core.random import rng, stream
+from .engine.options import Engine, as_engine
 
 __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
 
@@ -127,14 +128,15 @@ def _seed(seed: int, family: str, i: int, what: str) -> int:
 
 def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = None, realised_draws: int = 8,
                     realised_trials: int = 5000, stage: Callable[[str], Any] = lambda name: None,
-                    client=None, chunk_size: int | None = None, pythia_share: float = 0.0) -> dict[str, Any]:
+                    engine: Engine | None = None, pythia_share: float = 0.0) -> dict[str, Any]:
     """Run the select path on ``truth``'s public knowledge and score it on the private truth.
 
     ``settings``: SPEC values merged into the truth's SPEC, a section's keys into the truth's section
     (e.g. ``{"evaluation": {"draws": 100}}``, ``{"knowledge": {"homogeneous": True}}``);
     the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
     Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
-    ``stage(name)``: a resume folder per evaluation (or ``None``).  ``pythia_share`` > 0: also run the
+    ``stage(name)``: a resume folder per evaluation (or ``None``).  ``engine``: how the evaluations run
+    (its checkpoint and progress are not used: ``stage`` gives the folders).  ``pythia_share`` > 0: also run the
     budget-spending selector of the truth's family (:meth:`hybridpriv.core.family.Family.pythia`; none
     where the family has none) with that share of the budget, and score its choice against the same
     oracle (``pythia_*`` keys).
@@ -143,7 +145,8 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     for key, value in (settings or {}).items():  # a section's keys are merged into the truth's section
         raw[key] = {**raw[key], **value} if isinstance(value, dict) and isinstance(raw.get(key), dict) else value
     raw["evaluation"] = {**raw.get("evaluation", {}), "seed": _seed(seed, truth.family, i, "select")}
-    run = _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size)
+    engine = as_engine(engine).replace(checkpoint=None, progress=False)
+    run = _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, engine)
     if run["refused"]:
         return {"candidates": [], "refused": True, "attempts": run["attempts"], "failures": run["failures"]}
     dec, dim, realised, se = run["decision"], run["dim"], run["realised"], run["realised_mcse"]
@@ -160,11 +163,11 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"]}
     if pythia_share and _has_pythia(truth.family):
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
-                           realised_trials, stage, client, chunk_size))
+                           realised_trials, stage, engine))
     return out
 
 
-def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
+def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, engine,
                         tag: str = "", adjust: Callable[[Any], Any] | None = None) -> dict[str, Any]:
     """The select path on SPEC ``raw`` (retried with more draws when the convergence check refuses),
     then every candidate's realised risk on the truth (the same seed for every selector of a truth:
@@ -189,8 +192,7 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
         if adjust is not None:
             problem = adjust(problem)
         try:
-            selection = run_selection(problem, client=client, resume=stage(f"{tag}select{attempt or ''}"),
-                                      chunk_size=chunk_size)
+            selection = run_selection(problem, engine.replace(checkpoint=stage(f"{tag}select{attempt or ''}")))
             break
         except ConvergenceError as exc:
             failures.append(str(exc))
@@ -206,8 +208,7 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     draws, trials = (realised_draws, realised_trials) if mc else (1, 1)
     on_truth = evaluate(problem.candidates(selection.posterior), FixedSource(data, draws, groups=groups), problem.task,
                         trials=trials, seed=_seed(seed, truth.family, i, "realised"), dim=dim,
-                        requirements=problem.requirements, checkpoint=stage(f"{tag}realised"), client=client,
-                        chunk_size=chunk_size)
+                        requirements=problem.requirements, engine=engine.replace(checkpoint=stage(f"{tag}realised")))
     if "loss" in on_truth and not bool(on_truth["exact"].all()):
         realised, se = mean_with_se(on_truth["loss"], ("chain", "draw", "trial"))
         if bool(on_truth["exact"].any()):  # candidates scored exactly beside run ones: their exact risk
@@ -228,13 +229,13 @@ def _has_pythia(name: str) -> bool:
     return type(family(name)).pythia is not Family.pythia
 
 
-def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_trials, stage, client,
-            chunk_size) -> dict[str, Any]:
+def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_trials, stage, engine
+            ) -> dict[str, Any]:
     from .families import family
 
     spec, adjust = family(truth.family).pythia(raw, truth.data, share, rng(seed, "calibration", truth.family, i,
                                                                            "pythia"))
-    run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, client, chunk_size,
+    run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, engine,
                               tag="pythia-", adjust=adjust)
     if run["refused"]:
         return {"pythia_recommended": "", "pythia_realised": np.nan, "pythia_regret": np.nan}
@@ -246,11 +247,13 @@ def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_tr
 
 
 def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str, Any]] | None = None,
-              progress: bool = False, stage: Callable[[str], Any] = lambda name: None, **options) -> xr.Dataset:
+              stage: Callable[[str], Any] = lambda name: None, engine: Engine | None = None, **options
+              ) -> xr.Dataset:
     """Run :func:`calibrate_truth` on every truth and collect the results and their summary.
 
     ``settings``: per family, SPEC values for the select runs.  ``stage(name)``: a resume folder per
-    evaluation.  ``options``: ``realised_draws``, ``realised_trials``, ``client``, ``chunk_size``.
+    evaluation.  ``engine``: how the evaluations run (its ``progress``: a line per truth).  ``options``:
+    ``realised_draws``, ``realised_trials``, ``pythia_share``.
     Returns dims ``truth``, ``candidate`` (``estimator:NAME`` or ``k:K``; NaN where a truth's family
     lacks it), ``scope`` (each family and ``overall``) and ``bin`` (reliability).
     """
@@ -258,11 +261,12 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     rows = []
     for t in truths:
         i = index[t.family] = index.get(t.family, -1) + 1
-        if progress:
+        if as_engine(engine).progress:
             print(f"[calibration] {t.family} {i}: {t.source} {t.generator}", flush=True)
         name = f"{t.family}-{i}"
         rows.append(calibrate_truth(t, seed, i, (settings or {}).get(t.family),
-                                    stage=lambda part, name=name: stage(f"{name}-{part}"), **options))
+                                    stage=lambda part, name=name: stage(f"{name}-{part}"), engine=engine,
+                                    **options))
     cand = list(dict.fromkeys(f"{r['dim']}:{c}" for r in rows if not r["refused"] for c in r["candidates"]))
     grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
             ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",

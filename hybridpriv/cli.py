@@ -162,6 +162,7 @@ def _check_out(out: str) -> Path:
 
 
 def _select(args: argparse.Namespace) -> int:
+    from .engine import Engine
     from .engine.cluster import describe_client
     from .report import save_figure, write_result
     from .spec import builtin_example_path, load_spec
@@ -189,8 +190,8 @@ def _select(args: argparse.Namespace) -> int:
         # the predictive checks' and the family fallback's warnings are printed as lines of the log already
         warnings.filterwarnings("ignore", message="the model of public knowledge cannot reproduce")
         warnings.filterwarnings("ignore", message="family = auto: ")
-        result = run_selection(problem, client=client, progress=True, log=lambda line: print(line, flush=True),
-                               resume=args.resume, chunk_size=args.chunk_size)
+        engine = Engine(client=client, checkpoint=args.resume, chunk_size=args.chunk_size, progress=True)
+        result = run_selection(problem, engine, log=lambda line: print(line, flush=True))
         dask = describe_client(client)
     decision = result.decision
     config = {**spec.config(), "overrides": overrides}
@@ -314,6 +315,7 @@ def _spec(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
+    from .engine import Engine
     from .studies import STUDIES, run_all, run_study
 
     if args.study_command == "list":
@@ -335,19 +337,20 @@ def _study(args: argparse.Namespace) -> int:
             _quiet_libraries()
         if args.name == "all":
             if jobs > 1:
-                rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, resume=args.resume,
-                               chunk_size=args.chunk_size, jobs=jobs, scheduler=args.scheduler)
+                rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, jobs=jobs,
+                               engine=Engine(checkpoint=args.resume, chunk_size=args.chunk_size),
+                               scheduler=args.scheduler)
             else:
                 with _client(args) as client:
-                    rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out, progress=True,
-                                   client=client, resume=args.resume, chunk_size=args.chunk_size)
+                    rows = run_all(quick=args.quick, full=args.full, seed=args.seed, out=args.out,
+                                   engine=Engine(client, args.resume, args.chunk_size, progress=True))
             print(f"all {len(rows) - 1} studies in {rows[-1]['seconds']} s ({jobs} at a time; "
                   f"{rows[-1]['cpu_seconds']} CPU s), peak {rows[-1]['peak_rss_mib']} MiB; "
                   f"wrote {Path(args.out) / 'timings.csv'}")
             return 0
         with _client(args) as client:
-            nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, progress=True,
-                                full=args.full, client=client, resume=args.resume, chunk_size=args.chunk_size)
+            nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, full=args.full,
+                                engine=Engine(client, args.resume, args.chunk_size, progress=True))
         print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
         return 0
     raise ValueError("study needs a subcommand: list or run NAME")

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .engine.options import Engine, as_engine
+
 __all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "read_selection", "run_selection", "select"]
 
 #: Posterior draws kept per chain at least, whatever the number of datasets wanted, so that R-hat
@@ -146,32 +148,31 @@ class Selection:
         return plot_decision(self.decision, ax=ax, title=self.problem.title)
 
 
-def run_selection(problem: Problem, client=None, progress: bool | Callable[[int], None] = False,
-                  log: Callable[[str], None] | None = None, resume=None, chunk_size: int | None = None) -> Selection:
+def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[[str], None] | None = None
+                  ) -> Selection:
     """Fit ``problem``'s model, evaluate its candidates on datasets from the posterior, decide.
 
-    ``client``: a ``dask.distributed.Client`` for the evaluation (same numbers as in one process).
-    ``log``: where progress lines go (e.g. ``print``); silent by default.
-    ``resume``: a folder keeping every finished evaluation chunk; rerunning with it skips them.  The
-    fit is repeated (it gives the same draws for the same seed); a changed candidate parameter or a
-    changed piece of knowledge (the posterior's parameters) is refused naming it, never reused.
-    ``chunk_size``: datasets per chunk (default: measured).
+    ``engine``: how the evaluation runs (:class:`~hybridpriv.engine.options.Engine`; the same numbers with
+    every engine).  Its ``checkpoint`` is a folder keeping every finished evaluation chunk; rerunning with
+    it skips them.  The fit is repeated (it gives the same draws for the same seed); a changed candidate
+    parameter or a changed piece of knowledge (the posterior's parameters) is refused naming it, never
+    reused.  ``log``: where progress lines go (e.g. ``print``); silent by default.
     """
     from .engine.decision import decide
     from .engine.evaluate import check_result_size
 
+    engine = as_engine(engine)
     say = log or (lambda _line: None)
     check_result_size(problem.datasets, problem.trials)  # before the fit: at least one candidate
-    if resume is None:
-        posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
-            problem, client, progress, say, None, chunk_size)
+    if engine.checkpoint is None:
+        posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(problem, engine, say)
     else:
         from .engine.checkpoint import Checkpoint
 
         # opened before the fit, so a folder of another run is refused before any sampling
-        with Checkpoint(resume, {"run": "select", "kind": problem.kind}) as checkpoint:
+        with Checkpoint(engine.checkpoint, {"run": "select", "kind": problem.kind}) as checkpoint:
             posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
-                problem, client, progress, say, checkpoint, chunk_size)
+                problem, engine.replace(checkpoint=checkpoint), say)
     decision = _mark_plugins(decide(evaluation), attrs)
     while problem.widen is not None:
         extra = problem.widen(decision, posterior)
@@ -206,7 +207,7 @@ def select(spec: Any, *, draws: int | None = None, trials: int | None = None, se
         Replace the SPEC's ``[evaluation]`` values, checked as if the file said so (the CLI's
         ``--draws``/``--trials``/``--seed``); not accepted with a :class:`Problem`, which is built already.
     **run
-        Passed on to :func:`run_selection` (``client``, ``progress``, ``log``, ``resume``, ``chunk_size``).
+        Passed on to :func:`run_selection` (``engine``, ``log``).
 
     Returns
     -------
@@ -244,7 +245,7 @@ def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any]) -> xr.Dataset:
     return decision
 
 
-def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk_size):
+def _fit_and_evaluate(problem: Problem, engine: Engine, say):
     from .core.data import ThinnedSource
     from .engine.evaluate import evaluate
 
@@ -253,7 +254,7 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
     from .engine.progress import interactive
 
     posterior = problem.model.fit(draws=per_chain, tune=problem.tune, chains=problem.chains, seed=problem.seed,
-                                  progressbar=progress is True and interactive())  # PyMC's bar: on a terminal only
+                                  progressbar=engine.progress is True and interactive())  # PyMC's bar: on a terminal only
     lines = []
     summary = posterior.summary()
     for name, row in summary.iterrows():
@@ -296,15 +297,14 @@ def _fit_and_evaluate(problem: Problem, client, progress, say, checkpoint, chunk
     say(f"evaluating {len(candidates)} candidates x {n_sets} datasets"
         + (f" x {problem.trials} trials" if problem.trials > 1 else "") + " ...")
     evaluation = evaluate(candidates, source, problem.task, trials=problem.trials, seed=problem.seed,
-                          dim=problem.dim, requirements=problem.requirements, progress=progress, client=client,
-                          checkpoint=checkpoint, chunk_size=chunk_size)
+                          dim=problem.dim, requirements=problem.requirements, engine=engine)
     evaluation = _with_posterior_draws(evaluation, source)
 
     def evaluate_more(extra: Mapping[Any, Any]) -> xr.Dataset:
         # the same datasets and streams; not kept in the checkpoint (recomputed on a resume, never reused)
         return _with_posterior_draws(evaluate(dict(extra), source, problem.task, trials=problem.trials, seed=problem.seed,
-                                              dim=problem.dim, requirements=problem.requirements, progress=progress,
-                                              client=client, chunk_size=chunk_size), source)
+                                              dim=problem.dim, requirements=problem.requirements,
+                                              engine=engine.replace(checkpoint=None)), source)
 
     return posterior, evaluation, lines, attrs, checks, evaluate_more
 

@@ -140,9 +140,7 @@ def select_subset_size(
     truncate: bool = True,
     order: Sequence[int] | np.ndarray | None = None,
     task: Any = None,
-    client: Any = None,
-    checkpoint: Any = None,
-    chunk_size: int | None = None,
+    engine: Any = None,
 ) -> SubsetChoice | list[SubsetChoice]:
     """Choose how many public points to release, from public information only (no privacy cost).
 
@@ -177,9 +175,9 @@ def select_subset_size(
         A public order to use instead of :func:`weight_order`'s.
     task
         The task scoring the releases (default ``PredictionError(contrast)``).
-    client, checkpoint, chunk_size
-        Passed to :func:`hybridpriv.engine.evaluate.evaluate` (a dask cluster, a folder to resume from,
-        datasets per chunk).
+    engine
+        Passed to :func:`hybridpriv.engine.evaluate.evaluate` (an :class:`~hybridpriv.engine.options.Engine`:
+        a dask cluster, a folder to resume from, datasets per chunk).
 
     Returns
     -------
@@ -221,8 +219,8 @@ def select_subset_size(
     cands: dict[str, Any] = {"public-only": PublicOnly(c)}
     for e in eps:
         cands.update({f"epsilon={e:g}, n={n}": Algorithm1(c, e, int(n), order=order_, truncate=truncate) for n in sizes})
-    ev = evaluate(cands, source, task, trials=noise_draws, seed=seed, dim="candidate", client=client,
-                  checkpoint=checkpoint, chunk_size=chunk_size)
+    ev = evaluate(cands, source, task, trials=noise_draws, seed=seed, dim="candidate",
+                  engine=engine)
     pub = decide(ev.isel(candidate=[0, 1]), dim="candidate").sel(candidate="public-only")
     out = []
     for i, e in enumerate(eps):

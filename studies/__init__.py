@@ -23,6 +23,8 @@ from functools import cached_property
 from pathlib import Path
 from types import ModuleType
 
+from ..engine.options import Engine, as_engine
+
 __all__ = ["STUDIES", "Study", "run_all", "run_study", "scale_in_all", "study_argv"]
 
 
@@ -63,19 +65,16 @@ def run_study(
     quick: bool = False,
     seed: int = 0,
     out: str | Path = "out",
-    progress: bool = False,
     full: bool = False,
-    client=None,
-    resume: str | Path | None = None,
-    chunk_size: int | None = None,
+    engine: Engine | None = None,
 ) -> tuple[Path, Path]:
     """Run study ``name`` and write ``out/name.nc`` and ``out/name.png``; return both paths.
 
     ``full``: the paper's full scale, for studies that have one (``zeber-user-item``).
-    ``client``: a ``dask.distributed.Client`` whose cluster runs the chunks.
-    ``resume``: a folder keeping every finished chunk (created if new); rerunning with it skips
-    them.  It is refused if it holds a run of another configuration (study, scale, seed).
-    ``chunk_size``: items per chunk (default: measured, about 0.2 s of work each).
+    ``engine``: how the chunks run (:class:`~hybridpriv.engine.options.Engine`): its ``client``'s
+    cluster, its ``checkpoint`` folder keeping every finished chunk (created if new; rerunning with it
+    skips them; refused if it holds a run of another configuration: study, scale, seed), its
+    ``chunk_size`` (default: measured, about 0.2 s of work each), its ``progress``.
     """
     from ..engine.checkpoint import Checkpoint
     from ..engine.cluster import describe_client
@@ -88,18 +87,18 @@ def run_study(
         raise ValueError(f"study {name!r} has no --full scale")
     started = time.perf_counter()
     run_config = {"study": name, "quick": bool(quick), "full": bool(full), "seed": int(seed)}
-    checkpoint = Checkpoint(resume, run_config) if resume is not None else None
-    engine = {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size}
+    engine = as_engine(engine)
+    checkpoint = Checkpoint(engine.checkpoint, run_config) if engine.checkpoint is not None else None
     try:
         if full:
-            ds = module.run(quick=quick, seed=seed, progress=progress, full=True, **engine)
+            ds = module.run(quick=quick, seed=seed, full=True, engine=engine.replace(checkpoint=checkpoint))
         else:
-            ds = module.run(quick=quick, seed=seed, progress=progress, **engine)
+            ds = module.run(quick=quick, seed=seed, engine=engine.replace(checkpoint=checkpoint))
     finally:
         if checkpoint is not None:
             checkpoint.close()
     ds.attrs.update(provenance({**run_config, **ds.attrs.pop("config", {})}, seed, started,
-                               dask=describe_client(client)))
+                               dask=describe_client(engine.client)))
     ds.attrs["study"] = name
     if checkpoint is not None:
         ds.attrs["resumed_from"] = str(checkpoint.folder)
@@ -117,14 +116,15 @@ def run_study(
     return nc, png
 
 
-def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | Path = "out", progress: bool = False,
-            client=None, resume: str | Path | None = None, chunk_size: int | None = None,
-            log=print, jobs: int = 1, scheduler: str | None = None) -> list[dict[str, object]]:
+def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | Path = "out",
+            engine: Engine | None = None, log=print, jobs: int = 1, scheduler: str | None = None
+            ) -> list[dict[str, object]]:
     """Run every registered study; write ``out/timings.csv`` and ``out/reproduction.md``; return the rows.
 
     ``full``: each study at its paper's full scale where it has one (the others at their default
-    scale; :func:`scale_in_all`).  ``resume``: one sub-folder per study.  ``jobs``: 1 runs the studies in turn in this
-    process (their chunks on ``client``'s cluster if given); N > 1 runs N studies at once, each in
+    scale; :func:`scale_in_all`).  ``engine``: as :func:`run_study`'s, its checkpoint folder holding one
+    sub-folder per study.  ``jobs``: 1 runs the studies in turn in this
+    process (their chunks on the engine's cluster if it has a client); N > 1 runs N studies at once, each in
     its own process, longest first (:mod:`._jobs`; their logs in ``out/logs``; ``scheduler``: the
     address every study's engine connects to, if any).  Either way a study's numbers are those of
     ``study run NAME`` with the same seed.  Each row: the study, its scale, wall time and CPU time
@@ -137,9 +137,11 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
     import csv
     import resource
 
+    engine = as_engine(engine)
+    resume = engine.checkpoint
     if jobs < 1:
         raise ValueError(f"jobs must be >= 1, got {jobs}")
-    if jobs > 1 and client is not None:
+    if jobs > 1 and engine.client is not None:
         raise ValueError("jobs > 1 runs each study in its own process; give those processes a scheduler address, "
                          "not a client")
     out = Path(out)
@@ -158,8 +160,8 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
         for name in names:
             scale = scale_of(name)
             started, cpu0 = time.perf_counter(), cpu()
-            run_study(name, quick=quick, seed=seed, out=out, progress=progress, full=scale == "full", client=client,
-                      resume=None if resume is None else Path(resume) / name, chunk_size=chunk_size)
+            run_study(name, quick=quick, seed=seed, out=out, full=scale == "full",
+                      engine=engine.replace(checkpoint=None if resume is None else Path(resume) / name))
             peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
             rows.append({"study": name, "scale": scale, "seconds": round(time.perf_counter() - started, 1),
@@ -174,7 +176,7 @@ def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | P
         todo = []
         for name in order(names, kind):
             scale = scale_of(name)
-            argv = study_argv(name, scale, seed, out, resume, chunk_size, scheduler)
+            argv = study_argv(name, scale, seed, out, resume, engine.chunk_size, scheduler)
             todo.append(Job(name, argv, out / "logs" / f"{name}.log"))
         finished = {j.name: j for j in run_jobs(todo, jobs, log=log)}
         for name in names:

@@ -15,7 +15,7 @@ is :func:`~hybridpriv.theory.avent.amplified_epsilon` for
 
 ``epsilon_prime_analytic`` is the exact Gaussian epsilon' for the same delta (Balle & Wang),
 valid beyond epsilon' < 1.  A pure-formula study with no Monte Carlo: it refuses the engine's
-options (``client``, ``checkpoint``, ``chunk_size``: ``--workers``, ``--resume``, ``--chunk-size``)
+options (an ``Engine`` with a ``client``, ``checkpoint`` or ``chunk_size``: ``--workers``, ``--resume``, ``--chunk-size``)
 rather than ignore them; the tests check the sensitivity and the joint noise variance against
 the estimators directly.
 """
@@ -30,6 +30,7 @@ from matplotlib.figure import Figure
 
 from hybridpriv.theory.avent import amplified_epsilon, kvh_weight, noise_variances
 
+from ..engine.options import Engine, as_engine
 from . import _avent as av
 
 __all__ = ["DELTA", "DESCRIPTION", "EPSILON", "GROUPS", "PAPER", "claims", "formula_grid", "plot", "run"]
@@ -61,10 +62,11 @@ def formula_grid(cs, fractions, epsilon: float = EPSILON, delta: float = DELTA, 
     return ds
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
     """The exact epsilon' grid (pure formula: the seed is not used, the engine options are refused)."""
-    given = [o for o, v in (("--workers", client), ("--resume", checkpoint), ("--chunk-size", chunk_size)) if v is not None]
+    engine = as_engine(engine)
+    given = [o for o, v in (("--workers", engine.client), ("--resume", engine.checkpoint),
+                            ("--chunk-size", engine.chunk_size)) if v is not None]
     if given:
         raise ValueError(f"avent-amplification is a pure-formula study (no Monte Carlo): {', '.join(given)} "
                          f"{'does' if len(given) == 1 else 'do'} not apply")

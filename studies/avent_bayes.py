@@ -30,7 +30,7 @@ The posterior depends on the pilot records only, not on ``n``, ``c`` or ``epsilo
 per (knowledge, assumption, distribution) serves the whole grid (the prior serves every
 distribution).  A Monte Carlo check at two or three points runs ``Hybrid(weight="bayes")``
 through the evaluation engine (fresh data and noise per dataset, risk against the empirical
-mean; ``client``, ``checkpoint`` and ``chunk_size`` go there) and compares it with the exact MSE.
+mean; the ``engine`` goes there) and compares it with the exact MSE.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from matplotlib.lines import Line2D
 
 from ..core.random import rng
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..estimators.avent_summary import mse_summary
 from ..families.grouped import BetaSampler, Statistic
 from ..models.avent import HybridTrustModel, fit_many
@@ -115,8 +116,7 @@ def formula_grid(ns, weights: xr.DataArray, cs=CS, epsilons=EPSILONS, betas=av.B
     return ds
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
     """The exact grid for every knowledge level and assumption, plus the Monte Carlo check."""
     logging.getLogger("pymc").setLevel(logging.ERROR)
     started = time.perf_counter()
@@ -162,8 +162,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
             yield {"check": lab}, {"bayes": ests["bayes"]}, av.source(
                 groups, M, [BetaSampler(alpha, beta, M)] * 2, [M * alpha / (alpha + beta)] * 2, mc_draws)
 
-    ev = evaluate_many(runs(), {"check": labels}, task=Statistic(target="sample"), seed=seed, progress=progress,
-                       client=client, checkpoint=checkpoint, chunk_size=chunk_size)
+    ev = evaluate_many(runs(), {"check": labels}, task=Statistic(target="sample"), seed=seed, engine=engine)
     mc = mse_summary(ev).sel(estimator="bayes", drop=True)
     ds["mc_mse"], ds["mc_mse_se"] = mc["mse_mc"], mc["mse_mc_se"]
     ds["mc_mse_exact"] = ("check", [float(ds["mse_bayes"].sel(distribution=d, n=nn, c=cc, epsilon=e, knowledge=k,

@@ -28,6 +28,7 @@ from matplotlib.patches import Circle
 
 from ..core.random import rng
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..engine.stats import mean_with_ci
 from ..estimators.kmeans import (
     WCSS,
@@ -92,10 +93,10 @@ def candidates(tau: int) -> list:
             LMKMeans(**kw, debias=True), HybridKMeans(**kw, debias=True), LloydKMeans(K, tau, BOUNDS)]
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False, client=None, checkpoint=None,
-        chunk_size=None, layouts=LAYOUTS) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, full: bool = False, engine: Engine | None = None,
+        layouts=LAYOUTS) -> xr.Dataset:
     """Run the study over ``layouts`` (:data:`SCALES`: ``quick``, default or ``full``, the paper's 364
-    datasets per setting); ``client``, ``checkpoint`` and ``chunk_size`` go to the engine (:func:`evaluate_many`)."""
+    datasets per setting); ``engine`` goes to :func:`evaluate_many`."""
     if quick and full:
         raise ValueError("quick and full exclude each other, got quick=True and full=True")
     layouts = list(layouts)
@@ -109,7 +110,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     runs = (({"layout": name, "c": c, "tau": t}, [m for m in candidates(t) if c == CS[0] or m.label not in SPLIT_FREE],
              sources[name, c]) for name, c, t in grid)
     ev = evaluate_many(runs, {"layout": layouts, "c": list(CS), "tau": taus}, task=WCSS(), seed=seed, dim="algorithm",
-                       progress=progress, client=client, checkpoint=checkpoint, chunk_size=chunk_size)
+                       engine=engine)
     ds = summarise(share_split_free(ev))
     weight = [np.mean([candidates(t)[0].run(sources[name, c].generate(0, j, rng(seed, "dataset", 0, j)),
                                             rng(seed, "mechanism", "hybrid", 0, j)).weights[-1]

@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..estimators.avent_summary import improvement_summary
 from ..families.grouped import BetaSampler, Statistic
 from ..theory.avent import (
@@ -70,7 +71,7 @@ def formula_grid(ns, cs=CS, epsilons=EPSILONS, betas=av.BETAS, weight: str = "kv
                        "n_crit": n_crit_laplace(c, eps, M, sigma2).transpose("distribution", "c", "epsilon")})
 
 
-def beta_monte_carlo(n_mc, weight: str, draws: int, seed: int, progress: bool, engine: dict) -> xr.Dataset:
+def beta_monte_carlo(n_mc, weight: str, draws: int, seed: int, engine: Engine | None) -> xr.Dataset:
     """``TCMOnly``, ``FullLM`` and ``Hybrid(weight)`` on the Beta grid at ``n_mc`` (one engine run):
     Monte Carlo MSEs, ``R``, ``r`` with standard errors, and the exact values there (``*_theory_mc``)."""
     def runs():
@@ -84,19 +85,17 @@ def beta_monte_carlo(n_mc, weight: str, draws: int, seed: int, progress: bool, e
                         yield {"distribution": name, "n_mc": n, "c": c, "epsilon": eps}, ests, src
 
     dims = {"distribution": [b[0] for b in av.BETAS], "n_mc": list(n_mc), "c": list(CS), "epsilon": list(EPSILONS)}
-    ev = evaluate_many(runs(), dims, task=Statistic(target="sample"), seed=seed, progress=progress, **engine)
+    ev = evaluate_many(runs(), dims, task=Statistic(target="sample"), seed=seed, engine=engine)
     mc = improvement_summary(ev, [weight], squeeze=True)
     exact = formula_grid(list(n_mc), weight=weight).rename(n="n_mc")
     return mc.assign(R_theory_mc=exact["R"], r_theory_mc=exact["r"], mse_theory_mc=exact["mse"])
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
-    """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (engine: ``client``, ``checkpoint``, ``chunk_size``)."""
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
+    """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (through ``engine``)."""
     ns = n_grid(quick)
     n_mc, draws = ((1000,), 400) if quick else ((1000, 10000), 1500)
-    mc = beta_monte_carlo(n_mc, "kvh", draws, seed, progress,
-                          {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size})
+    mc = beta_monte_carlo(n_mc, "kvh", draws, seed, engine)
     ds = formula_grid(ns).merge(mc)
     ds["R"].attrs["description"] = "R(KVH) = min(MSE_TCM-only, MSE_Full-LM) / MSE_KVH, exact (Theorem 4.3)"
     ds.attrs.update({"noise": "laplace", "m": M, "draws": draws,

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..engine.options import Engine
 from . import _avent as av
 from .avent_kvh import M, beta_monte_carlo, formula_grid, n_grid
 
@@ -31,16 +32,14 @@ MANY, SOME = 0.25, 0.05  # "many regions": at least a quarter of the cells; "som
 SIGNIFICANT_r = 1.5  # "significantly improves over the worse baseline": r >= 1.5 (a third less MSE)
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
-    """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (engine: ``client``, ``checkpoint``, ``chunk_size``)."""
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
+    """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (through ``engine``)."""
     ns = n_grid(quick)
     ds = formula_grid(ns, weight="pwh")
     ds["R_kvh"] = formula_grid(ns, weight="kvh")["R"]
     ds["R_naive"] = formula_grid(ns, weight="naive")["R"]
     n_mc, draws = ((1000,), 400) if quick else ((1000, 10000), 1500)
-    ds = ds.merge(beta_monte_carlo(n_mc, "pwh", draws, seed, progress,
-                                   {"client": client, "checkpoint": checkpoint, "chunk_size": chunk_size}))
+    ds = ds.merge(beta_monte_carlo(n_mc, "pwh", draws, seed, engine))
     for var, text in (("R", "R(PWH) = min(MSE_TCM-only, MSE_Full-LM) / MSE_PWH, exact (Theorem 5.5)"),
                       ("r", "r(PWH) = max(MSE_TCM-only, MSE_Full-LM) / MSE_PWH, exact (Theorem 5.5)"),
                       ("R_kvh", "R(KVH) on the same grid, for comparison"),

@@ -18,6 +18,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..estimators.avent_summary import improvement_summary
 from ..families.grouped import BetaSampler, Statistic
 from ..theory.avent import hybrid_mse, kvh_weight, noise_variances, pwh_weight, relative_improvement
@@ -57,9 +58,8 @@ def formula_grid(cs, epsilons, n=N) -> xr.Dataset:
     return xr.Dataset({k: v.transpose(*order) for k, v in (("R", R), ("r", r), ("weight", w), ("mse", mse))})
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
-    """Exact heatmaps plus Monte Carlo points (engine: ``client``, ``checkpoint``, ``chunk_size``)."""
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
+    """Exact heatmaps plus Monte Carlo points (through ``engine``)."""
     ds = formula_grid(np.logspace(-3, -1, 81), np.logspace(-1, 1, 81))
     points, draws = MC_POINTS[:1] if quick else MC_POINTS, 400  # 400: R to about 12% (the tests ask for 35%)
     sampler = BetaSampler(*salary_beta(), scale=M)
@@ -71,7 +71,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
             yield {"point": k}, ests, av.source(groups, M, (sampler, sampler), (MEAN, MEAN), draws)
 
     ev = evaluate_many(runs(), {"point": list(range(len(points)))}, task=Statistic(target="sample"), seed=seed,
-                       progress=progress, client=client, checkpoint=checkpoint, chunk_size=chunk_size)
+                       engine=engine)
     mc = improvement_summary(ev, ESTIMATORS)
     c_used = [av.group_sizes(N, c)[0] / N for c, _ in points]  # the exact values at exactly the simulated c
     exact = xr.concat([formula_grid([c], [e]).isel(c=0, epsilon=0, drop=True) for c, (_, e) in zip(c_used, points)],

@@ -29,6 +29,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..estimators.avent_summary import improvement_summary
 from ..families.grouped import BetaSampler, Statistic, UniformSampler
 from ..theory.avent import (
@@ -104,9 +105,8 @@ def _cases() -> dict[str, tuple]:
     return cases
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
-    """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (engine: ``client``, ``checkpoint``, ``chunk_size``)."""
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
+    """Exact curves on the full grid, Monte Carlo points at ``n_mc`` (through ``engine``)."""
     ns = n_grid(quick)
     ds = xr.merge([variance_grid(ns), mean_grid(ns)])
     ds["R_diff"] = ds["R_variance"] - ds["R_homogeneous"]
@@ -123,8 +123,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None,
                                av.source(groups, m, samplers, means, draws))
 
     dims = {"case": list(cases), "n_mc": list(n_mc), "c": list(CS), "epsilon": list(EPSILONS)}
-    ev = evaluate_many(runs(), dims, task=Statistic(target="sample"), seed=seed, progress=progress, client=client,
-                       checkpoint=checkpoint, chunk_size=chunk_size)
+    ev = evaluate_many(runs(), dims, task=Statistic(target="sample"), seed=seed, engine=engine)
     mc = improvement_summary(ev, ["kvh"], squeeze=True)
     for kind, dim, keys in (("variance", "scenario", list(SCENARIOS)), ("mean", "shift", list(SHIFTS))):
         part = mc.sel(case=[f"{kind}:{k:g}" if kind == "mean" else f"{kind}:{k}" for k in keys])

@@ -22,6 +22,7 @@ import xarray as xr
 
 from ..calibration import calibrate, plot_calibration
 from ..core.random import rng
+from ..engine.options import Engine, as_engine
 from ..families import family, registry
 
 __all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "plot", "run"]
@@ -63,17 +64,18 @@ def truths(scale: str, seed: int) -> list:
     return out
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None, chunk_size=None,
-        full: bool = False) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None, full: bool = False) -> xr.Dataset:
     """Run the study at ``--quick``, default or ``full`` scale (100 synthetic truths per family).
 
-    ``checkpoint``: one resume sub-folder per evaluation (the select run's and the realised risks').
+    The ``engine``'s checkpoint: one resume sub-folder per evaluation (the select run's and the realised risks').
     """
     scale = "full" if full else ("quick" if quick else "default")
     cfg = SCALES[scale]
+    engine = as_engine(engine)
+    checkpoint = engine.checkpoint
     stage = (lambda name: None) if checkpoint is None else (lambda name: Path(checkpoint.folder) / name)
-    ds = calibrate(truths(scale, seed), seed, cfg["settings"], progress=progress, stage=stage, client=client,
-                   chunk_size=chunk_size, realised_draws=cfg["realised_draws"], realised_trials=cfg["realised_trials"],
+    ds = calibrate(truths(scale, seed), seed, cfg["settings"], stage=stage, engine=engine.replace(checkpoint=None),
+                   realised_draws=cfg["realised_draws"], realised_trials=cfg["realised_trials"],
                    pythia_share=cfg["pythia_share"])
     ds.attrs.update({"scale": scale, "config": {"scale": scale, "synthetic": cfg["synthetic"], "real": cfg["real"],
                                                 "settings": cfg["settings"], "pythia_share": cfg["pythia_share"]}})

@@ -16,6 +16,7 @@ import xarray as xr
 
 from ..core.privacy import Bounds, Group
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..estimators import PDPSample, WeightedMean
 from ..families.grouped import clamped_normal_moments, normal_source
 from ..theory import mixed_mean_variance, pdp_sample_variance
@@ -52,14 +53,14 @@ def grid(ns: list[int], draws: int):
         yield {"n": n}, ests, normal_source(groups, BOUNDS, MU, SIGMA, draws=draws)
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.engine.evaluate.evaluate_many`."""
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
+    """``engine``: for :func:`~hybridpriv.engine.evaluate.evaluate_many`."""
     ns = [100, 1000, 10000] if quick else [100, 200, 500, 1000, 2000, 5000, 10000]
     trials = 200 if quick else 1000
 
     runs = list(grid(ns, trials))
     built = {coords["n"]: ests for coords, ests, _ in runs}  # the estimators whose thresholds the table reports
-    res = evaluate_many(runs, {"n": ns}, trials=1, seed=seed, progress=progress, **engine)
+    res = evaluate_many(runs, {"n": ns}, trials=1, seed=seed, engine=engine)
     var, low, high = variance_with_ci(res["estimate"], ("chain", "draw", "trial"))
     theory = np.empty((len(LABELS), len(ns)))
     thresholds = np.full((len(LABELS), len(ns)), np.nan)

@@ -16,6 +16,7 @@ import xarray as xr
 
 from ..core.privacy import Bounds, Group
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine
 from ..estimators import PEMedian, WeightedMedian
 from ..families.grouped import clamped_normal_moments, normal_source
 from ._common import mse_with_ci
@@ -29,8 +30,8 @@ BOUNDS = Bounds(-4.0, 4.0)
 SCENARIOS = ((0.1, 1.0), (0.01, 10.0))
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.engine.evaluate.evaluate_many`."""
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
+    """``engine``: for :func:`~hybridpriv.engine.evaluate.evaluate_many`."""
     shares = [0.1, 0.5, 0.9] if quick else [round(0.1 * k, 1) for k in range(1, 10)]
     trials = 100 if quick else 500
     sigma2 = clamped_normal_moments(0.0, 1.0, BOUNDS)["variance"]
@@ -44,7 +45,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, **engine) ->
                 yield {"scenario": s, "share": share}, ests, normal_source(groups, BOUNDS, 0.0, 1.0, draws=trials)
 
     res = evaluate_many(runs(), {"scenario": list(range(len(SCENARIOS))), "share": shares}, trials=1, seed=seed,
-                        progress=progress, **engine)
+                        engine=engine)
     mse, low, high = mse_with_ci(res["loss"], ("chain", "draw", "trial"))
     ds = xr.Dataset(
         {

@@ -19,6 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..core.random import rng
+from ..engine.options import Engine, as_engine
 from ..estimators.wang import HybridDesign, representation_counts
 from .wang_subset import PAPER
 
@@ -40,11 +41,12 @@ def simulate(n_private: int, n_public: int, g: np.random.Generator) -> tuple[np.
     return np.c_[Xd, yd], np.c_[Xe, ye]
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None,
-        chunk_size=None) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None) -> xr.Dataset:
     """Counts on the original and the rescaled points, per repeat (``quick``: n = 2,000, 5 repeats;
     default: the paper's n = 10^4, 100 repeats)."""
-    given = [o for o, v in (("--workers", client), ("--resume", checkpoint), ("--chunk-size", chunk_size)) if v is not None]
+    engine = as_engine(engine)
+    given = [o for o, v in (("--workers", engine.client), ("--resume", engine.checkpoint),
+                            ("--chunk-size", engine.chunk_size)) if v is not None]
     if given:
         raise ValueError(f"wang-rescaling computes a property of each dataset (no Monte Carlo of releases): "
                          f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply")

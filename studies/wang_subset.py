@@ -5,8 +5,8 @@ Per ``p`` and repeat (one draw of :class:`~hybridpriv.estimators.wang.Section51S
 public knowledge (:data:`MODEL_KNOWLEDGE`), each one's order and budget-free choice
 (:func:`~hybridpriv.models.wang.select_subset_size`).  Then three evaluations on the real datasets with
 the orders attached: prediction errors, ``d(D, E_(i))``, the size Algorithm 2 chose.  All Monte Carlo
-runs in the engine (``client``; ``checkpoint``: one sub-folder per evaluation, fits kept as stages;
-``chunk_size``, default one dataset).
+runs in the engine (its ``client``; its ``checkpoint``: one sub-folder per evaluation, fits kept as
+stages; its ``chunk_size``, default one dataset).
 
 The run holds BLAS to one thread (``threadpoolctl``): its matrix products are small (a logistic fit's
 Hessian, ``n x 100``), and OpenBLAS's default two threads spent twice the CPU of one on a p = 100
@@ -24,6 +24,7 @@ from threadpoolctl import threadpool_limits
 
 from ..core.random import rng, stream
 from ..engine.evaluate import evaluate_many
+from ..engine.options import Engine, as_engine
 from ..estimators.wang import (
     Algorithm1,
     Algorithm2,
@@ -86,18 +87,19 @@ def knowledge(selector: str, data) -> PublishedSummaries:
     return PublishedSummaries.from_data(X, y) if selector == "budget_free_summaries" else PublishedSummaries(len(y))
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, client=None, checkpoint=None, chunk_size=None, *,
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None, *,
         ps: tuple[int, ...] | None = None, repeats: int | None = None, full: bool = False) -> xr.Dataset:
     """Run the study; ``ps`` and ``repeats`` override the dimensions and repeats of the chosen scale
     (``full``: the paper's 50 sizes at p = 100).  BLAS is held to one thread meanwhile (see the module)."""
     cfg = config(quick, ps, repeats, full)
     with threadpool_limits(limits=1, user_api="blas"):
-        return _run(cfg, seed, progress, client, checkpoint, chunk_size)
+        return _run(cfg, seed, as_engine(engine))
 
 
-def _run(cfg: dict, seed: int, progress: bool, client, checkpoint, chunk_size) -> xr.Dataset:
+def _run(cfg: dict, seed: int, engine: Engine) -> xr.Dataset:
     c, eps = LogisticContrast(), EPSILONS
-    engine = {"client": client, "chunk_size": chunk_size or 1}
+    checkpoint = engine.checkpoint
+    engine = engine.replace(chunk_size=engine.chunk_size or 1, checkpoint=None)
     stage = lambda name: None if checkpoint is None else Path(checkpoint.folder) / name  # noqa: E731
     key = lambda *k: int(stream(seed, "study", *k).generate_state(1, np.uint32)[0])  # noqa: E731
     runs: dict[str, list] = {"release": [], "distance": [], "size": []}
@@ -112,7 +114,7 @@ def _run(cfg: dict, seed: int, progress: bool, client, checkpoint, chunk_size) -
                 post = fit_kept(spec, **cfg["model"], seed=key("fit", p, r, sel), checkpoint=checkpoint, cores=1)
                 chosen = select_subset_size(
                     post, c, sizes, [2 * e for e in eps], seed=key("select", p, r, sel), **cfg["select"],
-                    checkpoint=stage(f"select-p{p}-r{r}-{sel}"), **engine)
+                    engine=engine.replace(checkpoint=stage(f"select-p{p}-r{r}-{sel}"), progress=False))
                 # keep what the results read, not the posterior (its spec holds the public points: 28 MB at p = 100)
                 # nor the selection's evaluation
                 fits[sel, p, r] = {"max_rhat": post.max_rhat,
@@ -147,7 +149,7 @@ def _run(cfg: dict, seed: int, progress: bool, client, checkpoint, chunk_size) -
         for name, cands in (("release", release), ("distance", dist), ("size", size)):
             runs[name].append(({"p": p}, cands, source))
     ev = {name: evaluate_many(runs[name], {"p": list(cfg["sizes"])}, task=task, dim="candidate", seed=seed,
-                              progress=progress, checkpoint=stage(name), **engine)
+                              engine=engine.replace(checkpoint=stage(name)))
           for name, task in (("release", PredictionError(c)), ("distance", SubsetDistance()), ("size", Released()))}
     return assemble(cfg, ev, choices, fits, EPSILONS, METHODS, SELECTORS, USES_PUBLISHED_SUMMARIES, MODEL_KNOWLEDGE,
                     EPS_SPLIT)

@@ -21,6 +21,7 @@ import xarray as xr
 
 from ..engine.decision import decide
 from ..engine.evaluate import evaluate
+from ..engine.options import Engine, as_engine
 from ..estimators import ContributionBoundedCounts, ItemCounts
 
 __all__ = ["DESCRIPTION", "PAPER", "SCALES", "claims", "plot", "run"]
@@ -36,10 +37,10 @@ KS = list(range(1, 21))
 CHAINS = 2
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool = False, **engine) -> xr.Dataset:
-    """``engine``: ``client``, ``checkpoint``, ``chunk_size`` for :func:`~hybridpriv.engine.evaluate.evaluate`.
+def run(quick: bool = False, seed: int = 0, full: bool = False, engine: Engine | None = None) -> xr.Dataset:
+    """``engine``: for :func:`~hybridpriv.engine.evaluate.evaluate`.
 
-    With a ``checkpoint`` the sampled row sums (``h`` and its summaries) are kept in the resume
+    With a ``checkpoint`` in the engine the sampled row sums (``h`` and its summaries) are kept in the resume
     folder (``stages/row-sums.nc``) and read back on resume instead of sampling again; the scored
     matrices are kept chunk by chunk.
     """
@@ -47,9 +48,10 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     from ..spec import builtin_example_path, load_spec
 
     scale = "full" if full else ("quick" if quick else "default")
+    engine = as_engine(engine)
     counts = load_spec(builtin_example_path("favorite-sites")).column_sums
-    ds, dec = _select(UserItemModel(counts, 2000), SCALES[scale], scale, seed, progress, "row-sums", engine)
-    unknown, dec_u = _select(UserItemModel(counts, None), min(SCALES[scale], UNKNOWN_N_MATRICES), scale, seed, progress,
+    ds, dec = _select(UserItemModel(counts, 2000), SCALES[scale], scale, seed, "row-sums", engine)
+    unknown, dec_u = _select(UserItemModel(counts, None), min(SCALES[scale], UNKNOWN_N_MATRICES), scale, seed,
                              "row-sums-unknown-n", engine)
     ds = ds.merge(unknown.rename({v: f"{v}_unknown_n" for v in unknown.data_vars}).rename(
         chain="chain_unknown_n", draw="draw_unknown_n"))
@@ -62,7 +64,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False, full: bool =
     return ds
 
 
-def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, engine) -> tuple[xr.Dataset, xr.Dataset]:
+def _select(model, matrices: int, scale: str, seed: int, stage: str, engine: Engine) -> tuple[xr.Dataset, xr.Dataset]:
     """Sample ``matrices`` matrices from ``model``'s posterior (the row sums kept in the resume folder as
     ``stage``), evaluate every k on them, decide."""
     from ..models import UserItemPosterior
@@ -84,13 +86,13 @@ def _select(model, matrices: int, scale: str, seed: int, progress, stage: str, e
         posterior = model.fit(**fit, cores=1 if scale == "quick" else CHAINS, on_unconverged="ignore")
         return posterior.idata["posterior"].to_dataset()[summaries]
 
-    checkpoint = engine.get("checkpoint")
+    checkpoint = engine.checkpoint
     rows = sample() if checkpoint is None else checkpoint.dataset(stage, {**fit, "model": model.describe_params()},
                                                                   sample)
     posterior = UserItemPosterior(model, {"posterior": rows}, seed)
     posterior.check_convergence("warn")
     ev = evaluate({k: ContributionBoundedCounts(k, EPSILON) for k in KS}, posterior, ItemCounts("squared"), dim="k",
-                  seed=seed, progress=progress, **engine)
+                  seed=seed, engine=engine)
     dec = decide(ev, dim="k")
     ds = xr.Dataset({"mse": dec["expected_loss"], "mse_mcse": dec["mcse"], "mse_low": dec["risk_low"],
                      "mse_high": dec["risk_high"], "p_best": dec["p_best"], "mse_by_matrix": ev["risk"]})

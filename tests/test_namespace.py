@@ -6,6 +6,7 @@ import sys
 import pytest
 
 import hybridpriv as hp
+from hybridpriv.engine import Engine
 from hybridpriv import workflow
 from hybridpriv.core import privacy
 from hybridpriv.engine import decision, evaluate
@@ -38,9 +39,9 @@ def test_select_reads_the_spec_and_applies_the_overrides_as_the_cli_flags_do(mon
 
     monkeypatch.setattr(workflow, "run_selection", fake_run)
     path = builtin_example_path("grouped")
-    result = hp.select(path, draws=40, trials=5, seed=7, chunk_size=3)
+    result = hp.select(path, draws=40, trials=5, seed=7, engine=Engine(chunk_size=3))
     problem = seen["problem"]
-    assert (problem.datasets, problem.trials, problem.seed) == (40, 5, 7) and seen["run"] == {"chunk_size": 3}
+    assert (problem.datasets, problem.trials, problem.seed) == (40, 5, 7) and seen["run"] == {"engine": Engine(chunk_size=3)}
     assert result.config["overrides"] == {"draws": 40, "trials": 5, "seed": 7}
     # the same through a Spec, and a Problem as it is
     hp.select(load_spec(path), draws=41)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from hybridpriv.engine import Engine
 from hybridpriv.studies import STUDIES
 
 
@@ -107,7 +108,7 @@ def test_run_all_refuses_a_client_with_several_jobs():
     from hybridpriv.studies import run_all
 
     with pytest.raises(ValueError, match="jobs > 1 runs each study in its own process"):
-        run_all(jobs=2, client=object())
+        run_all(jobs=2, engine=Engine(type("Client", (), {"__module__": "distributed.client"})()))
     with pytest.raises(ValueError, match="jobs must be >= 1, got 0"):
         run_all(jobs=0)
 

@@ -22,7 +22,7 @@ and the task's: resuming with any of them changed is refused, naming it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from ..core.privacy import Guarantee
 from ..core.random import STREAM_SCHEME, check_seed, rng
 from ..core.tasks import Task
 from ..core.validation import check_trials
+from .options import Engine, as_engine
 from .progress import Phase
 
 __all__ = ["MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
@@ -325,11 +326,8 @@ def evaluate(
     seed: int = 0,
     dim: str = "estimator",
     requirements: object = None,
-    chunk_size: int | None = None,
-    progress: bool | Callable[[int], None] = False,
     draws: int | None = None,
-    client=None,
-    checkpoint=None,
+    engine: Engine | None = None,
 ) -> xr.Dataset:
     """Run every candidate on every dataset of ``source``, ``trials`` times each, scored by ``task``.
 
@@ -356,18 +354,11 @@ def evaluate(
         What each protected unit requires (see :func:`requirements_of`): default, for a grouped
         source, its groups' epsilons under add/remove-one; a relation name; a mapping
         unit -> :class:`~hybridpriv.core.privacy.Guarantee`; ``False`` for none.
-    chunk_size
-        Datasets per chunk (one task on a cluster); default: measured (:mod:`hybridpriv.engine.chunks`).
-    progress
-        ``True`` for a progress bar on stderr on runs over 2 s (:mod:`hybridpriv.engine.progress`; silenced by
-        :func:`hybridpriv.engine.progress.quiet`), or a callable ``f(done)``.
     draws
         Use only the first ``draws`` draws of every chain (default: all).
-    client
-        A ``dask.distributed.Client``: run the chunks as tasks on its cluster (default: here).
-    checkpoint
-        A :class:`~hybridpriv.engine.checkpoint.Checkpoint` or a folder: keep every finished chunk there and
-        skip the ones it already holds (resuming a killed run).
+    engine
+        How the work runs (:class:`~hybridpriv.engine.options.Engine`: a dask client, a checkpoint to
+        resume from, the chunk size, progress); never what it computes.
 
     Returns
     -------
@@ -379,8 +370,8 @@ def evaluate(
         ``privacy_epsilon``/``_delta``/``_relation``/``_trust`` ``(dim, unit)`` and the units'
         ``required_*`` ``(unit)``.
     """
-    return _evaluate_settings([({}, candidates, source)], {}, task, trials, seed, dim, requirements, chunk_size,
-                              progress, draws, client, checkpoint)[0]
+    return _evaluate_settings([({}, candidates, source)], {}, task, trials, seed, dim, requirements, draws,
+                              engine)[0]
 
 
 def evaluate_many(
@@ -391,23 +382,19 @@ def evaluate_many(
     seed: int = 0,
     dim: str = "estimator",
     requirements: object = None,
-    chunk_size: int | None = None,
-    progress: bool | Callable[[int], None] = False,
     draws: int | None = None,
-    client=None,
-    checkpoint=None,
+    engine: Engine | None = None,
 ) -> xr.Dataset:
     """Evaluate a grid of settings and stack the results along swept dimensions.
 
     ``runs`` yields ``(coords, candidates, source)`` with ``coords`` mapping every swept dimension
     name (``n``, ``share``, ...) to its value; results are stacked in the order of ``dim_values``.
-    The other arguments are :func:`evaluate`'s; the chunks of every setting run together (on
-    ``client``'s cluster when one is given), each setting with its own chunk size.  Per-candidate
+    The other arguments are :func:`evaluate`'s; the chunks of every setting run together (on the
+    engine's cluster when it has a client), each setting with its own chunk size.  Per-candidate
     coordinates that differ between settings (a threshold chosen per setting) become variables.
     """
     runs_list = list(runs)
-    results = _evaluate_settings(runs_list, dim_values, task, trials, seed, dim, requirements, chunk_size, progress,
-                                 draws, client, checkpoint)
+    results = _evaluate_settings(runs_list, dim_values, task, trials, seed, dim, requirements, draws, engine)
     parts = []
     per_candidate = ["label", "mechanism", "params", "exact", "privacy"]
     for (coords, _, _), out in zip(runs_list, results):
@@ -426,18 +413,15 @@ def evaluate_many(
     return combined.reindex({k: list(v) for k, v in dim_values.items()})  # type: ignore[return-value]
 
 
-def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, chunk_size, progress, draws, client,
-                       checkpoint) -> list[xr.Dataset]:
+def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, draws, engine) -> list[xr.Dataset]:
     """One dataset per setting of ``runs``; the chunks of all settings run together."""
-    from .chunks import Section, check_chunk_size, check_client, run_sections
+    from .chunks import Section, run_sections
 
     trials = check_trials(trials)
     seed = check_seed(seed)
     dim = _check_dim(dim)
-    if not (isinstance(progress, bool) or callable(progress)):
-        raise TypeError(f"progress must be True, False or a callable f(done), got {progress!r}")
-    chunk_size = check_chunk_size(chunk_size)
-    check_client(client)
+    engine = as_engine(engine)
+    progress = engine.progress
     settings = []
     for coords, cands, src in runs:
         missing = [k for k in dim_values if k not in coords]
@@ -448,18 +432,19 @@ def _evaluate_settings(runs, dim_values, task, trials, seed, dim, requirements, 
     if not settings:
         raise ValueError("runs must yield at least one setting")
     check_result_size(sum(len(job.mechanisms) * job.source.shape[0] * job.draws for _, job, _ in settings), trials)
-    checkpoint, owned = _open_checkpoint(checkpoint, seed)
+    checkpoint, owned = _open_checkpoint(engine.checkpoint, seed)
     call = checkpoint.next_call() if checkpoint is not None else 0
     prefix = "evaluate" if call == 0 else f"evaluate{call}"  # the k-th evaluation through this checkpoint
     sections = []
     for i, (coords, job, _) in enumerate(settings):
-        engine = _engine_settings(job, dim, {k: coords[k] for k in dim_values})
-        sections.append(Section(f"{prefix}-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, engine))
+        recorded = _engine_settings(job, dim, {k: coords[k] for k in dim_values})
+        sections.append(Section(f"{prefix}-{i}", _evaluate_chunk, job, job.source.shape[0] * job.draws, recorded))
     total = sum(sec.n_items for sec in sections)
     shown = Phase("evaluating", total, "datasets") if progress is True else None
     report = shown if shown is not None else (progress or None)
     try:
-        results = run_sections(sections, chunk_size, client=client, checkpoint=checkpoint, progress=report)
+        results = run_sections(sections, engine.chunk_size, client=engine.client, checkpoint=checkpoint,
+                               progress=report)
     finally:
         if shown is not None:
             shown.close()

@@ -108,9 +108,8 @@ bad_evaluate_args = {
     "task": st.one_of(unknown_word, st.integers(), st.just(["squared"])),
     "dim": st.one_of(st.sampled_from(["chain", "draw", "trial", "unit", "quantity", "", "1k", "a b"]), st.integers(), st.none()),
     "requirements": st.one_of(unknown_word, st.integers(), st.just({"a": 1.0})),
-    "chunk_size": st.one_of(st.integers(max_value=0), not_int.filter(lambda v: v is not None)),  # None: measured
+    "engine": st.one_of(st.integers(), st.text(max_size=2), st.just({"chunk_size": 2})),
     "draws": st.one_of(st.integers(max_value=0), st.integers(5, 100), st.floats(), st.text(max_size=2), st.booleans()),
-    "progress": st.one_of(st.text(min_size=1, max_size=3), st.integers(), st.floats()),
     "candidates": st.one_of(st.just([]), st.none(), st.text(max_size=2), st.just([object()]), st.just(_EV_ESTS + _EV_ESTS[:1]),
                             st.just({"": _EV_ESTS[0]}), st.integers()),
     "source": st.one_of(st.none(), st.integers(), st.just(normal_source((Group("x", 3, 1.0),), B2, 5.0, 2.0, 3))),
@@ -129,6 +128,24 @@ def test_evaluate_rejects(which, data):
     rejects(lambda: evaluate(**args), *names)
 
 
+bad_engine_args = {
+    "chunk_size": st.one_of(st.integers(max_value=0), not_int.filter(lambda v: v is not None)),  # None: measured
+    "progress": st.one_of(st.text(min_size=1, max_size=3), st.integers(), st.floats()),
+    "client": st.one_of(st.text(min_size=1, max_size=3), st.integers(), st.just(object())),
+    "checkpoint": st.one_of(st.integers(), st.floats(), st.just(object())),
+}
+
+
+@cfg(120)
+@given(which=st.sampled_from(sorted(bad_engine_args)), data=st.data())
+@counted("evaluate")
+def test_engine_rejects(which, data):
+    from hybridpriv.engine import Engine
+
+    value = data.draw(bad_engine_args[which])
+    rejects(lambda: Engine(**{which: value}), which)
+
+
 @cfg(60)
 @given(
     trials=st.integers(1, 3),
@@ -140,12 +157,13 @@ def test_evaluate_rejects(which, data):
 )
 @counted("evaluate")
 def test_evaluate_good(trials, seed, chunk_size, draws, loss, target):
+    from hybridpriv.engine import Engine
     from hybridpriv.families.grouped import Statistic
 
     seed = seed % 2**63
     ev = accepts(
-        lambda: evaluate(_EV_ESTS, _EV_SRC, Statistic(target, loss), trials=trials, seed=seed, chunk_size=chunk_size,
-                         draws=draws)
+        lambda: evaluate(_EV_ESTS, _EV_SRC, Statistic(target, loss), trials=trials, seed=seed,
+                         draws=draws, engine=Engine(chunk_size=chunk_size))
     )
     assert ev["loss"].dims == ("estimator", "chain", "draw", "trial")
     finite(ev["loss"].values)

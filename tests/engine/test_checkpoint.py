@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from hybridpriv.engine import Engine
 from hybridpriv.cli import main
 from hybridpriv.core.privacy import Bounds, Group
 from hybridpriv.engine.checkpoint import Checkpoint
@@ -98,17 +99,18 @@ def test_finished_chunks_are_read_back_and_missing_ones_recomputed(tmp_path):
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 30)
     config = {"what": "test", "seed": 4}
     plain = evaluate(_ests(), src, trials=3, seed=4)
-    first = evaluate(_ests(), src, trials=3, seed=4, chunk_size=4, checkpoint=Checkpoint(tmp_path, config))
+    first = evaluate(_ests(), src, trials=3, seed=4,
+            engine=Engine(checkpoint=Checkpoint(tmp_path, config), chunk_size=4))
     xr.testing.assert_identical(plain, first)
     files = sorted((tmp_path / "chunks").glob("*.npz"))
     assert len(files) == 8
-    again = evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
+    again = evaluate(_ests(), _Broken(src), trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, config)))
     xr.testing.assert_identical(plain, again.assign_attrs(source=plain.attrs["source"]))
     for f in files[2:5]:
         f.unlink()
     with pytest.raises(RuntimeError, match=r"dataset \(0, 8\) was generated again"):
-        evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
-    redone = evaluate(_ests(), src, trials=3, seed=4, checkpoint=Checkpoint(tmp_path, config))
+        evaluate(_ests(), _Broken(src), trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, config)))
+    redone = evaluate(_ests(), src, trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, config)))
     xr.testing.assert_identical(plain, redone)
     assert len(list((tmp_path / "chunks").glob("*.npz"))) == 8
 
@@ -124,14 +126,20 @@ def test_finished_chunks_are_read_back_and_missing_ones_recomputed(tmp_path):
 def test_other_engine_settings_in_the_same_folder_are_refused(tmp_path, change, match):
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 12)
     args = {"trials": 3, "seed": 4, "chunk_size": 4}
-    evaluate(_ests(), src, **args, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+
+    def run(trials, seed, chunk_size):
+        return evaluate(_ests(), src, trials=trials, seed=seed,
+                        engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1}), chunk_size=chunk_size))
+
+    run(**args)
     with pytest.raises(ValueError, match=match):
-        evaluate(_ests(), src, **(args | change), checkpoint=Checkpoint(tmp_path, {"run": 1}))
+        run(**(args | change))
 
 
 def test_manifest_records_configuration_seed_and_a_layout_covering_every_item_once(tmp_path):
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 23)
-    evaluate(_ests(), src, trials=2, seed=4, chunk_size=5, checkpoint=Checkpoint(tmp_path, {"name": "x", "seed": 4}))
+    evaluate(_ests(), src, trials=2, seed=4,
+            engine=Engine(checkpoint=Checkpoint(tmp_path, {"name": "x", "seed": 4}), chunk_size=5))
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["config"] == {"name": "x", "seed": 4} and manifest["seed"] == 4
     chunks = manifest["sections"]["evaluate-0"]["chunks"]
@@ -175,25 +183,27 @@ def test_resuming_with_a_changed_estimator_parameter_is_refused_naming_it(tmp_pa
     # before the redesign the checkpoint fingerprinted estimators by label only, and this resume
     # silently reused chunks computed with sigma2 = 1
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 12)
-    evaluate([WeightedMean(GROUPS, BOUNDS, 1.0)], src, trials=2, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+    evaluate([WeightedMean(GROUPS, BOUNDS, 1.0)], src, trials=2, seed=4,
+            engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     with pytest.raises(ValueError, match=r"candidates\.weighted\.params\.sigma2: 1\.0 there, 100\.0 here"):
-        evaluate([WeightedMean(GROUPS, BOUNDS, 100.0)], src, trials=2, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+        evaluate([WeightedMean(GROUPS, BOUNDS, 100.0)], src, trials=2, seed=4,
+                engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     with pytest.raises(ValueError, match=r"source\.params\.sampler\.fields\.mu: 5\.0 there, 6\.0 here"):
         evaluate([WeightedMean(GROUPS, BOUNDS, 1.0)], normal_source(GROUPS, BOUNDS, 6.0, 2.0, 12), trials=2, seed=4,
-                 checkpoint=Checkpoint(tmp_path, {"run": 1}))
+                 engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
 
 
 def test_evaluate_takes_a_folder_as_checkpoint(tmp_path):
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 6)
-    a = evaluate(_ests(), src, trials=2, seed=3, checkpoint=tmp_path / "ck")
-    b = evaluate(_ests(), _Broken(src), trials=2, seed=3, checkpoint=str(tmp_path / "ck"))
+    a = evaluate(_ests(), src, trials=2, seed=3, engine=Engine(checkpoint=tmp_path / "ck"))
+    b = evaluate(_ests(), _Broken(src), trials=2, seed=3, engine=Engine(checkpoint=str(tmp_path / "ck")))
     xr.testing.assert_identical(a, b.assign_attrs(source=a.attrs["source"]))
 
 
 def _chunked(tmp_path, draws=12):
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, draws)
     plain = evaluate(_ests(), src, trials=3, seed=4)
-    evaluate(_ests(), src, trials=3, seed=4, chunk_size=3, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    evaluate(_ests(), src, trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 2}), chunk_size=3))
     return src, plain, sorted((tmp_path / "chunks").glob("*.npz"))
 
 
@@ -216,12 +226,12 @@ def test_a_damaged_or_foreign_chunk_is_recomputed_not_used(tmp_path, damage, cap
         with np.load(victim) as z:
             arrays = {k: z[k] for k in z.files if not k.startswith("__")}
         np.savez(victim, **arrays)
-    resumed = evaluate(_ests(), src, trials=3, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    resumed = evaluate(_ests(), src, trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 2})))
     xr.testing.assert_identical(plain, resumed)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and victim.name in err and "recomputing it" in err
     # the recomputed chunk is whole again: a third run reads every chunk back without a word
-    evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    evaluate(_ests(), _Broken(src), trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 2})))
     assert capsys.readouterr().err == ""
 
 
@@ -243,8 +253,8 @@ def test_a_read_only_folder_holding_a_finished_run_can_be_read_back(tmp_path, mo
     monkeypatch.setattr(ck, "_write_atomic", no_write)
     monkeypatch.setattr(ck.Path, "unlink", no_write)
     monkeypatch.setattr(ck.Path, "mkdir", no_write)
-    back = evaluate(_ests(), _Broken(src), trials=3, seed=4, checkpoint=Checkpoint(tmp_path, {"run": 2}))
+    back = evaluate(_ests(), _Broken(src), trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 2})))
     xr.testing.assert_identical(plain, back.assign_attrs(source=plain.attrs["source"]))
     # a run that would need to write says so in one line instead of crashing
     with pytest.raises(ValueError, match=r"read-only and this run would need to write to it \(chunk 0"):
-        evaluate(_ests(), src, trials=3, seed=4, checkpoint=Checkpoint(other, {"run": 2}))
+        evaluate(_ests(), src, trials=3, seed=4, engine=Engine(checkpoint=Checkpoint(other, {"run": 2})))

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from hybridpriv.engine import Engine
 from hybridpriv.core.privacy import Bounds, Group
 from hybridpriv.engine.evaluate import evaluate, evaluate_many
 from hybridpriv.estimators import UniformMean, WeightedMean
@@ -76,10 +77,10 @@ def _ests():
 
 def test_evaluate_on_a_cluster_equals_one_process(client):
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 40)
-    here = evaluate(_ests(), src, trials=5, seed=7, chunk_size=4)
-    there = evaluate(_ests(), src, trials=5, seed=7, chunk_size=9, client=client)
+    here = evaluate(_ests(), src, trials=5, seed=7, engine=Engine(chunk_size=4))
+    there = evaluate(_ests(), src, trials=5, seed=7, engine=Engine(client, chunk_size=9))
     xr.testing.assert_identical(here, there)
-    other_seed = evaluate(_ests(), src, trials=5, seed=8, chunk_size=9, client=client)
+    other_seed = evaluate(_ests(), src, trials=5, seed=8, engine=Engine(client, chunk_size=9))
     assert not np.array_equal(here.estimate.values, other_seed.estimate.values)
 
 
@@ -91,14 +92,14 @@ def test_evaluate_many_on_a_cluster_equals_one_process(client):
                 groups, BOUNDS, 5.0, 2.0, 30)
 
     here = evaluate_many(runs(), {"n": [10, 40]}, trials=3, seed=2)
-    there = evaluate_many(runs(), {"n": [10, 40]}, trials=3, seed=2, client=client, chunk_size=7)
+    there = evaluate_many(runs(), {"n": [10, 40]}, trials=3, seed=2, engine=Engine(client, chunk_size=7))
     xr.testing.assert_identical(here, there)
 
 
 def test_a_client_that_is_not_a_dask_client_is_refused():
     src = normal_source(GROUPS, BOUNDS, 5.0, 2.0, 4)
     with pytest.raises(TypeError, match="client must be a dask.distributed.Client or None, got str"):
-        evaluate(_ests(), src, client="tcp://127.0.0.1:8786")
+        evaluate(_ests(), src, engine=Engine(client="tcp://127.0.0.1:8786"))
 
 
 def test_importing_never_imports_dask_and_running_without_a_client_never_imports_distributed():

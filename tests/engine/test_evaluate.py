@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from hybridpriv.engine import Engine
 from hybridpriv.core.privacy import Bounds, Group
 from hybridpriv.core.random import rng as stream_rng
 from hybridpriv.engine.decision import decide
@@ -44,9 +45,9 @@ def test_dims_and_loss_definition():
 
 def test_same_seed_same_numbers_and_chunking_does_not_matter():
     src, ests = _setup()
-    a = evaluate(ests, src, trials=4, seed=11, chunk_size=1)
-    b = evaluate(ests, src, trials=4, seed=11, chunk_size=64)
-    c = evaluate(ests, src, trials=4, seed=12, chunk_size=64)
+    a = evaluate(ests, src, trials=4, seed=11, engine=Engine(chunk_size=1))
+    b = evaluate(ests, src, trials=4, seed=11, engine=Engine(chunk_size=64))
+    c = evaluate(ests, src, trials=4, seed=12, engine=Engine(chunk_size=64))
     np.testing.assert_array_equal(a["estimate"], b["estimate"])
     assert not np.array_equal(a["estimate"], c["estimate"])
 
@@ -120,7 +121,6 @@ def test_evaluate_many_stacks_settings_with_other_candidates():
         ({"trials": 0}, "trials must be an integer >= 1, got 0"),
         ({"seed": -1}, r"seed must be an integer in \[0, 2\*\*63\), got -1"),
         ({"dim": "chain"}, "dim must be a name other than"),
-        ({"chunk_size": 0}, "chunk_size must be an integer >= 1, got 0"),
         ({"draws": 1000}, r"draws must be an integer in \[1, 40\], got 1000"),
     ],
 )
@@ -128,6 +128,17 @@ def test_bad_arguments(kwargs, match):
     src, ests = _setup()
     with pytest.raises(ValueError, match=match):
         evaluate(ests, src, **kwargs)
+
+
+def test_the_engine_is_one_checked_value():
+    src, ests = _setup()
+    with pytest.raises(ValueError, match="chunk_size must be an integer >= 1, got 0"):
+        Engine(chunk_size=0)
+    with pytest.raises(TypeError, match="engine must be a hybridpriv.engine.Engine or None, got dict"):
+        evaluate(ests, src, engine={"chunk_size": 2})
+    with pytest.raises(TypeError, match="unexpected keyword argument 'chunk_size'"):
+        evaluate(ests, src, chunk_size=2)  # one way: the engine's settings live in the Engine
+    assert Engine(chunk_size=2).replace(progress=True) == Engine(chunk_size=2, progress=True)
 
 
 def test_estimators_for_other_groups_are_refused():

@@ -9,6 +9,7 @@ running on a 2-worker dask cluster; a resume with a changed k is refused naming 
 import numpy as np
 import pytest
 import xarray as xr
+from hybridpriv.engine import Engine
 from hybridpriv.models import UserItemModel
 
 from hybridpriv.core.privacy import Group
@@ -111,8 +112,8 @@ def test_the_decision_over_k(posterior):
 
 
 def test_numbers_do_not_depend_on_the_chunking(posterior):
-    one = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, chunk_size=1)
-    two = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, chunk_size=7)
+    one = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, engine=Engine(chunk_size=1))
+    two = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, engine=Engine(chunk_size=7))
     xr.testing.assert_identical(one, two)
     # a candidate's numbers do not depend on the others beside it (up to rounding: all k of one
     # epsilon share one sparse product)
@@ -121,19 +122,21 @@ def test_numbers_do_not_depend_on_the_chunking(posterior):
 
 
 def test_resume_after_a_changed_k_is_refused_naming_it(tmp_path, posterior):
-    evaluate(_cands([1, 2, 3]), posterior, ItemCounts(), dim="k", seed=4, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+    evaluate(_cands([1, 2, 3]), posterior, ItemCounts(), dim="k", seed=4,
+            engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     changed = {**_cands([1, 2]), 3: ContributionBoundedCounts(4, 1.0)}
     with pytest.raises(ValueError, match=r"candidates\.3\.params\.k: 3 there, 4 here"):
-        evaluate(changed, posterior, ItemCounts(), dim="k", seed=4, checkpoint=Checkpoint(tmp_path, {"run": 1}))
+        evaluate(changed, posterior, ItemCounts(), dim="k", seed=4,
+                engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     with pytest.raises(ValueError, match=r"candidates\.4: \(absent\) there"):
         evaluate(_cands([1, 2, 3, 4]), posterior, ItemCounts(), dim="k", seed=4,
-                 checkpoint=Checkpoint(tmp_path, {"run": 1}))
+                 engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     with pytest.raises(ValueError, match=r"task\.params\.loss: \"squared\" there, \"max\" here"):
         evaluate(_cands([1, 2, 3]), posterior, ItemCounts("max"), dim="k", seed=4,
-                 checkpoint=Checkpoint(tmp_path, {"run": 1}))
+                 engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     # the same candidates resume from the kept chunks
     again = evaluate(_cands([1, 2, 3]), posterior, ItemCounts(), dim="k", seed=4,
-                     checkpoint=Checkpoint(tmp_path, {"run": 1}))
+                     engine=Engine(checkpoint=Checkpoint(tmp_path, {"run": 1})))
     xr.testing.assert_identical(again, evaluate(_cands([1, 2, 3]), posterior, ItemCounts(), dim="k", seed=4))
 
 
@@ -168,15 +171,16 @@ def test_numbers_on_a_two_worker_cluster_equal_one_process_and_the_job_is_small(
     original = chunks.run_sections
     try:
         chunks.run_sections = lambda *a, **k: original(*a, **k, stats=stats)
-        there = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, client=client, chunk_size=5)
+        there = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1,
+                engine=Engine(client, chunk_size=5))
     finally:
         chunks.run_sections = original
     xr.testing.assert_identical(here, there)
-    measured = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, client=client)
+    measured = evaluate(_cands(range(1, 5)), posterior, ItemCounts(), dim="k", seed=1, engine=Engine(client))
     xr.testing.assert_identical(here, measured)
     mc_here = evaluate(_cands([1, 3]), posterior, ItemCounts("max"), dim="k", seed=2, trials=7)
-    mc_there = evaluate(_cands([1, 3]), posterior, ItemCounts("max"), dim="k", seed=2, trials=7, client=client,
-                        chunk_size=3)
+    mc_there = evaluate(_cands([1, 3]), posterior, ItemCounts("max"), dim="k", seed=2, trials=7,
+                        engine=Engine(client, chunk_size=3))
     xr.testing.assert_identical(mc_here, mc_there)
     assert stats["chunks"] == stats["tasks"] == 4 and stats["items"] == 20 and stats["chunk_sizes"] == [5]
     assert stats["task_cpu_seconds"] > 0

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from _support.matrices import all_matrices
+from hybridpriv.engine import Engine
 from hybridpriv.models import BLOCK, UserItemModel, UserItemPosterior
 from hybridpriv.models._useritem_bits import bits_from_csr, csr_from_bits, curveball_bits, move_row_sums
 from hybridpriv.models._useritem_block import draw_streams
@@ -138,7 +139,7 @@ def test_engine_results_do_not_depend_on_chunk_size():
 
     post = posterior_of(SEQ, block=4, chains=2)
     runs = [evaluate({k: ContributionBoundedCounts(k, 1.0) for k in (1, 2)}, post, ItemCounts(), dim="k", seed=3,
-                     chunk_size=size)["risk"].values for size in (1, 5, 56)]
+                     engine=Engine(chunk_size=size))["risk"].values for size in (1, 5, 56)]
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
 
 

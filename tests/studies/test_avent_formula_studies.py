@@ -388,10 +388,13 @@ def test_amplification_ingredients_against_the_estimator():
 
 def test_amplification_refuses_the_engine_options_it_cannot_use():
     # a pure-formula study: --workers / --resume / --chunk-size would be accepted and ignored, so they are refused
-    for kwargs, flag in ((dict(client=object()), "--workers"), (dict(checkpoint=object()), "--resume"),
+    from hybridpriv.engine import Engine
+
+    client = type("Client", (), {"__module__": "distributed.client"})()  # passes for a dask client
+    for kwargs, flag in ((dict(client=client), "--workers"), (dict(checkpoint="ck"), "--resume"),
                          (dict(chunk_size=10), "--chunk-size")):
         with pytest.raises(ValueError, match=f"pure-formula study .*{flag}"):
-            avent_amplification.run(quick=True, **kwargs)
+            avent_amplification.run(quick=True, engine=Engine(**kwargs))
 
 
 @pytest.mark.parametrize("name", ["kvh", "pwh", "salaries", "skew", "amplification"])

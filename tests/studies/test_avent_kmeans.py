@@ -12,6 +12,7 @@ import time
 import numpy as np
 import pytest
 import xarray as xr
+from hybridpriv.engine import Engine
 from hybridpriv.studies import avent_kmeans
 
 from hybridpriv.core.random import rng
@@ -119,7 +120,7 @@ def test_two_workers_chunks_of_one_and_a_resume_give_the_same_numbers(ds, tmp_pa
 
     client = local_client(2)
     try:
-        on_cluster = avent_kmeans.run(quick=True, seed=0, client=client)
+        on_cluster = avent_kmeans.run(quick=True, seed=0, engine=Engine(client))
     finally:
         cluster = client.cluster
         client.close()
@@ -127,13 +128,13 @@ def test_two_workers_chunks_of_one_and_a_resume_give_the_same_numbers(ds, tmp_pa
     xr.testing.assert_identical(ds, on_cluster)
     config = {"study": "avent-kmeans", "quick": True, "seed": 0}
     with Checkpoint(tmp_path, config) as ckpt:
-        chunked = avent_kmeans.run(quick=True, seed=0, checkpoint=ckpt, chunk_size=1)
+        chunked = avent_kmeans.run(quick=True, seed=0, engine=Engine(checkpoint=ckpt, chunk_size=1))
     xr.testing.assert_identical(ds, chunked)
     files = sorted((tmp_path / "chunks").glob("*.npz"))
     assert len(files) == 12 * 4  # chunk_size is used: one chunk per dataset of each (c, tau) setting
     written = {f: f.stat().st_mtime_ns for f in files}
     with Checkpoint(tmp_path, config) as ckpt:
-        resumed = avent_kmeans.run(quick=True, seed=0, checkpoint=ckpt)  # layout from the manifest
+        resumed = avent_kmeans.run(quick=True, seed=0, engine=Engine(checkpoint=ckpt))  # layout from the manifest
     xr.testing.assert_identical(ds, resumed)
     assert {f: f.stat().st_mtime_ns for f in files} == written  # read back, not recomputed
 

@@ -51,5 +51,10 @@ def test_claims_and_plot(quick, tmp_path):
 
 
 def test_engine_options_are_refused():
+    from hybridpriv.engine import Engine
+
+    client = type("Client", (), {"__module__": "distributed.client"})()  # passes for a dask client
     with pytest.raises(ValueError, match="--workers does not apply"):
-        wang_rescaling.run(quick=True, client=object())
+        wang_rescaling.run(quick=True, engine=Engine(client))
+    with pytest.raises(ValueError, match="--chunk-size does not apply"):
+        wang_rescaling.run(quick=True, engine=Engine(chunk_size=3))

@@ -11,6 +11,7 @@ import warnings
 
 import pytest
 import xarray as xr
+from hybridpriv.engine import Engine
 from hybridpriv.studies import wang_subset
 
 from hybridpriv.engine.checkpoint import Checkpoint
@@ -26,7 +27,7 @@ def checkpointed(tmp_path_factory):
     folder = tmp_path_factory.mktemp("wang-ckpt")
     with warnings.catch_warnings(), Checkpoint(folder, CONFIG) as ckpt:
         warnings.simplefilter("ignore")
-        return wang_subset.run(quick=True, seed=0, checkpoint=ckpt), folder
+        return wang_subset.run(quick=True, seed=0, engine=Engine(checkpoint=ckpt)), folder
 
 
 def test_two_local_workers_give_the_numbers_of_one_process(checkpointed):
@@ -39,7 +40,7 @@ def test_two_local_workers_give_the_numbers_of_one_process(checkpointed):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            there = wang_subset.run(quick=True, seed=0, client=client)
+            there = wang_subset.run(quick=True, seed=0, engine=Engine(client))
     finally:
         cluster = client.cluster
         client.close()
@@ -65,7 +66,7 @@ def test_a_resumed_run_reads_back_every_chunk_and_fit(checkpointed, monkeypatch)
     monkeypatch.setattr("hybridpriv.engine.evaluate._evaluate_chunk", refuse)
     with warnings.catch_warnings(), Checkpoint(folder, CONFIG) as ckpt:
         warnings.simplefilter("ignore")
-        resumed = wang_subset.run(quick=True, seed=0, checkpoint=ckpt)
+        resumed = wang_subset.run(quick=True, seed=0, engine=Engine(checkpoint=ckpt))
     xr.testing.assert_identical(here, resumed)
     assert {f: f.stat().st_mtime_ns for f in written} == written
 

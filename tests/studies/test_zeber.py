@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import xarray as xr
+from hybridpriv.engine import Engine
 from hybridpriv.studies import zeber_user_item
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
@@ -45,7 +46,7 @@ def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(quick,
     from hybridpriv.engine.checkpoint import Checkpoint
 
     with Checkpoint(tmp_path, {"study": "zeber", "seed": 2}) as ck:
-        first = zeber_user_item.run(quick=True, seed=2, checkpoint=ck, chunk_size=10)  # uninterrupted, keeping its work
+        first = zeber_user_item.run(quick=True, seed=2, engine=Engine(checkpoint=ck, chunk_size=10))  # uninterrupted, keeping its work
     # the same seed as the plain run of the module: the same numbers in chunks of 10 with a checkpoint
     xr.testing.assert_identical(first.drop_attrs(), quick.drop_attrs())
     assert (tmp_path / "stages" / "row-sums.nc").exists()
@@ -58,7 +59,7 @@ def test_resume_reads_the_sampled_row_sums_back_instead_of_sampling_again(quick,
 
     monkeypatch.setattr(UserItemModel, "fit", no_sampling)
     with Checkpoint(tmp_path, {"study": "zeber", "seed": 2}) as ck:
-        resumed = zeber_user_item.run(quick=True, seed=2, checkpoint=ck)
+        resumed = zeber_user_item.run(quick=True, seed=2, engine=Engine(checkpoint=ck))
     xr.testing.assert_identical(first, resumed)
     assert len(list((tmp_path / "chunks").glob("evaluate-0-*.npz"))) == len(chunk_files)
     # the stage is recorded with its settings; other settings in the same folder are refused
