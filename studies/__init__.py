@@ -25,7 +25,7 @@ from types import ModuleType
 
 from ..engine.options import Engine, as_engine
 
-__all__ = ["STUDIES", "Study", "run_all", "run_study", "scale_in_all", "study_argv"]
+__all__ = ["STUDIES", "Study", "read_study", "run_all", "run_study", "scale_in_all", "study_argv"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,10 @@ def run_study(
 ) -> tuple[Path, Path]:
     """Run study ``name`` and write ``out/name.nc`` and ``out/name.png``; return both paths.
 
+    ``name.nc`` is a DataTree, one layout for every study: the provenance, the study's name and its
+    claims (where it checks a paper's) as attributes of the root, the study's numbers in the group
+    ``results`` (:func:`read_study` reads it back as one Dataset).
+
     ``full``: the paper's full scale, for studies that have one (``zeber-user-item``).
     ``engine``: how the chunks run (:class:`~hybridpriv.engine.options.Engine`): its ``client``'s
     cluster, its ``checkpoint`` folder keeping every finished chunk (created if new; rerunning with it
@@ -78,7 +82,7 @@ def run_study(
     """
     from ..engine.checkpoint import Checkpoint
     from ..engine.cluster import describe_client
-    from ..report import provenance, write_netcdf
+    from ..report import provenance, result_tree, write_result
 
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; known: {', '.join(STUDIES)}")
@@ -110,10 +114,27 @@ def run_study(
         ds.attrs["claims"] = to_attr(claims)
         out.mkdir(parents=True, exist_ok=True)
         (out / f"{name}.claims.md").write_text(markdown(module.PAPER, [(name, c) for c in claims]))
-    nc = write_netcdf(ds, out / f"{name}.nc")
+    results = ds.copy()
+    results.attrs = {}
+    nc = write_result(out / f"{name}.nc", result_tree({"results": results}, ds.attrs))
     png = out / f"{name}.png"
     module.plot(ds, png)
     return nc, png
+
+
+def read_study(path: str | Path):
+    """A study's ``name.nc`` (:func:`run_study`) as one ``xarray.Dataset``: the ``results`` group, loaded, with the
+    root's attributes (provenance, study, claims).  A file of another layout is refused, naming it."""
+    import xarray as xr
+
+    path = Path(path)
+    tree = xr.open_datatree(path, engine="h5netcdf")
+    try:
+        if "results" not in tree.children:
+            raise ValueError(f"{path} is not a study's output (no 'results' group; groups: {sorted(tree.children)})")
+        return tree["results"].to_dataset().load().assign_attrs(dict(tree.attrs))
+    finally:
+        tree.close()
 
 
 def run_all(quick: bool = False, full: bool = False, seed: int = 0, out: str | Path = "out",
@@ -223,8 +244,6 @@ def scale_in_all(name: str, quick: bool, full: bool) -> str:
 
 def _write_reproduction(out: Path, rows: list[dict[str, object]]) -> None:
     """``out/reproduction.md``: every paper's claims table, from the ``.nc`` files just written."""
-    import xarray as xr
-
     from ._claims import from_attr, markdown
 
     papers: dict[str, list] = {}
@@ -234,8 +253,7 @@ def _write_reproduction(out: Path, rows: list[dict[str, object]]) -> None:
         module = STUDIES[name].module
         if not hasattr(module, "claims"):
             continue
-        with xr.open_dataset(out / f"{name}.nc") as ds:
-            claims = from_attr(ds.attrs["claims"])
+        claims = from_attr(read_study(out / f"{name}.nc").attrs["claims"])
         papers.setdefault(module.PAPER, []).extend((name, c) for c in claims)
         runs.setdefault(module.PAPER, {})[name] = f"{row['scale']} scale, {row['seconds']} s"
     parts = ["# Reproduction: every paper's claims beside our numbers", "",

@@ -5,6 +5,7 @@ import textwrap
 import numpy as np
 import pytest
 import xarray as xr
+from hybridpriv.studies import read_study
 
 from hybridpriv.cli import main
 
@@ -75,8 +76,8 @@ def test_study_run_is_reproducible(tmp_path, capsys):
     for sub in ("a", "b"):
         code, out, err = _run(capsys, "study", "run", "ferrando-medians", "--quick", "--out", str(tmp_path / sub), "--seed", "4")
         assert code == 0, err
-    a = xr.open_dataset(tmp_path / "a" / "ferrando-medians.nc")
-    b = xr.open_dataset(tmp_path / "b" / "ferrando-medians.nc")
+    a = read_study(tmp_path / "a" / "ferrando-medians.nc")
+    b = read_study(tmp_path / "b" / "ferrando-medians.nc")
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
     assert (tmp_path / "a" / "ferrando-medians.png").stat().st_size > 10_000
     assert a.attrs["seed"] == 4 and "git_hash" in a.attrs and "hybridpriv_version" in a.attrs

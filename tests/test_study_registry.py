@@ -5,9 +5,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hybridpriv.studies import STUDIES, read_study
 
 from hybridpriv.engine import Engine
-from hybridpriv.studies import STUDIES
 
 
 def test_study_list_imports_no_study_module_and_no_pymc():
@@ -70,7 +70,7 @@ def test_study_run_all_runs_each_study_and_writes_a_timing_table(tmp_path, capsy
     assert all(float(r["cpu_seconds"]) > 0 and float(r["peak_rss_mib"]) > 50 for r in rows2)
     assert "wrote" in (two / "logs" / "avent-kvh.log").read_text()
     for name in ("avent-kvh", "avent-amplification"):
-        with xr.open_dataset(one / f"{name}.nc") as a, xr.open_dataset(two / f"{name}.nc") as b:
+        with read_study(one / f"{name}.nc") as a, read_study(two / f"{name}.nc") as b:
             xr.testing.assert_equal(a, b)
             assert a.attrs["claims"] == b.attrs["claims"] and a.attrs["seed"] == b.attrs["seed"]
     assert (two / "reproduction.md").read_text().count("| Cor. 4.4") == report.count("| Cor. 4.4")
@@ -144,8 +144,9 @@ def test_study_jobs_hold_each_study_to_one_thread_unless_told_otherwise():
 
 
 def test_each_study_process_gets_the_run_s_options():
-    from hybridpriv.cli import _build_parser
     from hybridpriv.studies import study_argv
+
+    from hybridpriv.cli import _build_parser
 
     argv = study_argv("avent-kvh", "full", 7, "o", resume="r", chunk_size=3, scheduler="tcp://h:1")
     args = _build_parser().parse_args(argv)
@@ -154,3 +155,20 @@ def test_each_study_process_gets_the_run_s_options():
                                                                            True)
     plain = _build_parser().parse_args(study_argv("wang-subset", "default", 0, "o"))
     assert not plain.full and not plain.quick and plain.resume is None and plain.scheduler is None
+
+
+def test_every_study_writes_one_datatree_layout(tmp_path):
+    import xarray as xr
+
+    from hybridpriv.report import write_result
+    from hybridpriv.studies import read_study, run_study
+
+    nc, _ = run_study("avent-amplification", quick=True, out=tmp_path)
+    tree = xr.open_datatree(nc)
+    assert set(tree.children) == {"results"} and not tree["results"].attrs
+    assert tree.attrs["study"] == "avent-amplification" and "claims" in tree.attrs and "git_hash" in tree.attrs
+    ds = read_study(nc)
+    assert ds.attrs == tree.attrs and set(ds.data_vars) == set(tree["results"].data_vars) and ds.data_vars
+    other = write_result(tmp_path / "selection.nc", {"decision": xr.Dataset({"x": ("k", [1.0])})})
+    with pytest.raises(ValueError, match=r"is not a study's output \(no 'results' group; groups: \['decision'\]\)"):
+        read_study(other)

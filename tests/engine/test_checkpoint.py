@@ -11,10 +11,11 @@ import time
 import numpy as np
 import pytest
 import xarray as xr
+from hybridpriv.studies import read_study
 
-from hybridpriv.engine import Engine
 from hybridpriv.cli import main
 from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.engine import Engine
 from hybridpriv.engine.checkpoint import Checkpoint
 from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators import UniformMean, WeightedMean
@@ -59,8 +60,8 @@ def test_sigkill_in_the_middle_then_resume_equals_an_uninterrupted_run(tmp_path)
         assert proc.returncode == 0, err[-2000:]
     assert len(list(chunks.glob("*.npz"))) == total
     assert not list(chunks.glob(".*.tmp"))
-    a = xr.load_dataset(tmp_path / "resumed" / "ferrando-means.nc")
-    b = xr.load_dataset(tmp_path / "whole" / "ferrando-means.nc")
+    a = read_study(tmp_path / "resumed" / "ferrando-means.nc")
+    b = read_study(tmp_path / "whole" / "ferrando-means.nc")
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
     assert a.attrs["resumed_from"] == "ckpt" and a.attrs["seed"] == 5
 

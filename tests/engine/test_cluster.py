@@ -12,9 +12,10 @@ import distributed  # noqa: E402  (in the test extra: a missing dask fails, neve
 import numpy as np
 import pytest
 import xarray as xr
+from hybridpriv.studies import read_study
 
-from hybridpriv.engine import Engine
 from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.engine import Engine
 from hybridpriv.engine.evaluate import evaluate, evaluate_many
 from hybridpriv.estimators import UniformMean, WeightedMean
 from hybridpriv.families.grouped import normal_source
@@ -179,7 +180,7 @@ def test_study_gives_identical_data_in_one_process_on_two_local_workers_and_on_a
             "sched": _cli("--out", "sched", "--scheduler", scheduler, cwd=tmp_path)}
     for name, proc in runs.items():
         assert proc.returncode == 0, (name, proc.stderr[-2000:])
-    ds = {name: xr.load_dataset(tmp_path / name / "ferrando-means.nc") for name in runs}
+    ds = {name: read_study(tmp_path / name / "ferrando-means.nc") for name in runs}
     for name in ("local", "sched"):
         xr.testing.assert_identical(ds["one"].drop_attrs(), ds[name].drop_attrs())
     assert ds["one"].attrs["dask"] == "none"

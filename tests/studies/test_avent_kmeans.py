@@ -12,10 +12,10 @@ import time
 import numpy as np
 import pytest
 import xarray as xr
-from hybridpriv.engine import Engine
-from hybridpriv.studies import avent_kmeans
+from hybridpriv.studies import avent_kmeans, read_study
 
 from hybridpriv.core.random import rng
+from hybridpriv.engine import Engine
 from hybridpriv.engine.checkpoint import Checkpoint
 from hybridpriv.estimators.kmeans import HybridKMeans, TrustSplitSource, gaussian_clusters
 
@@ -162,8 +162,8 @@ def test_sigkill_then_resume_through_the_cli_equals_an_uninterrupted_run(tmp_pat
     for proc in (study("--out", "resumed", "--resume", "ckpt"), study("--out", "whole")):
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err[-2000:]
-    a = xr.load_dataset(tmp_path / "resumed" / "avent-kmeans.nc")
-    b = xr.load_dataset(tmp_path / "whole" / "avent-kmeans.nc")
+    a = read_study(tmp_path / "resumed" / "avent-kmeans.nc")
+    b = read_study(tmp_path / "whole" / "avent-kmeans.nc")
     assert a.attrs["resumed_from"]
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
 

@@ -11,9 +11,9 @@ import warnings
 
 import pytest
 import xarray as xr
-from hybridpriv.engine import Engine
-from hybridpriv.studies import wang_subset
+from hybridpriv.studies import read_study, wang_subset
 
+from hybridpriv.engine import Engine
 from hybridpriv.engine.checkpoint import Checkpoint
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
@@ -94,7 +94,7 @@ def test_sigkill_then_resume_through_the_cli_equals_an_uninterrupted_run(tmp_pat
     for proc in (study("--out", "resumed", "--resume", "ckpt"), study("--out", "whole")):
         _, err = proc.communicate(timeout=1200)
         assert proc.returncode == 0, err[-2000:]
-    a = xr.load_dataset(tmp_path / "resumed" / "wang-subset.nc")
-    b = xr.load_dataset(tmp_path / "whole" / "wang-subset.nc")
+    a = read_study(tmp_path / "resumed" / "wang-subset.nc")
+    b = read_study(tmp_path / "whole" / "wang-subset.nc")
     assert a.attrs["resumed_from"]
     xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
