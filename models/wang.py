@@ -13,13 +13,14 @@ leaves the whole budget for the representation weights:
    :class:`~hybridpriv.estimators.wang.HybridDesign` -- a simulated private dataset beside the fixed
    public records -- so :func:`hybridpriv.engine.evaluate.evaluate` runs any Wang mechanism on it.
 4. :func:`weight_order` orders the public points by their expected representation weight under the
-   model (a public computation, no budget); :func:`select_subset_size` evaluates
+   model (a public computation, no budget); :func:`hybridpriv.families.public_private.subset.select_subset_size` (with the family: a model never runs
+   the engine) evaluates
    :class:`~hybridpriv.estimators.wang.Algorithm1` with the *whole* budget at every candidate size of
    that order on simulated datasets (``evaluate``, task
    :class:`~hybridpriv.estimators.wang.PredictionError``) and lets :func:`hybridpriv.engine.decision.decide`
    choose the size with the lowest expected prediction error.
 
-Privacy: every input of :func:`select_subset_size` is public (the posterior, built from the public
+Privacy: every input of ``select_subset_size`` is public (the posterior, built from the public
 records and published summaries, the candidate sizes, the contrast and the budget); the private
 dataset is never read.  The choice (and the ordering) is therefore a function of public information
 only and costs no privacy budget; the only release that touches ``D`` is the final Algorithm 1 run,
@@ -75,12 +76,10 @@ from ._base import KnowledgeModel, Posterior
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
     "PublishedSummaries",
-    "SubsetChoice",
     "WangPosterior",
     "WangPrivateModel",
     "fit_kept",
     "logistic_fit",
-    "select_subset_size",
     "smoothing_bandwidth",
     "weight_order",
 ]
@@ -470,4 +469,4 @@ WangPrivateModel.posterior_class = WangPosterior
 
 
 # the budget-free selection lives in its own module; its names are part of this one
-from ._wang_selection import SubsetChoice, fit_kept, select_subset_size, weight_order  # noqa: E402
+from ._wang_selection import fit_kept, weight_order  # noqa: E402

@@ -57,7 +57,7 @@ def assemble(cfg: dict, ev: dict, choices: dict, fits: dict, epsilons, methods, 
              ) -> xr.Dataset:
     """The study's variables (see :data:`DESCRIPTIONS`) from the three evaluations and the budget-free choices:
     ``choices[selector, p, repeat]`` one dict per epsilon (``size``, ``expected_error``, ``mcse``,
-    ``privacy_cost`` of its :class:`~hybridpriv.models.wang.SubsetChoice`) and ``fits[selector, p, repeat]``
+    ``privacy_cost`` of its :class:`~hybridpriv.families.public_private.subset.SubsetChoice`) and ``fits[selector, p, repeat]``
     the model fit's ``max_rhat`` and ``min_ess``."""
     ps, R = list(cfg["sizes"]), cfg["repeats"]
     sizes_all = sorted({n for p in ps for n in cfg["sizes"][p]})

@@ -3,7 +3,7 @@ budget-free choices.  ``docs/reproduction-wang.md`` describes the setting, the o
 
 Per ``p`` and repeat (one draw of :class:`~hybridpriv.estimators.wang.Section51Source`): two models of
 public knowledge (:data:`MODEL_KNOWLEDGE`), each one's order and budget-free choice
-(:func:`~hybridpriv.models.wang.select_subset_size`).  Then three evaluations on the real datasets with
+(:func:`~hybridpriv.families.public_private.subset.select_subset_size`).  Then three evaluations on the real datasets with
 the orders attached: prediction errors, ``d(D, E_(i))``, the size Algorithm 2 chose.  All Monte Carlo
 runs in the engine (its ``client``; its ``checkpoint``: one sub-folder per evaluation, fits kept as
 stages; its ``chunk_size``, default one dataset).
@@ -37,7 +37,8 @@ from ..estimators.wang import (
     Section51Source,
     SubsetDistance,
 )
-from ..models.wang import PublishedSummaries, WangPrivateModel, fit_kept, select_subset_size
+from ..families.public_private.subset import select_subset_size
+from ..models.wang import PublishedSummaries, WangPrivateModel, fit_kept
 from ._wang_subset_claims import claims
 from ._wang_subset_results import assemble, plot
 

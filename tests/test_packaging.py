@@ -65,3 +65,18 @@ def test_models_and_studies_cannot_be_imported_a_second_time_under_their_folder_
         r = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
                            timeout=300)
         assert r.returncode != 0 and f"import this package as hybridpriv.{name}" in r.stderr, r.stderr
+
+
+def test_models_of_public_knowledge_never_run_the_engine():
+    # the layers run one way: a model is a source of datasets; evaluate + decide run on it, never from it (a model
+    # may report its progress, engine.progress)
+    import ast
+
+    offenders = []
+    for path in (ROOT / "models").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                module = (node.module or "").removeprefix("hybridpriv.")
+                if module in ("workflow", "engine.evaluate", "engine.decision", "engine.chunks", "engine.cluster"):
+                    offenders.append(f"{path.name}: from {module}")
+    assert not offenders, offenders

@@ -15,7 +15,8 @@ from hybridpriv.estimators.wang import (
     Released,
     Section51Source,
 )
-from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel, select_subset_size
+from hybridpriv.families.public_private.subset import select_subset_size
+from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel
 
 #: A valid small design (one covariate and the outcome, label last).
 _RNG = np.random.default_rng(0)

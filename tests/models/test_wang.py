@@ -16,17 +16,16 @@ from hybridpriv.models._base import ConvergenceError, KnowledgeModel
 from hybridpriv.models.wang import (
     PUBLIC_FIT_PRIOR_SD,
     PublishedSummaries,
-    SubsetChoice,
     WangPosterior,
     WangPrivateModel,
     logistic_fit,
-    select_subset_size,
     smoothing_bandwidth,
     weight_order,
 )
 from scipy import optimize, special
 
 from hybridpriv.core.data import DatasetSource, ThinnedSource
+from hybridpriv.families.public_private.subset import SubsetChoice, select_subset_size
 from hybridpriv.core.random import rng as stream_rng
 from hybridpriv.estimators.wang import (
     TIE_ATOL,
