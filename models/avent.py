@@ -139,6 +139,8 @@ class HybridTrustModel(KnowledgeModel):
     >>> post.bayes_weight(n=10_000, c=0.05, s_T2=3.2e-5, s_L2=2.0)                 # doctest: +SKIP
     """
 
+    posterior_class = HybridTrustPosterior  # what fit() returns
+
     def __init__(
         self,
         m: float = 1.0,
@@ -282,9 +284,6 @@ class HybridTrustModel(KnowledgeModel):
         # exact independent draws: nothing to converge.  The R-hat check this had refused 13 of 40 seeds'
         # exact priors at draws=50 (split R-hat of a heavy-tailed variance exceeds 1.1 by chance)
         return HybridTrustPosterior(spec, xr.DataTree.from_dict({"posterior": ds}), seed)
-
-
-HybridTrustModel.posterior_class = HybridTrustPosterior
 
 
 def fit_many(

@@ -99,6 +99,113 @@ class ReleasedMean:
 # --------------------------------------------------------------------------------------
 
 
+class GroupedPosterior(Posterior):
+    """A fitted :class:`GroupedDataModel`: a :class:`hybridpriv.core.data.DatasetSource`.
+
+    Parameters
+    ----------
+    spec
+        The :class:`GroupedDataModel` that was fitted.
+    idata
+        The ``xarray.DataTree`` returned by ``pm.sample``.
+    seed
+        The fit's seed (used for Monte Carlo population moments of custom families).
+
+    Attributes
+    ----------
+    groups, bounds
+        The setting (as the :class:`~hybridpriv.core.data.DatasetSource` protocol asks).
+    family
+        The bound :class:`Family`.
+    """
+
+    data_kind = "grouped"
+
+    def __init__(self, spec: GroupedDataModel, idata: Any, seed: int = 0) -> None:
+        super().__init__(spec, idata, seed)
+        self.spec = spec
+        self.groups: tuple[Group, ...] = spec.groups
+        self.bounds: Bounds = spec.bounds
+        self.family = spec.family
+        self.param_names = spec.param_names
+        self.free_params = tuple(n for n in self.param_names if n not in spec.fixed)
+        self.convergence_vars = self.free_params
+        post = idata["posterior"]
+        self._draws = {n: np.asarray(post[n].transpose("chain", "draw", ...).values, dtype=float)
+                       for n in self.free_params}
+
+    def __repr__(self) -> str:
+        return f"GroupedPosterior(family={self.family!r}, groups={[g.name for g in self.groups]}, shape={self.shape})"
+
+    def params(self, chain: int, draw: int) -> dict[str, float]:
+        """The family parameters at posterior draw ``(chain, draw)`` (fixed ones included)."""
+        c, d = self._check_index(chain, draw)
+        out = {n: float(self.spec.fixed[n]) for n in self.param_names if n in self.spec.fixed}
+        out.update({n: float(a[c, d]) if a.ndim == 2 else a[c, d].copy() for n, a in self._draws.items()})
+        return {n: out[n] for n in self.param_names}
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
+        """The simulated dataset at ``(chain, draw)``.
+
+        Public groups with data keep their observed records; every other group gets
+        ``family.simulate(params, group.size, rng)``.  ``population`` holds the clamped
+        distribution's mean, median and variance at these parameters (Monte Carlo families
+        draw it from ``rng`` after the records, so the records do not depend on it).
+        """
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
+        p = self.params(chain, draw)
+        public = self.spec.public_data
+        values = tuple(
+            public[g.name] if g.name in public else self.family.simulate(p, g.size, rng) for g in self.groups
+        )
+        return GroupedDataset(values, self.family.population(p, rng))
+
+    def predictive_checks(self, seed: int = 0, draws: int = 400):
+        """Posterior predictive checks of the public knowledge (:mod:`hybridpriv.criticism`).
+
+        For ``draws`` posterior draws (spread evenly), replicate every public group's records
+        (``family.simulate``, as many as published) and every earlier release (the group's
+        replicated mean plus its Laplace noise; unpublished records drawn from the model).
+        Statistics: each public group's mean, standard deviation, 10/50/90% quantiles and share
+        of records at each bound; each release's value.  Randomness: stream
+        ``("predictive-check", seed)``.  ``None`` when nothing is public but sizes and bounds.
+        """
+        from ..core.random import rng as stream_rng
+        from ._grouped_checks import grouped_predictive_checks
+
+        return grouped_predictive_checks(self, stream_rng(seed, "predictive-check"), draws)
+
+    @cached_property
+    def population_posterior_means(self) -> dict[str, float]:
+        """Posterior means of the clamped distribution's ``mean``, ``mean_square`` (the
+        squared mean) and ``variance``: averages over all draws of ``family.population(params)``.
+        Monte Carlo families use the stream ``(seed, "population", chain, draw)``.
+        """
+        totals = {"mean": 0.0, "mean_square": 0.0, "variance": 0.0}
+        chains, draws = self._shape
+        for c in range(chains):
+            for d in range(draws):
+                rng = stream_rng(self.seed, "population", c, d)
+                pop = self.family.population(self.params(c, d), rng)
+                totals["mean"] += pop["mean"]
+                totals["mean_square"] += pop["mean"] ** 2
+                totals["variance"] += pop["variance"]
+        return {k: v / (chains * draws) for k, v in totals.items()}
+
+    @property
+    def variance_posterior_mean(self) -> float:
+        """Posterior mean of the clamped distribution's variance: the Bayes plug-in
+        ``sigma^2`` for the weighted mean (see ``docs/theory.md``)."""
+        return self.population_posterior_means["variance"]
+
+    @property
+    def mean_square_posterior_mean(self) -> float:
+        """Posterior mean of the squared population mean, ``E[mu^2]`` (used by PDP Sample
+        with the expected-count denominator)."""
+        return self.population_posterior_means["mean_square"]
+
+
 class GroupedDataModel(KnowledgeModel):
     """A PyMC model of public knowledge about data split into privacy groups.
 
@@ -143,6 +250,8 @@ class GroupedDataModel(KnowledgeModel):
     public groups with data were averaged the release carries no information and is left
     out of the model.
     """
+
+    posterior_class = GroupedPosterior  # what fit() returns
 
     def __init__(
         self,
@@ -323,112 +432,3 @@ class GroupedDataModel(KnowledgeModel):
                 pm.Laplace(f"released_mean_{i}", mu=latent, b=r.noise_scale, observed=r.value)
         self.param_names: tuple[str, ...] = tuple(params)
         return model
-
-class GroupedPosterior(Posterior):
-    """A fitted :class:`GroupedDataModel`: a :class:`hybridpriv.core.data.DatasetSource`.
-
-    Parameters
-    ----------
-    spec
-        The :class:`GroupedDataModel` that was fitted.
-    idata
-        The ``xarray.DataTree`` returned by ``pm.sample``.
-    seed
-        The fit's seed (used for Monte Carlo population moments of custom families).
-
-    Attributes
-    ----------
-    groups, bounds
-        The setting (as the :class:`~hybridpriv.core.data.DatasetSource` protocol asks).
-    family
-        The bound :class:`Family`.
-    """
-
-    data_kind = "grouped"
-
-    def __init__(self, spec: GroupedDataModel, idata: Any, seed: int = 0) -> None:
-        super().__init__(spec, idata, seed)
-        self.spec = spec
-        self.groups: tuple[Group, ...] = spec.groups
-        self.bounds: Bounds = spec.bounds
-        self.family = spec.family
-        self.param_names = spec.param_names
-        self.free_params = tuple(n for n in self.param_names if n not in spec.fixed)
-        self.convergence_vars = self.free_params
-        post = idata["posterior"]
-        self._draws = {n: np.asarray(post[n].transpose("chain", "draw", ...).values, dtype=float)
-                       for n in self.free_params}
-
-    def __repr__(self) -> str:
-        return f"GroupedPosterior(family={self.family!r}, groups={[g.name for g in self.groups]}, shape={self.shape})"
-
-    def params(self, chain: int, draw: int) -> dict[str, float]:
-        """The family parameters at posterior draw ``(chain, draw)`` (fixed ones included)."""
-        c, d = self._check_index(chain, draw)
-        out = {n: float(self.spec.fixed[n]) for n in self.param_names if n in self.spec.fixed}
-        out.update({n: float(a[c, d]) if a.ndim == 2 else a[c, d].copy() for n, a in self._draws.items()})
-        return {n: out[n] for n in self.param_names}
-
-    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
-        """The simulated dataset at ``(chain, draw)``.
-
-        Public groups with data keep their observed records; every other group gets
-        ``family.simulate(params, group.size, rng)``.  ``population`` holds the clamped
-        distribution's mean, median and variance at these parameters (Monte Carlo families
-        draw it from ``rng`` after the records, so the records do not depend on it).
-        """
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
-        p = self.params(chain, draw)
-        public = self.spec.public_data
-        values = tuple(
-            public[g.name] if g.name in public else self.family.simulate(p, g.size, rng) for g in self.groups
-        )
-        return GroupedDataset(values, self.family.population(p, rng))
-
-    def predictive_checks(self, seed: int = 0, draws: int = 400):
-        """Posterior predictive checks of the public knowledge (:mod:`hybridpriv.criticism`).
-
-        For ``draws`` posterior draws (spread evenly), replicate every public group's records
-        (``family.simulate``, as many as published) and every earlier release (the group's
-        replicated mean plus its Laplace noise; unpublished records drawn from the model).
-        Statistics: each public group's mean, standard deviation, 10/50/90% quantiles and share
-        of records at each bound; each release's value.  Randomness: stream
-        ``("predictive-check", seed)``.  ``None`` when nothing is public but sizes and bounds.
-        """
-        from ..core.random import rng as stream_rng
-        from ._grouped_checks import grouped_predictive_checks
-
-        return grouped_predictive_checks(self, stream_rng(seed, "predictive-check"), draws)
-
-    @cached_property
-    def population_posterior_means(self) -> dict[str, float]:
-        """Posterior means of the clamped distribution's ``mean``, ``mean_square`` (the
-        squared mean) and ``variance``: averages over all draws of ``family.population(params)``.
-        Monte Carlo families use the stream ``(seed, "population", chain, draw)``.
-        """
-        totals = {"mean": 0.0, "mean_square": 0.0, "variance": 0.0}
-        chains, draws = self._shape
-        for c in range(chains):
-            for d in range(draws):
-                rng = stream_rng(self.seed, "population", c, d)
-                pop = self.family.population(self.params(c, d), rng)
-                totals["mean"] += pop["mean"]
-                totals["mean_square"] += pop["mean"] ** 2
-                totals["variance"] += pop["variance"]
-        return {k: v / (chains * draws) for k, v in totals.items()}
-
-    @property
-    def variance_posterior_mean(self) -> float:
-        """Posterior mean of the clamped distribution's variance: the Bayes plug-in
-        ``sigma^2`` for the weighted mean (see ``docs/theory.md``)."""
-        return self.population_posterior_means["variance"]
-
-    @property
-    def mean_square_posterior_mean(self) -> float:
-        """Posterior mean of the squared population mean, ``E[mu^2]`` (used by PDP Sample
-        with the expected-count denominator)."""
-        return self.population_posterior_means["mean_square"]
-
-
-GroupedDataModel.posterior_class = GroupedPosterior

@@ -145,6 +145,8 @@ class KMeansPilotModel(KnowledgeModel):
     is missing from every simulated dataset (``smoothing`` only blurs the pilot's points).
     """
 
+    posterior_class = KMeansPilotPosterior  # what fit() returns
+
     def __init__(self, pilot: np.ndarray, bounds: Bounds | tuple[float, float], n: int, c: float, k: int,
                  start: str = "pilot", smoothing: float = 0.0) -> None:
         self.bounds = Bounds.from_pair(bounds)
@@ -202,6 +204,3 @@ class KMeansPilotModel(KnowledgeModel):
                          "sd": (("chain", "draw", "coordinate"), sd)}, coords=coords,
                         attrs={"sampler": "exact Dirichlet(1, ..., 1) draws (Bayesian bootstrap)"})
         return xr.DataTree.from_dict({"posterior": ds})
-
-
-KMeansPilotModel.posterior_class = KMeansPilotPosterior

@@ -190,6 +190,118 @@ class FixedItems:
         return pt.as_tensor(self.log_pmf)
 
 
+class UserItemPosterior(Posterior):
+    """A fitted :class:`UserItemModel`: a :class:`hybridpriv.core.data.DatasetSource` of user-item matrices.
+
+    Parameters
+    ----------
+    model
+        The :class:`UserItemModel` that was fitted.
+    idata
+        The ``DataTree`` ``pm.sample`` returned, or anything whose ``["posterior"]`` holds the
+        draws of ``h`` (``(chain, draw, items)``) -- e.g. ``{"posterior": dataset}`` read back from
+        a file.
+    seed
+        The fit's seed.
+
+    Notes
+    -----
+    ``convergence_vars`` are the row-sum summaries the model records (``share_one_item``,
+    ``max_items``; with ``n`` unknown also ``n`` and ``mean_items``; the hyperpriors of a
+    parametric prior).  Pickled (as the engine sends it to dask workers) a posterior carries the
+    model and the row-sum histograms in the smallest integer type that holds them (``m`` small
+    integers per draw), not ``idata``: an unpickled copy can :meth:`generate` and
+    :meth:`describe_params`, and its ``idata`` is ``None``.
+    """
+
+    data_kind = "user-item"
+
+    def __init__(self, model: UserItemModel, idata: Any, seed: int = 0) -> None:
+        if not isinstance(model, UserItemModel):
+            raise TypeError(f"model must be a UserItemModel, got {type(model).__name__}")
+        super().__init__(model, idata, seed)
+        self.model = model
+        post = idata["posterior"]
+        if "h" not in post:
+            raise ValueError("idata['posterior'] must hold the row-sum histograms 'h' (chain, draw, items)")
+        h = np.asarray(post["h"].transpose("chain", "draw", ...).values)
+        if h.ndim != 3 or h.shape[2] != model.m:
+            raise ValueError(f"idata['posterior']['h'] must have shape (chains, draws, {model.m}), got {h.shape}")
+        if h.size and (h.min() < 0 or np.ptp((h * np.arange(1, model.m + 1)).sum(axis=2)) != 0):
+            raise ValueError("idata['posterior']['h'] must hold row-sum histograms of the model's reports")
+        self._h = h.astype(np.min_scalar_type(int(h.max()) if h.size else 0))
+        names = ["share_one_item", "max_items"] + ([] if model.n_known else ["n", "mean_items"])
+        names += ["log_mu_items", "alpha_items"]
+        self.convergence_vars = tuple(v for v in names if v in post)
+        self._described: dict[str, Any] | None = None
+
+    def histogram(self, chain: int, draw: int) -> np.ndarray:
+        """The row-sum histogram of posterior draw ``(chain, draw)``: ``h[k - 1]`` users report ``k`` items."""
+        c, d = self._check_index(chain, draw)
+        return self._h[c, d].astype(np.int64)
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> sp.csr_matrix:
+        """The matrix of posterior draw ``(chain, draw)``: users x items, SciPy CSR (int8 ones), rows
+        sorted by decreasing row sum, columns in the given order.
+
+        With ``model.block > 1`` and ``rng`` the stream of ``(chain, draw)`` (a generator on a
+        ``SeedSequence`` whose spawn key ends with ``(chain, draw)``, as the engine passes:
+        ``hybridpriv.core.random.rng(seed, "dataset", chain, draw)``), the matrix continues the block's
+        chain (:class:`~hybridpriv.models._useritem_block.BlockChain`): it is a function of the
+        seed, the chain, the draw and the posterior, whatever the order of calls, and ``rng``'s
+        state is not used (the draw's stream is rebuilt from its key).  Otherwise (``block=1``, or
+        any other generator) it is :meth:`UserItemModel.matrix_for` made with ``rng`` (a fresh
+        start; ``rng``'s state advances).
+        """
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
+        c, d = self._check_index(chain, draw)
+        key = draw_streams(rng, c, d) if self.model.block > 1 else None
+        if key is None:
+            return self.model.matrix_for(self.histogram(c, d), rng)
+        chain_ = self.__dict__.get("_chain")
+        if chain_ is None:
+            chain_ = self.__dict__["_chain"] = BlockChain(self.model, self.histogram)
+        indptr, indices = chain_.matrix(c, d, key)
+        return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(indptr.size - 1, self.model.m))
+
+    def mixing_check(self, chain: int = 0, draw: int | None = None, rng: object = 0, chains: int = 4,
+                     samples: int = 100, trades_between: int | None = None) -> dict[str, Any]:
+        """Does the matrix chain mix?  R-hat and ESS of Curveball chains over the matrices with the
+        margins of posterior draw ``(chain, draw)`` (default: the last draw of ``chain``), started
+        from ``chains`` different realizations, ``trades_between`` trades apart (default: the
+        model's ``trades_per_row * n``, what :meth:`generate` runs).
+
+        ``rng``: SPEC 7 (an integer seed, a ``SeedSequence`` or a ``Generator``).  Returns the dict
+        of :func:`hybridpriv.models._useritem_mixing.mixing_check` (``rhat``, ``ess``, ``draws``,
+        ``trades_between``, ``starts``); R-hat below 1.01-1.05 says the trades suffice.
+        """
+        gen = as_generator(rng)
+        h = self.histogram(chain, self.shape[1] - 1 if draw is None else draw)
+        indptr, indices = self.model._realize(h)
+        n = indptr.size - 1
+        trades = self.model.trades_per_row * n if trades_between is None else trades_between
+        return mixing_check(indptr, indices, trades, gen, chains=chains, samples=samples, n_items=self.model.m)
+
+    def describe_params(self) -> dict[str, Any]:
+        """The model's parameters, the fit's seed and a checksum of every posterior variable."""
+        if self._described is None:
+            self._described = super().describe_params()
+        return self._described
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_described"] = self.describe_params()
+        state["idata"] = None  # the draws the datasets need are in _h (compact)
+        state.pop("_chain", None)  # the matrix chain's cache (and its lock) stay in this process
+        return state
+
+    def __repr__(self) -> str:
+        lo, hi = self.model.n_range
+        return (f"UserItemPosterior(m={self.model.m}, n={lo if lo == hi else f'{lo}..{hi}'}, "
+                f"shape={self.shape})")
+
+
 class UserItemModel(KnowledgeModel):
     """Binary user-item matrices consistent with public column sums.
 
@@ -257,6 +369,8 @@ class UserItemModel(KnowledgeModel):
     >>> posterior.generate(0, 0, np.random.default_rng(0)).shape
     (6, 4)
     """
+
+    posterior_class = UserItemPosterior  # what fit() returns
 
     def __init__(
         self,
@@ -427,118 +541,3 @@ class UserItemModel(KnowledgeModel):
         mat = sp.csr_matrix((np.ones(cols.size, dtype=np.int8), cols, indptr), shape=(n, self.m))
         mat.sort_indices()
         return mat
-
-
-class UserItemPosterior(Posterior):
-    """A fitted :class:`UserItemModel`: a :class:`hybridpriv.core.data.DatasetSource` of user-item matrices.
-
-    Parameters
-    ----------
-    model
-        The :class:`UserItemModel` that was fitted.
-    idata
-        The ``DataTree`` ``pm.sample`` returned, or anything whose ``["posterior"]`` holds the
-        draws of ``h`` (``(chain, draw, items)``) -- e.g. ``{"posterior": dataset}`` read back from
-        a file.
-    seed
-        The fit's seed.
-
-    Notes
-    -----
-    ``convergence_vars`` are the row-sum summaries the model records (``share_one_item``,
-    ``max_items``; with ``n`` unknown also ``n`` and ``mean_items``; the hyperpriors of a
-    parametric prior).  Pickled (as the engine sends it to dask workers) a posterior carries the
-    model and the row-sum histograms in the smallest integer type that holds them (``m`` small
-    integers per draw), not ``idata``: an unpickled copy can :meth:`generate` and
-    :meth:`describe_params`, and its ``idata`` is ``None``.
-    """
-
-    data_kind = "user-item"
-
-    def __init__(self, model: UserItemModel, idata: Any, seed: int = 0) -> None:
-        if not isinstance(model, UserItemModel):
-            raise TypeError(f"model must be a UserItemModel, got {type(model).__name__}")
-        super().__init__(model, idata, seed)
-        self.model = model
-        post = idata["posterior"]
-        if "h" not in post:
-            raise ValueError("idata['posterior'] must hold the row-sum histograms 'h' (chain, draw, items)")
-        h = np.asarray(post["h"].transpose("chain", "draw", ...).values)
-        if h.ndim != 3 or h.shape[2] != model.m:
-            raise ValueError(f"idata['posterior']['h'] must have shape (chains, draws, {model.m}), got {h.shape}")
-        if h.size and (h.min() < 0 or np.ptp((h * np.arange(1, model.m + 1)).sum(axis=2)) != 0):
-            raise ValueError("idata['posterior']['h'] must hold row-sum histograms of the model's reports")
-        self._h = h.astype(np.min_scalar_type(int(h.max()) if h.size else 0))
-        names = ["share_one_item", "max_items"] + ([] if model.n_known else ["n", "mean_items"])
-        names += ["log_mu_items", "alpha_items"]
-        self.convergence_vars = tuple(v for v in names if v in post)
-        self._described: dict[str, Any] | None = None
-
-    def histogram(self, chain: int, draw: int) -> np.ndarray:
-        """The row-sum histogram of posterior draw ``(chain, draw)``: ``h[k - 1]`` users report ``k`` items."""
-        c, d = self._check_index(chain, draw)
-        return self._h[c, d].astype(np.int64)
-
-    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> sp.csr_matrix:
-        """The matrix of posterior draw ``(chain, draw)``: users x items, SciPy CSR (int8 ones), rows
-        sorted by decreasing row sum, columns in the given order.
-
-        With ``model.block > 1`` and ``rng`` the stream of ``(chain, draw)`` (a generator on a
-        ``SeedSequence`` whose spawn key ends with ``(chain, draw)``, as the engine passes:
-        ``hybridpriv.core.random.rng(seed, "dataset", chain, draw)``), the matrix continues the block's
-        chain (:class:`~hybridpriv.models._useritem_block.BlockChain`): it is a function of the
-        seed, the chain, the draw and the posterior, whatever the order of calls, and ``rng``'s
-        state is not used (the draw's stream is rebuilt from its key).  Otherwise (``block=1``, or
-        any other generator) it is :meth:`UserItemModel.matrix_for` made with ``rng`` (a fresh
-        start; ``rng``'s state advances).
-        """
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
-        c, d = self._check_index(chain, draw)
-        key = draw_streams(rng, c, d) if self.model.block > 1 else None
-        if key is None:
-            return self.model.matrix_for(self.histogram(c, d), rng)
-        chain_ = self.__dict__.get("_chain")
-        if chain_ is None:
-            chain_ = self.__dict__["_chain"] = BlockChain(self.model, self.histogram)
-        indptr, indices = chain_.matrix(c, d, key)
-        return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(indptr.size - 1, self.model.m))
-
-    def mixing_check(self, chain: int = 0, draw: int | None = None, rng: object = 0, chains: int = 4,
-                     samples: int = 100, trades_between: int | None = None) -> dict[str, Any]:
-        """Does the matrix chain mix?  R-hat and ESS of Curveball chains over the matrices with the
-        margins of posterior draw ``(chain, draw)`` (default: the last draw of ``chain``), started
-        from ``chains`` different realizations, ``trades_between`` trades apart (default: the
-        model's ``trades_per_row * n``, what :meth:`generate` runs).
-
-        ``rng``: SPEC 7 (an integer seed, a ``SeedSequence`` or a ``Generator``).  Returns the dict
-        of :func:`hybridpriv.models._useritem_mixing.mixing_check` (``rhat``, ``ess``, ``draws``,
-        ``trades_between``, ``starts``); R-hat below 1.01-1.05 says the trades suffice.
-        """
-        gen = as_generator(rng)
-        h = self.histogram(chain, self.shape[1] - 1 if draw is None else draw)
-        indptr, indices = self.model._realize(h)
-        n = indptr.size - 1
-        trades = self.model.trades_per_row * n if trades_between is None else trades_between
-        return mixing_check(indptr, indices, trades, gen, chains=chains, samples=samples, n_items=self.model.m)
-
-    def describe_params(self) -> dict[str, Any]:
-        """The model's parameters, the fit's seed and a checksum of every posterior variable."""
-        if self._described is None:
-            self._described = super().describe_params()
-        return self._described
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_described"] = self.describe_params()
-        state["idata"] = None  # the draws the datasets need are in _h (compact)
-        state.pop("_chain", None)  # the matrix chain's cache (and its lock) stay in this process
-        return state
-
-    def __repr__(self) -> str:
-        lo, hi = self.model.n_range
-        return (f"UserItemPosterior(m={self.model.m}, n={lo if lo == hi else f'{lo}..{hi}'}, "
-                f"shape={self.shape})")
-
-
-UserItemModel.posterior_class = UserItemPosterior

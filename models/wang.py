@@ -198,145 +198,6 @@ class PublishedSummaries:
         return cls(X.shape[0], X.mean(axis=0), X.var(axis=0, ddof=1), rate)
 
 
-class WangPrivateModel(KnowledgeModel):
-    """A PyMC model of the private population from public records and published summaries.
-
-    Parameters
-    ----------
-    public_X
-        Public covariates, ``(n_E, p)`` (a 1-D array is one covariate).  Continuous covariates.
-    public_y
-        Public 0/1 outcomes, length ``n_E``.
-    summaries
-        :class:`PublishedSummaries` of the private dataset (its ``n`` is the size of the simulated
-        private datasets).
-    shift_sd
-        Prior sd of the private covariate means, in public standard deviations from the public means.
-    log_scale_sd
-        Prior sd of the log ratio of private to public covariate standard deviations.
-    coef_sd
-        Prior sd of the difference between private and public logistic coefficients (standardised
-        covariates, intercept included).
-    rate_draws
-        ``R``, the number of fixed smoothed-bootstrap covariate draws averaged for the model's
-        outcome rate.
-    seed
-        Seed of those draws (the model is deterministic given it).
-
-    Raises
-    ------
-    ValueError, TypeError
-        Inconsistent or malformed knowledge, naming the argument: a summary of the wrong length, a
-        constant public covariate, a public outcome that is all 0 or all 1, fewer than 3 public records.
-
-    Notes
-    -----
-    ``fit(draws, tune, chains, seed, progressbar, on_unconverged)`` is the one
-    :meth:`~hybridpriv.models._base.KnowledgeModel.fit` of every model: one seed per chain from
-    stream ``("fit", chain)``, then R-hat and bulk ESS of ``shift``, ``log_scale`` and ``theta``
-    checked (refused or warned about by ``on_unconverged``).  It returns a :class:`WangPosterior`.
-    """
-
-    def __init__(
-        self,
-        public_X: Any,
-        public_y: Any,
-        summaries: PublishedSummaries,
-        *,
-        shift_sd: float = 1.0,
-        log_scale_sd: float = 0.5,
-        coef_sd: float = 1.0,
-        rate_draws: int = 1000,
-        seed: int = 0,
-    ) -> None:
-        X = _check_matrix(public_X, "public_X")
-        if X.shape[0] < 3:
-            raise ValueError(f"public_X must have at least 3 records, got {X.shape[0]}")
-        y = _check_outcome(public_y, "public_y", X.shape[0])
-        if y.min() == y.max():
-            raise ValueError(f"public_y must contain both outcomes 0 and 1, got only {y[0]:g}")
-        if not isinstance(summaries, PublishedSummaries):
-            raise TypeError(f"summaries must be a PublishedSummaries, got {summaries!r}")
-        n_e, p = X.shape
-        for name in ("covariate_mean", "covariate_variance"):
-            v = getattr(summaries, name)
-            if v is not None and v.size != p:
-                raise ValueError(f"summaries.{name} has {v.size} entries but public_X has {p} covariates")
-        self.shift_sd = check_positive(shift_sd, "shift_sd")
-        self.log_scale_sd = check_positive(log_scale_sd, "log_scale_sd")
-        self.coef_sd = check_positive(coef_sd, "coef_sd")
-        self.rate_draws = check_integer(rate_draws, "rate_draws", 10)
-        self.seed = check_integer(seed, "seed", 0)
-        self.public_X, self.public_y, self.summaries = X, y, summaries
-        self.p = p
-        self.center = X.mean(axis=0)
-        self.sd = X.std(axis=0, ddof=1)
-        if (self.sd <= 0).any():
-            j = int(np.argmax(self.sd <= 0))
-            raise ValueError(f"public_X column {j} is constant; the model needs a public spread for every covariate")
-        self.Z = (X - self.center) / self.sd
-        self.bandwidth = smoothing_bandwidth(n_e, p)
-        h2 = self.bandwidth**2
-        kurt_e = np.mean(self.Z**4, axis=0) / np.mean(self.Z**2, axis=0) ** 2
-        #: kurtosis of the smoothed bootstrap distribution U, per covariate
-        self.kurtosis = (kurt_e + 6 * h2 + 3 * h2**2) / (1 + h2) ** 2
-        self.theta_public_hat, self.theta_public_cov = logistic_fit(self.Z, y)
-        rng = stream_rng(self.seed, "smoothed-bootstrap")
-        self.rate_U = self._smoothed(rng, self.rate_draws)
-
-    def _smoothed(self, rng: np.random.Generator, size: int) -> np.ndarray:
-        """``size`` smoothed-bootstrap draws ``U`` (standardised public rows plus kernel noise)."""
-        idx = rng.integers(0, self.Z.shape[0], size=size)
-        noise = rng.standard_normal((size, self.p))
-        return (self.Z[idx] + self.bandwidth * noise) / math.sqrt(1.0 + self.bandwidth**2)
-
-    def build(self) -> pm.Model:
-        """The PyMC model (free variables ``shift``, ``log_scale``, ``theta_public``, ``delta``)."""
-        s = self.summaries
-        n = s.n
-        names = [f"x{j}" for j in range(self.p)]
-        coords = {"covariate": names, "coef": ["intercept", *names]}
-        with pm.Model(coords=coords) as model:
-            shift = pm.Normal("shift", 0.0, self.shift_sd, dims="covariate")
-            log_scale = pm.Normal("log_scale", 0.0, self.log_scale_sd, dims="covariate")
-            scale = pt.exp(log_scale)
-            if s.covariate_mean is not None:
-                pm.Normal(
-                    "published_mean",
-                    mu=shift,
-                    sigma=scale / math.sqrt(n),
-                    observed=(s.covariate_mean - self.center) / self.sd,
-                    dims="covariate",
-                )
-            if s.covariate_variance is not None:
-                rel = np.sqrt(np.maximum(self.kurtosis - (n - 3) / (n - 1), 1e-6) / n)
-                pm.Normal(
-                    "published_variance",
-                    mu=scale**2,
-                    sigma=scale**2 * rel,
-                    observed=s.covariate_variance / self.sd**2,
-                    dims="covariate",
-                )
-            theta_public = pm.Normal("theta_public", 0.0, PUBLIC_FIT_PRIOR_SD, dims="coef")
-            chol = np.linalg.cholesky(self.theta_public_cov)
-            pm.MvNormal("public_fit", mu=theta_public, chol=chol, observed=self.theta_public_hat, dims="coef")
-            delta = pm.Normal("delta", 0.0, 1.0, dims="coef")
-            theta = pm.Deterministic("theta", theta_public + self.coef_sd * delta, dims="coef")
-            if s.outcome_rate is not None:
-                r = s.outcome_rate
-                z = shift[None, :] + scale[None, :] * self.rate_U
-                rate = pm.Deterministic("rate", pt.mean(pm.math.sigmoid(theta[0] + pt.dot(z, theta[1:]))))
-                sd = math.sqrt(r * (1 - r) * (1.0 / n + 1.0 / self.rate_draws))
-                pm.Normal("published_rate", mu=rate, sigma=sd, observed=r)
-        return model
-
-    def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
-                **sample_kwargs: Any) -> Any:
-        # pm.sample's own diagnostics are replaced by the one check of KnowledgeModel.fit
-        sample_kwargs.setdefault("compute_convergence_checks", False)
-        return super()._sample(model, draws, tune, chains, random_seed, progressbar, **sample_kwargs)
-
-
 class WangPosterior(Posterior):
     """A fitted :class:`WangPrivateModel`: a source of ``"public-private"`` datasets.
 
@@ -465,7 +326,145 @@ class WangPosterior(Posterior):
         return {"mean": np.array(means), "variance": np.array(variances), "rate": np.array(rates)}
 
 
-WangPrivateModel.posterior_class = WangPosterior
+class WangPrivateModel(KnowledgeModel):
+    """A PyMC model of the private population from public records and published summaries.
+
+    Parameters
+    ----------
+    public_X
+        Public covariates, ``(n_E, p)`` (a 1-D array is one covariate).  Continuous covariates.
+    public_y
+        Public 0/1 outcomes, length ``n_E``.
+    summaries
+        :class:`PublishedSummaries` of the private dataset (its ``n`` is the size of the simulated
+        private datasets).
+    shift_sd
+        Prior sd of the private covariate means, in public standard deviations from the public means.
+    log_scale_sd
+        Prior sd of the log ratio of private to public covariate standard deviations.
+    coef_sd
+        Prior sd of the difference between private and public logistic coefficients (standardised
+        covariates, intercept included).
+    rate_draws
+        ``R``, the number of fixed smoothed-bootstrap covariate draws averaged for the model's
+        outcome rate.
+    seed
+        Seed of those draws (the model is deterministic given it).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Inconsistent or malformed knowledge, naming the argument: a summary of the wrong length, a
+        constant public covariate, a public outcome that is all 0 or all 1, fewer than 3 public records.
+
+    Notes
+    -----
+    ``fit(draws, tune, chains, seed, progressbar, on_unconverged)`` is the one
+    :meth:`~hybridpriv.models._base.KnowledgeModel.fit` of every model: one seed per chain from
+    stream ``("fit", chain)``, then R-hat and bulk ESS of ``shift``, ``log_scale`` and ``theta``
+    checked (refused or warned about by ``on_unconverged``).  It returns a :class:`WangPosterior`.
+    """
+
+    posterior_class = WangPosterior  # what fit() returns
+
+    def __init__(
+        self,
+        public_X: Any,
+        public_y: Any,
+        summaries: PublishedSummaries,
+        *,
+        shift_sd: float = 1.0,
+        log_scale_sd: float = 0.5,
+        coef_sd: float = 1.0,
+        rate_draws: int = 1000,
+        seed: int = 0,
+    ) -> None:
+        X = _check_matrix(public_X, "public_X")
+        if X.shape[0] < 3:
+            raise ValueError(f"public_X must have at least 3 records, got {X.shape[0]}")
+        y = _check_outcome(public_y, "public_y", X.shape[0])
+        if y.min() == y.max():
+            raise ValueError(f"public_y must contain both outcomes 0 and 1, got only {y[0]:g}")
+        if not isinstance(summaries, PublishedSummaries):
+            raise TypeError(f"summaries must be a PublishedSummaries, got {summaries!r}")
+        n_e, p = X.shape
+        for name in ("covariate_mean", "covariate_variance"):
+            v = getattr(summaries, name)
+            if v is not None and v.size != p:
+                raise ValueError(f"summaries.{name} has {v.size} entries but public_X has {p} covariates")
+        self.shift_sd = check_positive(shift_sd, "shift_sd")
+        self.log_scale_sd = check_positive(log_scale_sd, "log_scale_sd")
+        self.coef_sd = check_positive(coef_sd, "coef_sd")
+        self.rate_draws = check_integer(rate_draws, "rate_draws", 10)
+        self.seed = check_integer(seed, "seed", 0)
+        self.public_X, self.public_y, self.summaries = X, y, summaries
+        self.p = p
+        self.center = X.mean(axis=0)
+        self.sd = X.std(axis=0, ddof=1)
+        if (self.sd <= 0).any():
+            j = int(np.argmax(self.sd <= 0))
+            raise ValueError(f"public_X column {j} is constant; the model needs a public spread for every covariate")
+        self.Z = (X - self.center) / self.sd
+        self.bandwidth = smoothing_bandwidth(n_e, p)
+        h2 = self.bandwidth**2
+        kurt_e = np.mean(self.Z**4, axis=0) / np.mean(self.Z**2, axis=0) ** 2
+        #: kurtosis of the smoothed bootstrap distribution U, per covariate
+        self.kurtosis = (kurt_e + 6 * h2 + 3 * h2**2) / (1 + h2) ** 2
+        self.theta_public_hat, self.theta_public_cov = logistic_fit(self.Z, y)
+        rng = stream_rng(self.seed, "smoothed-bootstrap")
+        self.rate_U = self._smoothed(rng, self.rate_draws)
+
+    def _smoothed(self, rng: np.random.Generator, size: int) -> np.ndarray:
+        """``size`` smoothed-bootstrap draws ``U`` (standardised public rows plus kernel noise)."""
+        idx = rng.integers(0, self.Z.shape[0], size=size)
+        noise = rng.standard_normal((size, self.p))
+        return (self.Z[idx] + self.bandwidth * noise) / math.sqrt(1.0 + self.bandwidth**2)
+
+    def build(self) -> pm.Model:
+        """The PyMC model (free variables ``shift``, ``log_scale``, ``theta_public``, ``delta``)."""
+        s = self.summaries
+        n = s.n
+        names = [f"x{j}" for j in range(self.p)]
+        coords = {"covariate": names, "coef": ["intercept", *names]}
+        with pm.Model(coords=coords) as model:
+            shift = pm.Normal("shift", 0.0, self.shift_sd, dims="covariate")
+            log_scale = pm.Normal("log_scale", 0.0, self.log_scale_sd, dims="covariate")
+            scale = pt.exp(log_scale)
+            if s.covariate_mean is not None:
+                pm.Normal(
+                    "published_mean",
+                    mu=shift,
+                    sigma=scale / math.sqrt(n),
+                    observed=(s.covariate_mean - self.center) / self.sd,
+                    dims="covariate",
+                )
+            if s.covariate_variance is not None:
+                rel = np.sqrt(np.maximum(self.kurtosis - (n - 3) / (n - 1), 1e-6) / n)
+                pm.Normal(
+                    "published_variance",
+                    mu=scale**2,
+                    sigma=scale**2 * rel,
+                    observed=s.covariate_variance / self.sd**2,
+                    dims="covariate",
+                )
+            theta_public = pm.Normal("theta_public", 0.0, PUBLIC_FIT_PRIOR_SD, dims="coef")
+            chol = np.linalg.cholesky(self.theta_public_cov)
+            pm.MvNormal("public_fit", mu=theta_public, chol=chol, observed=self.theta_public_hat, dims="coef")
+            delta = pm.Normal("delta", 0.0, 1.0, dims="coef")
+            theta = pm.Deterministic("theta", theta_public + self.coef_sd * delta, dims="coef")
+            if s.outcome_rate is not None:
+                r = s.outcome_rate
+                z = shift[None, :] + scale[None, :] * self.rate_U
+                rate = pm.Deterministic("rate", pt.mean(pm.math.sigmoid(theta[0] + pt.dot(z, theta[1:]))))
+                sd = math.sqrt(r * (1 - r) * (1.0 / n + 1.0 / self.rate_draws))
+                pm.Normal("published_rate", mu=rate, sigma=sd, observed=r)
+        return model
+
+    def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
+                **sample_kwargs: Any) -> Any:
+        # pm.sample's own diagnostics are replaced by the one check of KnowledgeModel.fit
+        sample_kwargs.setdefault("compute_convergence_checks", False)
+        return super()._sample(model, draws, tune, chains, random_seed, progressbar, **sample_kwargs)
 
 
 # the budget-free selection lives in its own module; its names are part of this one

@@ -80,3 +80,11 @@ def test_models_of_public_knowledge_never_run_the_engine():
                 if module in ("workflow", "engine.evaluate", "engine.decision", "engine.chunks", "engine.cluster"):
                     offenders.append(f"{path.name}: from {module}")
     assert not offenders, offenders
+
+
+def test_a_model_names_its_posterior_class_in_its_own_body():
+    # not patched on after the class (`Model.posterior_class = Posterior`), where a reader of the class cannot see it
+    patched = [f"{path.relative_to(ROOT)}:{line}" for path in _library_sources()
+               for line, text in enumerate(path.read_text().splitlines(), start=1)
+               if ".posterior_class = " in text and not text.startswith(" ")]
+    assert not patched, patched

@@ -67,6 +67,8 @@ class CategoryModel(KnowledgeModel):
         The Dirichlet concentration of every category (default 1: uniform over share vectors).
     """
 
+    posterior_class = CategoryPosterior  # what fit() returns
+
     def __init__(self, groups: Sequence[Group], categories: Sequence[str],
                  public_counts: Mapping[str, Any] | None = None, prior: float = 1.0) -> None:
         self.groups = check_groups(groups)
@@ -113,6 +115,3 @@ class CategoryModel(KnowledgeModel):
                         coords={"chain": np.arange(chains), "draw": np.arange(draws), "category": list(self.categories)},
                         attrs={"sampler": "exact Dirichlet(prior + public counts) draws"})
         return xr.DataTree.from_dict({"posterior": ds})
-
-
-CategoryModel.posterior_class = CategoryPosterior
