@@ -98,7 +98,7 @@ def own_grouped_pairs(mech, unit):
 
 def run(samples: int, seed: int = 0, bounds_list=BOUNDS, names=NAMES, ks=(1, 3)) -> list[tuple]:
     from hybridpriv.core.privacy import Guarantee
-    from hybridpriv.estimators.useritem import ContributionBoundedCounts
+    from hybridpriv.families.user_item.mechanisms import ContributionBoundedCounts
     from hybridpriv.testing import NeighbouringPair, audit, audit_estimator
     from hybridpriv.testing.pairs import mechanism_sampler
 

@@ -6,7 +6,7 @@ dataset, three ways:
 * ``per-trial``: ``release(data, rng_i, trials=1)`` called ``T`` times, each from its own generator
   (:func:`_per_trial`, the path a loop over trials takes);
 * ``batch``: ``release(data, rng, trials=T)``, every Lloyd iteration vectorised over the trial
-  axis, compiled (:mod:`hybridpriv.estimators.kmeans._kernels`): the nearest-centre search of each
+  axis, compiled (:mod:`hybridpriv.families.kmeans.algorithms._kernels`): the nearest-centre search of each
   trial on the transposed points (SIMD lanes), randomized response and the cluster sums, and line 4's
   reports from the generator's uniforms;
 * ``numpy batch``: the same batch on the NumPy path (``algorithm._compiled`` patched to refuse: one
@@ -51,7 +51,7 @@ from hybridpriv.studies.avent_kmeans import (
 from hybridpriv.core.random import rng
 from hybridpriv.engine import Engine
 from hybridpriv.engine.evaluate import evaluate
-from hybridpriv.estimators.kmeans import (
+from hybridpriv.families.kmeans.algorithms import (
     WCSS,
     HybridKMeans,
     LMKMeans,

@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from hybridpriv.estimators.wang import LogisticContrast
-from hybridpriv.estimators.wang.contrasts import _trust_exact
-from hybridpriv.estimators.wang.sources import simulate_section51
+from hybridpriv.families.public_private.wang import LogisticContrast
+from hybridpriv.families.public_private.wang.contrasts import _trust_exact
+from hybridpriv.families.public_private.wang.sources import simulate_section51
 
 
 def reference(c: LogisticContrast, points: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -3,10 +3,10 @@
 Wang et al.'s Algorithm 1 on the first ``n`` points of an order, Algorithm 2's nested candidates
 and the budget-free size choice need each private point's nearest point in many prefixes of one
 order.  The baseline searches every prefix afresh (the blocked exact search above 12 columns,
-:func:`~hybridpriv.estimators.wang.weights.nearest_search`; the KD-tree at p = 2); the one-pass
-path (:func:`~hybridpriv.estimators.wang.prefix.prefix_nearest`) makes one pass over the order by
+:func:`~hybridpriv.families.public_private.wang.weights.nearest_search`; the KD-tree at p = 2); the one-pass
+path (:func:`~hybridpriv.families.public_private.wang.prefix.prefix_nearest`) makes one pass over the order by
 matrix products and answers every size; at p = 2 also the direct scan the design uses up to 12
-columns (:class:`~hybridpriv.estimators.wang.prefix.ScanPrefix`: exact distances, only as far as
+columns (:class:`~hybridpriv.families.public_private.wang.prefix.ScanPrefix`: exact distances, only as far as
 the largest size).  All run in this process on the same points (the paper's Section 5.1 sizes:
 ``n_D = n_E = 10,000``, uniform in the unit cube), interleaved, best of ``--repeat`` runs each; the
 script checks that they give the same indices (the scan: the KD-tree's distances too, bit for bit)
@@ -24,8 +24,8 @@ import time
 import numpy as np
 
 from hybridpriv.core.random import rng
-from hybridpriv.estimators.wang.prefix import ScanPrefix, prefix_nearest
-from hybridpriv.estimators.wang.weights import nearest_search
+from hybridpriv.families.public_private.wang.prefix import ScanPrefix, prefix_nearest
+from hybridpriv.families.public_private.wang.weights import nearest_search
 
 GRIDS = {
     "study p=100 (9 sizes)": lambda n: [k * n // 10_000 for k in (100, 300, 700, 1500, 2500, 4000, 6000, 8000, 9900)],

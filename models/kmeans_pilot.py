@@ -14,7 +14,7 @@ Dirichlet-process limit as the prior, the posterior of ``F`` is the **Bayesian b
   exactly (independent draws, no MCMC: :meth:`KMeansPilotModel._sample` uses each chain's seed),
   so R-hat and ESS only confirm what is known.
 * :class:`KMeansPilotPosterior` -- the fitted model as a dataset source: draw ``(chain, draw)``
-  makes a :class:`~hybridpriv.estimators.kmeans.PointCloud` of ``n`` users resampled from the pilot
+  makes a :class:`~hybridpriv.families.kmeans.algorithms.PointCloud` of ``n`` users resampled from the pilot
   with that draw's weights (optionally smoothed by Gaussian noise), a fresh random trust split
   (``round(c n)`` TCM users) and the public start (the same for every dataset, or fresh uniform).
 
@@ -49,7 +49,7 @@ def pilot_start(pilot: np.ndarray, k: int) -> np.ndarray:
     until the centres stop moving (at most :data:`PILOT_LLOYD_ITERATIONS` iterations).  A centre
     that loses all its points stays where it is.  Public data only: the start spends no budget.
     """
-    from ..estimators.kmeans import nearest_centre
+    from ..families.kmeans.algorithms import nearest_centre
 
     x = np.asarray(pilot, dtype=float)
     k = check_integer(k, "k", 1)
@@ -74,7 +74,7 @@ def pilot_start(pilot: np.ndarray, k: int) -> np.ndarray:
 
 
 class KMeansPilotPosterior(Posterior):
-    """The Bayesian bootstrap's draws as a source of :class:`~hybridpriv.estimators.kmeans.PointCloud` datasets.
+    """The Bayesian bootstrap's draws as a source of :class:`~hybridpriv.families.kmeans.algorithms.PointCloud` datasets.
 
     ``idata["posterior"]`` holds ``weights (chain, draw, pilot)`` and the summaries ``mean`` and
     ``sd`` ``(chain, draw, coordinate)``.  ``start`` is the public start shared by every dataset
@@ -94,7 +94,7 @@ class KMeansPilotPosterior(Posterior):
 
         The step :meth:`generate` ends with, exposed so that real points can be scored the same way.
         """
-        from ..estimators.kmeans import PointCloud
+        from ..families.kmeans.algorithms import PointCloud
 
         m = self.model_spec
         n, d = points.shape
@@ -150,7 +150,7 @@ class KMeansPilotModel(KnowledgeModel):
     def __init__(self, pilot: np.ndarray, bounds: Bounds | tuple[float, float], n: int, c: float, k: int,
                  start: str = "pilot", smoothing: float = 0.0) -> None:
         self.bounds = Bounds.from_pair(bounds)
-        from ..estimators.kmeans import check_points
+        from ..families.kmeans.algorithms import check_points
 
         arr = np.array(check_points(pilot, self.bounds, "pilot"), dtype=float)
         arr.setflags(write=False)

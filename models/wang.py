@@ -10,14 +10,14 @@ leaves the whole budget for the representation weights:
    records ``E = (X_E, y_E)`` and those summaries in a PyMC model of the private population (see
    *Model* below); its one ``fit()`` samples it and checks convergence.
 3. :class:`WangPosterior` is a dataset source: ``generate(chain, draw, rng)`` returns a
-   :class:`~hybridpriv.estimators.wang.HybridDesign` -- a simulated private dataset beside the fixed
+   :class:`~hybridpriv.families.public_private.wang.HybridDesign` -- a simulated private dataset beside the fixed
    public records -- so :func:`hybridpriv.engine.evaluate.evaluate` runs any Wang mechanism on it.
 4. :func:`weight_order` orders the public points by their expected representation weight under the
    model (a public computation, no budget); :func:`hybridpriv.families.public_private.subset.select_subset_size` (with the family: a model never runs
    the engine) evaluates
-   :class:`~hybridpriv.estimators.wang.Algorithm1` with the *whole* budget at every candidate size of
+   :class:`~hybridpriv.families.public_private.wang.Algorithm1` with the *whole* budget at every candidate size of
    that order on simulated datasets (``evaluate``, task
-   :class:`~hybridpriv.estimators.wang.PredictionError``) and lets :func:`hybridpriv.engine.decision.decide`
+   :class:`~hybridpriv.families.public_private.wang.PredictionError``) and lets :func:`hybridpriv.engine.decision.decide`
    choose the size with the lowest expected prediction error.
 
 Privacy: every input of ``select_subset_size`` is public (the posterior, built from the public
@@ -203,7 +203,7 @@ class WangPosterior(Posterior):
 
     ``generate(chain, draw, rng)`` simulates ``summaries.n`` private records ``(X, y)`` from
     posterior draw ``(chain, draw)`` and returns them beside the model's public records as a
-    :class:`~hybridpriv.estimators.wang.HybridDesign` (columns ``x0 .. x{p-1}, y``, outcome last).
+    :class:`~hybridpriv.families.public_private.wang.HybridDesign` (columns ``x0 .. x{p-1}, y``, outcome last).
 
     Attributes
     ----------
@@ -254,7 +254,7 @@ class WangPosterior(Posterior):
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         """The simulated private dataset of ``(chain, draw)`` beside the public records (a ``HybridDesign``)."""
-        from ..estimators.wang import HybridDesign
+        from ..families.public_private.wang import HybridDesign
 
         X, y = self.simulate(chain, draw, rng)
         return HybridDesign(np.column_stack([X, y]), self._public_points, columns=self._columns, label="y")

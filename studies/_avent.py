@@ -3,7 +3,7 @@
 The library does the work: exact curves from :mod:`hybridpriv.theory.avent`, Monte Carlo through
 :func:`hybridpriv.engine.evaluate.evaluate_many` with ``Statistic(target="sample")`` (the paper scores
 every estimator against the empirical mean of all records, Definition 2.2), summaries from
-:mod:`hybridpriv.estimators.avent_summary`.  Here: the paper's settings, the two-group candidates
+:mod:`hybridpriv.families.hybrid_trust.summary`.  Here: the paper's settings, the two-group candidates
 and sources every study builds, and the figure helpers (Matplotlib's object API, no pyplot).
 """
 
@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 
 from ..core.privacy import Group
 from ..engine.stats import Z95
-from ..estimators.avent import FullLM, Hybrid, TCMOnly
 from ..families.grouped import IIDSource
+from ..families.hybrid_trust.mechanisms import FullLM, Hybrid, TCMOnly
 from ..theory._xarray import axis
 
 __all__ = ["BETAS", "SALARY", "Z95", "axis", "beta_variance", "candidates", "group_sizes", "heatmap",

@@ -47,8 +47,8 @@ from matplotlib.lines import Line2D
 from ..core.random import rng
 from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine
-from ..estimators.avent_summary import mse_summary
 from ..families.grouped import BetaSampler, Statistic
+from ..families.hybrid_trust.summary import mse_summary
 from ..models.avent import HybridTrustModel, fit_many
 from ..theory.avent import full_lm_mse, hybrid_mse, kvh_weight, noise_variances, pwh_weight, tcm_only_mse
 from . import _avent as av

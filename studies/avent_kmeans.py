@@ -7,7 +7,7 @@ from stream ``("study", "avent-kmeans", "points")``) and ``random-i``, centres u
 ``[MARGIN, 1 - MARGIN]^2`` with pairwise separation >= :data:`MIN_SEPARATION` (rejection sampling
 from stream ``("study", "avent-kmeans", "layout", i)``; points from ``(..., "points", "random-i")``).
 One engine setting per ``(layout, c, tau)``, the seven algorithms of :func:`candidates` along
-``algorithm``; each dataset (:class:`~hybridpriv.estimators.kmeans.TrustSplitSource`) is a fresh
+``algorithm``; each dataset (:class:`~hybridpriv.families.kmeans.algorithms.TrustSplitSource`) is a fresh
 trust split and a fresh public start shared by every algorithm (common random numbers; draw ``j``
 has the same split and start in every layout); :data:`SPLIT_FREE` algorithms run at the first ``c``
 only, their results copied to the others (the same numbers: they ignore the split).  ``pwh_weight``:
@@ -30,7 +30,7 @@ from ..core.random import rng
 from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine
 from ..engine.stats import mean_with_ci
-from ..estimators.kmeans import (
+from ..families.kmeans.algorithms import (
     WCSS,
     HybridKMeans,
     LloydKMeans,

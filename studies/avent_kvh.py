@@ -18,8 +18,8 @@ import xarray as xr
 
 from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine
-from ..estimators.avent_summary import improvement_summary
 from ..families.grouped import BetaSampler, Statistic
+from ..families.hybrid_trust.summary import improvement_summary
 from ..theory.avent import (
     c_crit_laplace,
     hybrid_mse,

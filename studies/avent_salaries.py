@@ -19,8 +19,8 @@ from matplotlib.figure import Figure
 
 from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine
-from ..estimators.avent_summary import improvement_summary
 from ..families.grouped import BetaSampler, Statistic
+from ..families.hybrid_trust.summary import improvement_summary
 from ..theory.avent import hybrid_mse, kvh_weight, noise_variances, pwh_weight, relative_improvement
 from . import _avent as av
 

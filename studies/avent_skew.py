@@ -30,8 +30,8 @@ from matplotlib.figure import Figure
 
 from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine
-from ..estimators.avent_summary import improvement_summary
 from ..families.grouped import BetaSampler, Statistic, UniformSampler
+from ..families.hybrid_trust.summary import improvement_summary
 from ..theory.avent import (
     hybrid_mse,
     kvh_weight,

@@ -20,7 +20,7 @@ import xarray as xr
 
 from ..core.random import rng
 from ..engine.options import Engine, as_engine
-from ..estimators.wang import HybridDesign, representation_counts
+from ..families.public_private.wang import HybridDesign, representation_counts
 from .wang_subset import PAPER
 
 __all__ = ["TAIL", "DESCRIPTION", "PAPER", "claims", "plot", "run", "simulate"]

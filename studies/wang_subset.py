@@ -1,7 +1,7 @@
 """Wang et al. (2018), Section 5.1 and Figures 4-6: which public subset to release; Algorithm 2 against
 budget-free choices.  ``docs/reproduction-wang.md`` describes the setting, the outputs and the seeds.
 
-Per ``p`` and repeat (one draw of :class:`~hybridpriv.estimators.wang.Section51Source`): two models of
+Per ``p`` and repeat (one draw of :class:`~hybridpriv.families.public_private.wang.Section51Source`): two models of
 public knowledge (:data:`MODEL_KNOWLEDGE`), each one's order and budget-free choice
 (:func:`~hybridpriv.families.public_private.subset.select_subset_size`).  Then three evaluations on the real datasets with
 the orders attached: prediction errors, ``d(D, E_(i))``, the size Algorithm 2 chose.  All Monte Carlo
@@ -25,7 +25,8 @@ from threadpoolctl import threadpool_limits
 from ..core.random import rng, stream
 from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine, as_engine
-from ..estimators.wang import (
+from ..families.public_private.subset import select_subset_size
+from ..families.public_private.wang import (
     Algorithm1,
     Algorithm2,
     LeiHistogram,
@@ -37,7 +38,6 @@ from ..estimators.wang import (
     Section51Source,
     SubsetDistance,
 )
-from ..families.public_private.subset import select_subset_size
 from ..models.wang import PublishedSummaries, WangPrivateModel, fit_kept
 from ._wang_subset_claims import claims
 from ._wang_subset_results import assemble, plot

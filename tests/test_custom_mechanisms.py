@@ -14,7 +14,7 @@ from _support.cli import run_cli
 
 from hybridpriv.core.privacy import Group, Guarantee
 from hybridpriv.estimators import WeightedMean
-from hybridpriv.estimators.base import Estimator
+from hybridpriv.families.grouped.estimator import Estimator
 from hybridpriv.spec import SpecError, load_spec, parse_spec, template
 from hybridpriv.testing import MechanismCheckError, check_mechanism, mechanism_problems
 
@@ -24,7 +24,7 @@ MODULE = textwrap.dedent('''
 
     import numpy as np
 
-    from hybridpriv.estimators.base import Estimator
+    from hybridpriv.families.grouped.estimator import Estimator
     from hybridpriv.core.privacy import Guarantee
 
 

@@ -170,6 +170,13 @@ class Family:
         return "the release of the chosen candidate"
 
     # -- audit ------------------------------------------------------------------------------
+    def audit_cases(self) -> dict[str, Any]:
+        """The family's own DP-claiming mechanisms for the audit-case registry
+        (:mod:`hybridpriv.testing.cases`): case name -> a function building the mechanism, at least two
+        settings of each class.  Each is audited on :meth:`audit_data` (its ``stand_in``-free form must
+        work for it).  Default: none (the built-in families' cases live in :mod:`hybridpriv.testing.cases`)."""
+        return {}
+
     def audit_data(self, mech: Any, posterior: Any = None, seed: int = 0, stand_in: Any = None) -> tuple[Any, str]:
         """The dataset a candidate's privacy audit runs on, and its description: by default one dataset
         the fitted model generates, else ``stand_in``."""

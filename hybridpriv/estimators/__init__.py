@@ -1,7 +1,11 @@
-"""Estimators, one module per family.
+"""The catalogue of mechanisms: every family's mechanisms and tasks under one import
+(``from hybridpriv.estimators import WeightedMean``).  Each is defined in its family's package
+(:mod:`hybridpriv.families.grouped.mixed`, :mod:`hybridpriv.families.hybrid_trust.mechanisms`,
+:mod:`hybridpriv.families.user_item.mechanisms`, :mod:`hybridpriv.families.kmeans.algorithms`,
+:mod:`hybridpriv.families.public_private.wang`, ...); this module only re-exports them.
 
 Every estimator is a small class: its parameters in the constructor, its promise per group
-in :attr:`~hybridpriv.estimators.base.Estimator.privacy`, and a vectorised ``estimate``.
+in :attr:`~hybridpriv.families.grouped.estimator.Estimator.privacy`, and a vectorised ``estimate``.
 
 ========================  =========  ===================================================
 label                     statistic  class
@@ -21,11 +25,11 @@ label                     statistic  class
                                      two groups: trusted-curator users, local-model users; not in the registry)
 ``hybrid``, ``tcm`` ...   centres    :class:`HybridKMeans`, :class:`TCMKMeans`, :class:`LMKMeans`, :class:`LloydKMeans`
                                      (Avent et al. K-means on a :class:`PointCloud`, scored by :class:`WCSS`;
-                                     :mod:`hybridpriv.estimators.kmeans`; not in the registry)
+                                     :mod:`hybridpriv.families.kmeans.algorithms`; not in the registry)
 ``hybrid-m-<contrast>``   mean/median :class:`HybridMEstimator` (Wang et al. Algorithm 1 on scalar records)
 ``algorithm1`` ...        theta      :class:`Algorithm1`, :class:`Algorithm2`, :class:`LeiHistogram`, :class:`PublicOnly`
                                      (Wang et al. M-estimators on a :class:`HybridDesign`, scored by
-                                     :class:`PredictionError`; :mod:`hybridpriv.estimators.wang`; not in the registry)
+                                     :class:`PredictionError`; :mod:`hybridpriv.families.public_private.wang`; not in the registry)
 ========================  =========  ===================================================
 """
 
@@ -34,22 +38,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..core.privacy import Bounds, Group
-from .avent import AVENT_NOISES, AVENT_WEIGHTS, FullLM, Hybrid, LMOnly, TCMOnly
-from .base import Estimator, resolve_sigma2
-from .baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
-from .jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
-from .kmeans import WCSS, HybridKMeans, LloydKMeans, LMKMeans, PointCloud, TCMKMeans, TrustSplitSource
-from .mixed import WeightedMean, WeightedMedian
-from .useritem import (
-    USER_ITEM_LOSSES,
-    ContributionBoundedCounts,
-    ItemCounts,
-    MonteCarloLoss,
-    bounded_counts,
-    monte_carlo_user_item_loss,
-    sample_kept_entries,
+from ..families.grouped.baselines import PublicMean, PublicMedian, UniformMean, UniformMedian
+from ..families.grouped.estimator import Estimator, resolve_sigma2
+from ..families.grouped.jorgensen import THRESHOLD_RULES, PDPSample, PEMedian, pe_median_costs
+from ..families.grouped.mixed import WeightedMean, WeightedMedian
+from ..families.hybrid_trust.mechanisms import AVENT_NOISES, AVENT_WEIGHTS, FullLM, Hybrid, LMOnly, TCMOnly
+from ..families.kmeans.algorithms import (
+    WCSS,
+    HybridKMeans,
+    LloydKMeans,
+    LMKMeans,
+    PointCloud,
+    TCMKMeans,
+    TrustSplitSource,
 )
-from .wang import (
+from ..families.public_private.wang import (
     Algorithm1,
     Algorithm2,
     Algorithm2Result,
@@ -70,6 +73,15 @@ from .wang import (
     private_fit,
     public_only,
     representation_weights,
+)
+from ..families.user_item.mechanisms import (
+    USER_ITEM_LOSSES,
+    ContributionBoundedCounts,
+    ItemCounts,
+    MonteCarloLoss,
+    bounded_counts,
+    monte_carlo_user_item_loss,
+    sample_kept_entries,
 )
 
 __all__ = [

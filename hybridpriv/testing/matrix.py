@@ -48,10 +48,10 @@ from ..estimators import (
     WeightedMean,
     WeightedMedian,
 )
-from ..estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
-from ..estimators.useritem import ContributionBoundedCounts
-from ..estimators.wang import Algorithm1, HybridDesign, HybridMEstimator, LeiHistogram
 from ..families.grouped.datakind import absent_value
+from ..families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from ..families.public_private.wang import Algorithm1, HybridDesign, HybridMEstimator, LeiHistogram
+from ..families.user_item.mechanisms import ContributionBoundedCounts
 from .cases.grouped import StrictNoiseAtLoosestEpsilon, SwappedKeepProbabilities, TCMNoiseAtLMEpsilon
 from .core import AuditReport
 from .pairs import audit_estimator

@@ -3,7 +3,7 @@
 A binary users x items matrix ``M`` (``M_ij = 1``: user ``i`` reported item ``j``) is released as
 item counts after keeping at most ``k`` random items per user and adding ``Lap(k/epsilon)`` to
 every count (:class:`hybridpriv.estimators.ContributionBoundedCounts`).  The derivation of the
-risk is in ``docs/theory-user-item.md``; the checks are in ``tests/estimators/test_useritem.py``
+risk is in ``docs/theory-user-item.md``; the checks are in ``tests/families/user_item/test_mechanisms.py``
 (exact enumeration and Monte Carlo of the mechanism).
 """
 

@@ -3,9 +3,9 @@ HybridTrustPosterior (draws, Bayes weight) and the exact-risk formulas; good inp
 
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
-
-from hybridpriv.estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.models.avent import HybridTrustModel, HybridTrustPosterior
+
+from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.theory import avent as T
 
 AVENT = {"TCMOnly": TCMOnly, "LMOnly": LMOnly, "FullLM": FullLM, "Hybrid": lambda g, b, **kw: Hybrid(g, b, 0.5, **kw)}

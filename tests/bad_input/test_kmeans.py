@@ -4,7 +4,7 @@ gaussian_clusters, and releases on data the mechanism was not built for."""
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
 
-from hybridpriv.estimators.kmeans import (
+from hybridpriv.families.kmeans.algorithms import (
     WCSS,
     HybridKMeans,
     LloydKMeans,

@@ -2,8 +2,10 @@
 
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
+from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel
 
-from hybridpriv.estimators.wang import (
+from hybridpriv.families.public_private.subset import select_subset_size
+from hybridpriv.families.public_private.wang import (
     Algorithm1,
     Algorithm2,
     HybridDesign,
@@ -15,8 +17,6 @@ from hybridpriv.estimators.wang import (
     Released,
     Section51Source,
 )
-from hybridpriv.families.public_private.subset import select_subset_size
-from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel
 
 #: A valid small design (one covariate and the outcome, label last).
 _RNG = np.random.default_rng(0)

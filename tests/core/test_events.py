@@ -13,10 +13,10 @@ from scipy import stats
 
 from hybridpriv.core import events as E
 from hybridpriv.core.privacy import Group, Guarantee
-from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
-from hybridpriv.estimators.jorgensen import PDPSample
-from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
-from hybridpriv.estimators.useritem import ContributionBoundedCounts
+from hybridpriv.families.grouped.jorgensen import PDPSample
+from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, TCMOnly
+from hybridpriv.families.kmeans.algorithms import HybridKMeans, LMKMeans, TCMKMeans
+from hybridpriv.families.user_item.mechanisms import ContributionBoundedCounts
 from hybridpriv.noise import gaussian_sigma, rr_probabilities
 from hybridpriv.release.composition import compose
 from hybridpriv.release.maps import check_declaration, privacy_map

@@ -20,10 +20,11 @@ def test_one_trials_seed_and_rng_validator_serves_every_module():
     from hybridpriv import noise as mechanisms
     from hybridpriv.core import random
     from hybridpriv.engine import evaluate
-    from hybridpriv.estimators import base, useritem
+    from hybridpriv.families.grouped import estimator
+    from hybridpriv.families.user_item import mechanisms as useritem
 
     assert random.check_seed is validation.check_seed and mechanisms.check_rng is validation.check_rng
-    for module in (evaluate, base, useritem):
+    for module in (evaluate, estimator, useritem):
         assert module.check_trials is validation.check_trials, module.__name__
 
 

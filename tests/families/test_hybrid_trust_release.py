@@ -16,8 +16,8 @@ import pytest
 from scipy import stats
 
 from hybridpriv.core.privacy import Group
-from hybridpriv.estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.families.hybrid_trust.data import HybridReports
+from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.families.hybrid_trust.randomize import local_report, local_scale
 from hybridpriv.families.hybrid_trust.randomize import main as randomize
 

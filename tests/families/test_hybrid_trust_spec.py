@@ -65,7 +65,7 @@ def test_requirements_are_central_for_tcm_and_local_for_lm():
     # add-remove for the TCM users: Full-LM's local replace-one promise does not meet it (the number of
     # reports is visible), so that candidate becomes ineligible; TCM-only's central promise does
     v["relation"] = "add-remove"
-    from hybridpriv.estimators.avent import FullLM, TCMOnly
+    from hybridpriv.families.hybrid_trust.mechanisms import FullLM, TCMOnly
     from hybridpriv.families.hybrid_trust.spec import _groups
 
     req = requirements(v)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.estimators.kmeans import HybridKMeans, PointCloud
-from hybridpriv.estimators.kmeans.algorithm import noise_scales
+from hybridpriv.families.kmeans.algorithms import HybridKMeans, PointCloud
+from hybridpriv.families.kmeans.algorithms.algorithm import noise_scales
 from hybridpriv.families.kmeans.device import Device, centres_digest
 from hybridpriv.families.kmeans.device import main as device_main
 from hybridpriv.families.kmeans.rounds import KMeansRounds

@@ -11,7 +11,7 @@ from hybridpriv.models._base import chain_seeds
 
 from hybridpriv.core.privacy import Guarantee
 from hybridpriv.core.random import rng
-from hybridpriv.estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from hybridpriv.families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from hybridpriv.families.kmeans.spec import ALGORITHMS, make_candidates, requirements
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 

@@ -19,10 +19,17 @@ from hybridpriv.core.random import rng as stream_rng
 from hybridpriv.engine.decision import decide
 from hybridpriv.engine.evaluate import evaluate
 from hybridpriv.estimators import PDPSample, PEMedian, WeightedMean, WeightedMedian
-from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
-from hybridpriv.estimators.kmeans import WCSS, HybridKMeans, LMKMeans, TCMKMeans, TrustSplitSource, gaussian_clusters
-from hybridpriv.estimators.useritem import ContributionBoundedCounts, ItemCounts
-from hybridpriv.estimators.wang import (
+from hybridpriv.families.grouped import BetaSampler, IIDSource, Statistic, normal_source
+from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, TCMOnly
+from hybridpriv.families.kmeans.algorithms import (
+    WCSS,
+    HybridKMeans,
+    LMKMeans,
+    TCMKMeans,
+    TrustSplitSource,
+    gaussian_clusters,
+)
+from hybridpriv.families.public_private.wang import (
     Algorithm1,
     Algorithm2,
     LeiHistogram,
@@ -31,7 +38,7 @@ from hybridpriv.estimators.wang import (
     PublicOnly,
     Section51Source,
 )
-from hybridpriv.families.grouped import BetaSampler, IIDSource, Statistic, normal_source
+from hybridpriv.families.user_item.mechanisms import ContributionBoundedCounts, ItemCounts
 
 GROUPS = [Group("public", 30, math.inf), Group("a", 60, 1.0), Group("b", 40, 0.3)]
 BOUNDS = Bounds(0, 10)

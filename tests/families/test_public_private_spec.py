@@ -9,10 +9,10 @@ import textwrap
 import numpy as np
 import pytest
 import xarray as xr
-
-from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
-from hybridpriv.families.public_private.spec import CONTRASTS, register_contrast
 from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
+
+from hybridpriv.families.public_private.spec import CONTRASTS, register_contrast
+from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -144,7 +144,7 @@ def test_a_categorical_column_is_one_hot_and_integer_columns_stay_integer(tmp_pa
 
 
 def test_a_registered_contrast_runs_through_the_select_path(tmp_path):
-    from hybridpriv.estimators.wang import CustomContrast
+    from hybridpriv.families.public_private.wang import CustomContrast
     from hybridpriv.workflow import run_selection
 
     def huber(points, theta, k=1.0):

@@ -28,8 +28,8 @@ from scipy import optimize, stats
 from hybridpriv.core.privacy import Group
 from hybridpriv.engine.decision import decide
 from hybridpriv.engine.evaluate import evaluate
-from hybridpriv.estimators.avent import FullLM, Hybrid, TCMOnly
 from hybridpriv.families.grouped import Statistic
+from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, TCMOnly
 from hybridpriv.theory.avent import (
     hybrid_mse,
     kvh_weight,

@@ -25,9 +25,9 @@ from hybridpriv.models.wang import (
 from scipy import optimize, special
 
 from hybridpriv.core.data import DatasetSource, ThinnedSource
-from hybridpriv.families.public_private.subset import SubsetChoice, select_subset_size
 from hybridpriv.core.random import rng as stream_rng
-from hybridpriv.estimators.wang import (
+from hybridpriv.families.public_private.subset import SubsetChoice, select_subset_size
+from hybridpriv.families.public_private.wang import (
     TIE_ATOL,
     TIE_RTOL,
     Algorithm1,

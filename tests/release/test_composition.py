@@ -85,8 +85,8 @@ def test_bad_part():
 def test_plan_totals_of_hybrid_kmeans_and_algorithm2():
     """Algorithm 2's and hybrid K-means' totals both ways: basic = their declaration; PLD within the
     heterogeneous advanced-composition bound (Kairouz, Oh & Viswanath 2015, Thm. 3.5), computed here."""
-    from hybridpriv.estimators.kmeans import HybridKMeans
-    from hybridpriv.estimators.wang import Algorithm2
+    from hybridpriv.families.kmeans.algorithms import HybridKMeans
+    from hybridpriv.families.public_private.wang import Algorithm2
     from hybridpriv.release.composition import plan_totals
 
     a2 = Algorithm2("logistic", (0.3, 0.3, 0.4), [10, 20, 40])

@@ -10,7 +10,7 @@ from scipy import stats
 
 from hybridpriv.core.privacy import Group
 from hybridpriv.estimators import WeightedMean, make_estimator
-from hybridpriv.estimators.useritem import ContributionBoundedCounts
+from hybridpriv.families.user_item.mechanisms import ContributionBoundedCounts
 from hybridpriv.release.noise import OpenDPGenerator, UnsupportedNoiseError, probe_noise
 
 N = 40_000  # standard error of mean |X| / b and of mean X^2 / s^2: 0.5% and 0.7%; a 5% scale error is 10 s.e.

@@ -361,7 +361,7 @@ def test_amplification_ingredients_against_the_estimator():
     # Theorem 8.1 rests on the release's sensitivity to one TCM record and on its joint noise variance;
     # measure both on the estimator itself (small n, classic Gaussian calibration, epsilon < 1)
     from hybridpriv.core.privacy import Group
-    from hybridpriv.estimators.avent import Hybrid
+    from hybridpriv.families.hybrid_trust.mechanisms import Hybrid
     from hybridpriv.theory.avent import amplified_epsilon
 
     n_T, n_L, m, eps, delta, w = 20, 180, 3.0, 0.5, 1e-5, 0.6

@@ -17,7 +17,7 @@ from hybridpriv.studies import avent_kmeans, read_study
 from hybridpriv.core.random import rng
 from hybridpriv.engine import Engine
 from hybridpriv.engine.checkpoint import Checkpoint
-from hybridpriv.estimators.kmeans import HybridKMeans, TrustSplitSource, gaussian_clusters
+from hybridpriv.families.kmeans.algorithms import HybridKMeans, TrustSplitSource, gaussian_clusters
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 

@@ -10,7 +10,7 @@ from hybridpriv.studies import wang_subset
 from scipy.special import expit
 
 from hybridpriv.core.random import rng as stream_rng
-from hybridpriv.estimators.wang import (
+from hybridpriv.families.public_private.wang import (
     Algorithm2,
     LogisticContrast,
     Section51Source,

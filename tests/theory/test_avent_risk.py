@@ -1,6 +1,6 @@
 """hybridpriv.theory.avent.risk and .weights (Avent et al.'s hybrid model) against independent computations.
 
-* Monte Carlo of the estimators (hybridpriv.estimators.avent) with groups drawn from different
+* Monte Carlo of the estimators (hybridpriv.families.hybrid_trust.mechanisms) with groups drawn from different
   Beta distributions on [0, 1] and on [0, 2], Laplace and Gaussian noise: the mean squared error
   agrees with every lemma within z = 4 Monte Carlo standard errors (of the mean of the squared
   errors), against the empirical mean (the paper) and the population mean.
@@ -20,7 +20,7 @@ import pytest
 from scipy import optimize
 
 from hybridpriv.core.privacy import Group
-from hybridpriv.estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
+from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.theory.avent import (
     amplified_epsilon,
     full_lm_mse,

@@ -54,7 +54,7 @@ class GroupedDataset:
 
     def __post_init__(self) -> None:
         # What the grouped estimators computed from ``values`` (validated arrays, group sums:
-        # :func:`hybridpriv.estimators.base.grouped_statistics`), by setting, so the candidates
+        # :func:`hybridpriv.families.grouped.estimator.grouped_statistics`), by setting, so the candidates
         # evaluated on one dataset share them; ``values`` are treated as read-only.  Not a field:
         # a dataset's description and fingerprint (checkpoints, provenance) must not depend on it.
         object.__setattr__(self, "statistics_cache", {})

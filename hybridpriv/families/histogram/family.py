@@ -68,6 +68,28 @@ class HistogramFamily(Family):
             return CategoryCounts(counts), "every record in the first category"
         return super().audit_data(mech, posterior, seed, stand_in)
 
+    def audit_cases(self) -> dict[str, Any]:
+        """Each histogram mechanism at two settings: a public panel beside private groups of different epsilons,
+        under add/remove-one and under replace-one."""
+        from ...core.privacy import Group
+        from .mechanisms import LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
+
+        cats = ("a", "b", "c")
+        settings = {
+            "add-remove": ((Group("panel", 20, float("inf")), Group("opt-in", 60, 1.0), Group("strict", 40, 0.25)),
+                           "add-remove"),
+            "replace": ((Group("panel", 10, float("inf")), Group("low", 50, 2.0), Group("high", 30, 0.5)), "replace"),
+        }
+        cases: dict[str, Any] = {}
+        for tag, (groups, rel) in settings.items():
+            for name, build in (("weighted", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r)),
+                                ("proportional", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r, "size")),
+                                ("pooled", lambda g=groups, r=rel: PooledHistogram(g, cats, r)),
+                                ("sample-max", lambda g=groups, r=rel: SampleHistogram(g, cats, r, "max")),
+                                ("public-only", lambda g=groups, r=rel: PublicHistogram(g, cats, r))):
+                cases[f"histogram {name} {tag}"] = build
+        return cases
+
     def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
         from .heldout import histogram_truth
 

@@ -3,7 +3,7 @@
 The curator holds the raw values of the users who trust it (TCM) and only the *reports* of the users who
 randomise on their own device (LM): each report is ``x_i + Y_i``, drawn by the device with
 :func:`hybridpriv.families.hybrid_trust.randomize.local_report` at the LM group's epsilon.  The
-estimators (:mod:`hybridpriv.estimators.avent`) release from a :class:`HybridReports` without adding
+estimators (:mod:`hybridpriv.families.hybrid_trust.mechanisms`) release from a :class:`HybridReports` without adding
 noise to the reports again (their LM part is the mean of the reports, post-processing), while in
 simulation they draw the local noise themselves.
 """

@@ -44,7 +44,7 @@ from ...spec.schema import (
 __all__ = ["CANDIDATES", "EVALUATION", "KNOWLEDGE", "LM", "RELEASE", "SECTIONS", "TCM", "TOP", "build", "check",
            "make_candidates", "requirements"]
 
-#: Every candidate, in table order (``hybrid-*`` are :class:`~hybridpriv.estimators.avent.Hybrid` weights).
+#: Every candidate, in table order (``hybrid-*`` are :class:`~hybridpriv.families.hybrid_trust.mechanisms.Hybrid` weights).
 CANDIDATES = ("tcm-only", "full-lm", "lm-only", "hybrid-kvh", "hybrid-hkvh", "hybrid-pwh",
               "hybrid-naive", "hybrid-bayes")
 #: Most records in one simulated dataset (both groups).
@@ -199,7 +199,7 @@ def requirements(v: dict[str, Any]) -> dict[str, Any]:
 
 def make_candidates(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
     """The candidates, ``{label: estimator}``; the weights use the posterior's moments (plug-in or Bayes)."""
-    from ...estimators.avent import FullLM, Hybrid, LMOnly, TCMOnly
+    from .mechanisms import FullLM, Hybrid, LMOnly, TCMOnly
 
     groups, bounds = _groups(v), (0.0, v["m"])
     common = {"noise": v["noise"], "relation": v["relation"]}
@@ -231,10 +231,10 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
-    from ...estimators.avent import TCMOnly
     from ...models import HybridTrustModel, ReleasedMean
     from ...workflow import Problem
     from ..grouped import Statistic
+    from .mechanisms import TCMOnly
 
     kn, ev = v["knowledge"], v["evaluation"]
     names = {v["tcm"]["name"]: "T", v["lm"]["name"]: "L", None: None}

@@ -1,5 +1,5 @@
 """The ``points`` data kind: a point cloud whose users trust the curator or not
-(:class:`~hybridpriv.estimators.kmeans.PointCloud`; units ``"tcm"`` and ``"lm"``).
+(:class:`~hybridpriv.families.kmeans.algorithms.PointCloud`; units ``"tcm"`` and ``"lm"``).
 
 Neighbouring pairs for the audit: ``"add-remove"``: a new user of the unit at the lower corner, and at
 the upper corner, of the box; ``"replace"``: the unit's first user at the lower vs the upper corner.
@@ -19,7 +19,7 @@ __all__ = ["POINTS_DATA", "PointsData"]
 
 
 def _point_pairs(data: Any, unit: str, guarantee, record: int) -> list[NeighbouringPair]:
-    from ...estimators.kmeans import PointCloud
+    from .algorithms import PointCloud
 
     if not isinstance(data, PointCloud):
         raise TypeError(f"data must be a PointCloud for a points mechanism, got {type(data).__name__}")

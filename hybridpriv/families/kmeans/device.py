@@ -129,7 +129,7 @@ class Device:
 
     def answer(self, published: Mapping[str, Any]) -> str:
         """Line 7 of round ``published["round"]``: ``user,cluster,round,digest`` (once per round, ``tau`` rounds)."""
-        from ...estimators.kmeans.algorithm import nearest_centre
+        from .algorithms.algorithm import nearest_centre
 
         if not self.reported:
             raise ValueError(f"device {self.user!r} has not sent its report (line 4) yet: report first")

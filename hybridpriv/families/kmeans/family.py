@@ -28,7 +28,7 @@ class KMeansFamily(Family):
 
     def release_rounds(self, mech: Any, spec: Any) -> Any:
         """Every built-in K-means candidate is released in rounds (:mod:`.rounds`; ``tcm-T`` needs no device)."""
-        from ...estimators.kmeans.mechanisms import _KMeans
+        from .algorithms.mechanisms import _KMeans
         from .rounds import KMeansRounds
 
         return KMeansRounds(mech, spec) if isinstance(mech, _KMeans) else None
@@ -37,8 +37,8 @@ class KMeansFamily(Family):
         """Every user at the box's centre, the public group sizes, the pilot start."""
         import numpy as np
 
-        from ...estimators.kmeans import PointCloud
         from ...models.kmeans_pilot import pilot_start
+        from .algorithms import PointCloud
         from .rounds import _sizes
 
         sizes = _sizes(spec)

@@ -15,7 +15,7 @@ after round ``t - 1``.  So the release runs in rounds, one ``hybridpriv release`
 Each round, the curator releases the TCM branch's noisy counts and sums (lines 9-10, OpenDP Laplace),
 computes the LM branch's means from the reports and answers (lines 11-12), mixes them by the PWH weight
 (lines 13-15) and publishes the new centres: the same functions as the simulation
-(:func:`~hybridpriv.estimators.kmeans.algorithm.lm_means`, :func:`~hybridpriv.estimators.kmeans.algorithm.mix`).
+(:func:`~hybridpriv.families.kmeans.algorithms.algorithm.lm_means`, :func:`~hybridpriv.families.kmeans.algorithms.algorithm.mix`).
 A candidate without local users (``tcm-T``) needs no device and runs every round at once.
 
 Refusals name the group, the file, the row and the rule, never a point, an answer or a count.
@@ -67,7 +67,7 @@ class KMeansRounds:
     Parameters
     ----------
     mech
-        The candidate (a :class:`~hybridpriv.estimators.kmeans.mechanisms._KMeans`: ``tcm-T``, ``lm-T``,
+        The candidate (a :class:`~hybridpriv.families.kmeans.algorithms.mechanisms._KMeans`: ``tcm-T``, ``lm-T``,
         ``hybrid-T`` and their debiased variants).
     spec
         The ``kmeans`` SPEC (group sizes, box, pilot start).
@@ -204,7 +204,14 @@ class KMeansRounds:
     def step(self, state: dict[str, Any], data: dict[str, Any], answers: dict[str, np.ndarray],
              rng: np.random.Generator) -> dict[str, Any]:
         """One iteration from the published centres: lines 6-15 with the TCM noise drawn from ``rng``."""
-        from ...estimators.kmeans.algorithm import _cluster_sums, _Ledger, _TCMBranch, lm_means, mix, noise_scales
+        from .algorithms.algorithm import (
+            _cluster_sums,
+            _Ledger,
+            _TCMBranch,
+            lm_means,
+            mix,
+            noise_scales,
+        )
 
         lo, m = self.bounds.lower, self.bounds.width
         centres = np.asarray(state["centres"], dtype=float)[None] - lo

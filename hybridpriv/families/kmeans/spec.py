@@ -11,9 +11,9 @@ resampled with one draw's weights, a random trust split and the public start (by
 Lloyd's algorithm on the pilot, the same for every dataset).
 
 Candidates (candidate dimension ``algorithm``): for each iteration count ``T`` in ``iterations``,
-``hybrid-T`` (:class:`~hybridpriv.estimators.kmeans.HybridKMeans`, Algorithm 1), ``tcm-T``
-(:class:`~hybridpriv.estimators.kmeans.TCMKMeans`), ``lm-T``
-(:class:`~hybridpriv.estimators.kmeans.LMKMeans`) and the debiased variants ``lm-debiased-T`` and
+``hybrid-T`` (:class:`~hybridpriv.families.kmeans.algorithms.HybridKMeans`, Algorithm 1), ``tcm-T``
+(:class:`~hybridpriv.families.kmeans.algorithms.TCMKMeans`), ``lm-T``
+(:class:`~hybridpriv.families.kmeans.algorithms.LMKMeans`) and the debiased variants ``lm-debiased-T`` and
 ``hybrid-debiased-T`` (randomized response inverted, beyond the paper).  Task: the WCSS of all
 ``n`` users' true points to the released centres.  Requirements: the TCM users central DP for
 add/remove-one neighbours, the LM users local DP (replace-one), each at ``epsilon``: so LM K-means,
@@ -182,7 +182,7 @@ def requirements(v: dict[str, Any]) -> dict[str, Any]:
 
 def make_candidates(v: dict[str, Any], posterior: Any = None) -> dict[str, Any]:
     """The candidates, ``{"ALGORITHM-T<tau>": mechanism}``, algorithm by algorithm, each over ``iterations``."""
-    from ...estimators.kmeans import HybridKMeans, LMKMeans, TCMKMeans
+    from .algorithms import HybridKMeans, LMKMeans, TCMKMeans
 
     kw = {"k": v["k"], "epsilon": v["epsilon"], "bounds": tuple(v["bounds"]), "d": int(v["knowledge"]["pilot"].shape[1])}
     build = {"hybrid": lambda t: HybridKMeans(tau=t, **kw), "tcm": lambda t: TCMKMeans(tau=t, **kw),
@@ -200,9 +200,9 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
-    from ...estimators.kmeans import WCSS
     from ...models import KMeansPilotModel
     from ...workflow import Problem
+    from .algorithms import WCSS
 
     kn, ev = v["knowledge"], v["evaluation"]
     try:

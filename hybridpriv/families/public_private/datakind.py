@@ -1,5 +1,5 @@
 """The ``public-private`` data kind: a private design beside public records
-(:class:`~hybridpriv.estimators.wang.HybridDesign`; unit ``"private"``, replace one record).
+(:class:`~hybridpriv.families.public_private.wang.HybridDesign`; unit ``"private"``, replace one record).
 
 Neighbouring pair for the audit: the first private record at the column-wise minimum vs the
 column-wise maximum of all records.
@@ -24,7 +24,7 @@ def _int(x: object) -> bool:
 
 
 def _design_pairs(data: Any, unit: str, record: int) -> list[NeighbouringPair]:
-    from ...estimators.wang import HybridDesign
+    from .wang import HybridDesign
 
     if not isinstance(data, HybridDesign):
         raise TypeError(f"data must be a HybridDesign for a public-private mechanism, got {type(data).__name__}")

@@ -49,9 +49,9 @@ class Layout:
                 "center": self.center, "scale": self.scale, "public": self.public}
 
     def design(self, Z: np.ndarray, y: np.ndarray) -> Any:
-        """The :class:`~hybridpriv.estimators.wang.HybridDesign` of private records ``(Z, y)`` (standardised scale):
+        """The :class:`~hybridpriv.families.public_private.wang.HybridDesign` of private records ``(Z, y)`` (standardised scale):
         integer columns rounded on their original scale, categorical ones to the nearest level code."""
-        from ...estimators.wang import HybridDesign
+        from .wang import HybridDesign
 
         Z = np.array(Z, dtype=float, copy=True)
         if self.integer.any():

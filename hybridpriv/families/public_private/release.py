@@ -6,7 +6,7 @@ the public records have); the outcome is coded 1 where it equals ``outcome_posit
 0/1 column).  The number of records must be the SPEC's ``private.n`` (it is published).  Continuous
 columns are standardised with the public means and sds, exactly as the model's simulated cohorts are,
 and the records are laid beside the public ones as the candidates read them
-(:class:`~hybridpriv.estimators.wang.HybridDesign`).  Refusals name the column, the row and the rule,
+(:class:`~hybridpriv.families.public_private.wang.HybridDesign`).  Refusals name the column, the row and the rule,
 never a value or a count.
 """
 
@@ -31,7 +31,7 @@ def _layout(spec: Any):
 
 def load_private_records(directory: str | Path, spec: Any) -> Any:
     """The private cohort of a ``public-private`` SPEC beside its public records (see the module docstring)."""
-    from ...estimators.wang import HybridDesign
+    from .wang import HybridDesign
 
     path = data_file(directory, "private.csv", "the private records, with a header row")
     rows = read_rows(path)
@@ -84,7 +84,7 @@ def load_private_records(directory: str | Path, spec: Any) -> Any:
 
 def stand_in_design(spec: Any) -> Any:
     """Public data only: the public records (cycled to the private size) in the private cohort's place."""
-    from ...estimators.wang import HybridDesign
+    from .wang import HybridDesign
 
     layout = _layout(spec)
     n = spec.values["private"]["n"]

@@ -20,9 +20,9 @@ every one charged its full privacy cost against the same total ``epsilon``:
   points of the model's public order (:func:`~hybridpriv.models.wang.weight_order`): the subset
   sizes are chosen from the model, which costs no budget.
 
-Task: :class:`~hybridpriv.estimators.wang.PredictionError` (logistic: Section 5.1's criterion
+Task: :class:`~hybridpriv.families.public_private.wang.PredictionError` (logistic: Section 5.1's criterion
 against the non-private fit of each generated dataset) or
-:class:`~hybridpriv.estimators.wang.ParameterError` (any other contrast: squared distance to the
+:class:`~hybridpriv.families.public_private.wang.ParameterError` (any other contrast: squared distance to the
 non-private M-estimate).  Continuous columns are standardised by the public mean and sd (public
 information), so losses and coefficients are on that scale.
 """
@@ -62,14 +62,14 @@ MAX_RECORDS = 5_000_000
 #: Most record-operations of a whole evaluation (datasets x trials x candidates x private records).
 MAX_WORK = 1e11
 
-#: Registered contrasts: name -> factory returning a :class:`~hybridpriv.estimators.wang.Contrast`.
+#: Registered contrasts: name -> factory returning a :class:`~hybridpriv.families.public_private.wang.Contrast`.
 CONTRASTS: dict[str, Callable[[], Any]] = {}
 
 
 def register_contrast(name: str, factory: Callable[[], Any]) -> None:
     """Make ``contrast = "NAME"`` usable in SPECs of this kind: ``factory()`` builds the contrast.
 
-    The contrast is scored by :class:`~hybridpriv.estimators.wang.ParameterError` (squared distance
+    The contrast is scored by :class:`~hybridpriv.families.public_private.wang.ParameterError` (squared distance
     to the non-private M-estimate of each generated dataset); Algorithm 2 is left out (its
     criterion needs the logistic contrast).
     """
@@ -285,7 +285,7 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
 
 
 def _contrast(v: dict[str, Any]):
-    from ...estimators.wang import LogisticContrast, as_contrast
+    from .wang import LogisticContrast, as_contrast
 
     name = v["contrast"]
     if name == "logistic":
@@ -321,8 +321,8 @@ def _lei_cells(v: dict[str, Any], layout: Any) -> int:
 
 def make_candidates(v: dict[str, Any], posterior: Any, layout: Any) -> dict[str, Any]:
     """The candidates ``{coordinate: mechanism}``; Algorithm 1's order comes from ``posterior`` (public)."""
-    from ...estimators.wang import Algorithm1, Algorithm2, LeiHistogram, PublicOnly
     from ...models.wang import weight_order
+    from .wang import Algorithm1, Algorithm2, LeiHistogram, PublicOnly
 
     eps, cand, c = v["epsilon"], v["candidates"], _contrast(v)
     out: dict[str, Any] = {"public-only": PublicOnly(c)}
@@ -353,9 +353,9 @@ def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
 def build(v: dict[str, Any]):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...core.privacy import Guarantee
-    from ...estimators.wang import ParameterError, PredictionError
     from ...workflow import Problem
     from .model import Layout, SpecWangModel
+    from .wang import ParameterError, PredictionError
 
     layout = Layout(v, *_standardise(v))
     Z = layout.public[:, :len(v["columns"])]

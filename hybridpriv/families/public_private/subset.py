@@ -1,7 +1,7 @@
 """The budget-free choice of the public subset (Wang et al.): a public order, then evaluate + decide.
 
 :func:`select_subset_size` is :func:`hybridpriv.engine.evaluate.evaluate` of
-:class:`~hybridpriv.estimators.wang.Algorithm1` at every candidate size of the public order
+:class:`~hybridpriv.families.public_private.wang.Algorithm1` at every candidate size of the public order
 (:func:`hybridpriv.models.wang.weight_order`) on a :class:`~hybridpriv.models.wang.WangPosterior`'s
 simulated datasets, then :func:`hybridpriv.engine.decision.decide` -- no Monte Carlo loop of its own.
 It lives with the family, not with the models: a model of public knowledge never runs the engine.
@@ -99,10 +99,10 @@ def select_subset_size(
 
     1. The public order: :func:`weight_order` on ``order_datasets`` simulated datasets (default
        ``datasets``), unless ``order`` is given.  The candidate subset of size ``n`` is its first ``n``.
-    2. ``evaluate``: :class:`~hybridpriv.estimators.wang.Algorithm1` with the whole ``epsilon`` on
+    2. ``evaluate``: :class:`~hybridpriv.families.public_private.wang.Algorithm1` with the whole ``epsilon`` on
        every candidate subset, ``noise_draws`` releases on each of ``datasets`` simulated private
        datasets (the posterior's draws thinned evenly, every chain kept), scored by ``task``
-       (default :class:`~hybridpriv.estimators.wang.PredictionError`: the Section 5.1 criterion
+       (default :class:`~hybridpriv.families.public_private.wang.PredictionError`: the Section 5.1 criterion
        against the non-private fit on the simulated dataset); the public-only fit beside them.
     3. ``decide`` over ``subset_size``: the size with the lowest expected error, with Monte Carlo
        standard errors, P(best) and paired differences.
@@ -112,8 +112,8 @@ def select_subset_size(
     posterior
         A :class:`WangPosterior` (its simulated datasets have ``summaries.n`` records).
     contrast
-        ``"logistic"`` or a :class:`~hybridpriv.estimators.wang.LogisticContrast` (label last); with
-        another contrast pass a ``task`` (e.g. :class:`~hybridpriv.estimators.wang.ParameterError`).
+        ``"logistic"`` or a :class:`~hybridpriv.families.public_private.wang.LogisticContrast` (label last); with
+        another contrast pass a ``task`` (e.g. :class:`~hybridpriv.families.public_private.wang.ParameterError`).
     subset_sizes
         Strictly increasing candidate sizes in ``[1, n_E]``.
     epsilon
@@ -147,9 +147,9 @@ def select_subset_size(
     from ...core.data import ThinnedSource
     from ...engine.decision import decide
     from ...engine.evaluate import evaluate
-    from ...estimators.wang import Algorithm1, PredictionError, PublicOnly, as_contrast
-    from ...estimators.wang.algorithm2 import check_subset_sizes
-    from ...estimators.wang.design import check_order
+    from .wang import Algorithm1, PredictionError, PublicOnly, as_contrast
+    from .wang.algorithm2 import check_subset_sizes
+    from .wang.design import check_order
 
     if not isinstance(posterior, WangPosterior):
         raise TypeError(f"posterior must be a WangPosterior, got {type(posterior).__name__}")

@@ -165,9 +165,9 @@ def build(v: dict[str, Any]):
     """The selection problem: the model of the matrix (validated now), the candidates over k, the task."""
     from ...core.privacy import Guarantee
     from ...estimators import ContributionBoundedCounts
-    from ...estimators.useritem import ItemCounts
     from ...models import UserItemModel
     from ...workflow import Problem
+    from .mechanisms import ItemCounts
 
     try:
         model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"], block=v["block"],

@@ -9,7 +9,8 @@ coverage check: every DP-claiming built-in needs cases at two settings).
 Every case uses ``SAMPLES`` outputs per dataset and confidence ``CONFIDENCE``.  The cases live
 in one module per family: :mod:`.primitives` (noise primitives, contribution-bounded counts),
 :mod:`.grouped` (grouped and hybrid-trust estimators), :mod:`.wang` (Wang et al.) and
-:mod:`.kmeans` (K-means and randomized response).  ``tests/test_audits.py`` runs them, and
+:mod:`.kmeans` (K-means and randomized response); a family added as a package brings its own
+(:meth:`hybridpriv.core.family.Family.audit_cases`, audited on its ``audit_data``).  ``tests/test_audits.py`` runs them, and
 ``benchmarks/audit_rates.py`` measures their false-alarm and detection rates.
 """
 
@@ -23,6 +24,31 @@ from types import ModuleType
 
 from . import grouped, kmeans, primitives, wang  # noqa: F401  (each fills the tables)
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
+
+
+def _family_run(fam, build) -> Run:
+    def run(seed: int):
+        from ..pairs import audit_estimator
+
+        mech = build()
+        data, _ = fam.audit_data(mech)
+        return audit_estimator(mech, data, samples=SAMPLES, confidence=CONFIDENCE, seed=seed)
+
+    return run
+
+
+def _register_family_cases() -> None:
+    """Every registered family's own cases (:meth:`hybridpriv.core.family.Family.audit_cases`): a family added as
+    one package brings its audit cases with it."""
+    from ...families import registry
+
+    for fam in registry().values():
+        for name, build in fam.audit_cases().items():
+            CORRECT[name] = _family_run(fam, build)
+            COVERS[name] = type(build()).__name__
+
+
+_register_family_cases()
 
 __all__ = [
     "BROKEN",
@@ -54,18 +80,19 @@ def _walk(package: ModuleType):
 def dp_claiming_built_ins(extra_modules: tuple[ModuleType, ...] = ()) -> dict[str, str]:
     """Every DP-claiming built-in: name -> where it is defined.
 
-    Walks every module of :mod:`hybridpriv.estimators` (and ``extra_modules``) for public,
+    Walks every module of the family packages (:mod:`hybridpriv.families`, where each family's mechanisms
+    live; and ``extra_modules``) for public,
     concrete :class:`~hybridpriv.core.mechanism.Mechanism` subclasses defined there whose
     constructor takes a budget (:data:`BUDGET_PARAMETERS`), and lists the functions of
     :mod:`hybridpriv.noise` that take ``rng`` and a noise parameter
     (:data:`PRIMITIVE_NOISE_PARAMETERS`).
     """
-    from ... import estimators
+    from ... import families
     from ... import noise as mechanisms
     from ...core.mechanism import Mechanism
 
     found: dict[str, str] = {}
-    for module in (*_walk(estimators), *extra_modules):
+    for module in (*_walk(families), *extra_modules):
         for name, obj in vars(module).items():
             if (inspect.isclass(obj) and issubclass(obj, Mechanism) and obj.__module__ == module.__name__
                     and not name.startswith("_") and not inspect.isabstract(obj)

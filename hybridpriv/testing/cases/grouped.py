@@ -30,7 +30,7 @@ from ...estimators import (
     WeightedMean,
     WeightedMedian,
 )
-from ...estimators.base import Estimator
+from ...families.grouped.estimator import Estimator
 from ..pairs import audit_estimator
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import noise as M
 from ...core.mechanism import Mechanism
-from ...estimators.kmeans import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from ...families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
 from ..core import audit
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ... import noise as M
 from ...core.privacy import Bounds
-from ...estimators.useritem import ContributionBoundedCounts
+from ...families.user_item.mechanisms import ContributionBoundedCounts
 from ..core import audit
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
 

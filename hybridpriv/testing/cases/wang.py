@@ -11,7 +11,7 @@ import numpy as np
 from ... import noise as M
 from ...core.mechanism import Mechanism
 from ...core.privacy import Group
-from ...estimators.wang import (
+from ...families.public_private.wang import (
     Algorithm1,
     Algorithm2,
     HybridDesign,
