@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -309,13 +308,12 @@ def _engine_settings(job: _Job, dim: str, setting: Mapping[str, object]) -> dict
 
 
 def _open_checkpoint(checkpoint, seed: int):
+    """``(checkpoint, opened here)``: the engine's checkpoint (its type checked by :class:`Engine`), a folder opened."""
     from .checkpoint import Checkpoint
 
     if checkpoint is None or isinstance(checkpoint, Checkpoint):
         return checkpoint, False
-    if isinstance(checkpoint, (str, Path)):
-        return Checkpoint(checkpoint, {"run": "evaluate", "seed": seed}), True
-    raise TypeError(f"checkpoint must be a Checkpoint, a folder path or None, got {type(checkpoint).__name__}")
+    return Checkpoint(checkpoint, {"run": "evaluate", "seed": seed}), True
 
 
 def evaluate(
