@@ -81,7 +81,7 @@ def main() -> None:
     from hybridpriv.spec import builtin_example_path, load_spec
 
     spec = load_spec(builtin_example_path(args.example))
-    n_users, m_items = spec.values["n"], len(spec.column_sums)
+    n_users, m_items = spec.values.n, len(spec.column_sums)
     model = UserItemModel(spec.column_sums, n_users)
     where = f"{args.example}: n = {n_users:,}, m = {m_items}"
     ks, eps = list(range(1, 11)), 1.0

@@ -73,7 +73,7 @@ def main() -> None:
     from hybridpriv.spec import builtin_example_path, load_spec
 
     spec = load_spec(builtin_example_path(args.example))
-    n, m = spec.values["n"], len(spec.column_sums)
+    n, m = spec.values.n, len(spec.column_sums)
     model = UserItemModel(spec.column_sums, n)
     # one posterior draw per matrix of ours (the continuing chain moves between their row sums)
     post = model.fit(draws=args.matrices + 1, tune=300, chains=1, seed=args.seed, on_unconverged="ignore",

@@ -30,7 +30,7 @@ from .engine.options import Engine, as_engine
 
 __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
 
-#: Draws (and the model's tuning steps, in its family's ``tune_section``) of the select run's retries,
+#: Draws (and the model's tuning steps, ``fit.tune``, where the family's sampler tunes) of the select run's retries,
 #: as multiples of the SPEC's, when the model's convergence check refuses the fit (the refusal's advice).
 RETRIES = (1, 2, 4)
 #: Edges of the P(best) bins of the reliability diagram.
@@ -132,7 +132,7 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     """Run the select path on ``truth``'s public knowledge and score it on the private truth.
 
     ``settings``: SPEC values merged into the truth's SPEC, a section's keys into the truth's section
-    (e.g. ``{"evaluation": {"draws": 100}}``, ``{"knowledge": {"homogeneous": True}}``);
+    (e.g. ``{"evaluation": {"draws": 100}}``, ``{"model": {"homogeneous": True}}``);
     the select seed and the realised-risk seed come from ``stream(seed, "calibration", family, i, ...)``.
     Monte Carlo realised risks use ``realised_draws x realised_trials`` releases per candidate.
     ``stage(name)``: a resume folder per evaluation (or ``None``).  ``engine``: how the evaluations run
@@ -175,7 +175,6 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     from .core.data import FixedSource
     from .engine.evaluate import evaluate
     from .engine.stats import mean_with_se
-    from .families import family
     from .models._base import ConvergenceError
     from .spec import parse_spec
     from .workflow import run_selection
@@ -184,10 +183,10 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     first = parse_spec(raw).values
     failures = []
     for attempt, factor in enumerate(RETRIES):  # as the refusal advises: more draws (and tuning)
-        raw["evaluation"]["draws"] = first["evaluation"]["draws"] * factor
-        section = family(truth.family).tune_section
-        if section is not None:
-            raw[section] = {**raw.get(section, {}), "tune": first[section]["tune"] * factor}
+        raw["evaluation"]["draws"] = first.evaluation.draws * factor
+        tune = getattr(getattr(first, "fit", None), "tune", None)
+        if tune is not None:  # the family's sampler tunes
+            raw["fit"] = {**raw.get("fit", {}), "tune": tune * factor}
         problem = parse_spec(raw).problem()
         if adjust is not None:
             problem = adjust(problem)

@@ -211,7 +211,11 @@ def _select(args: argparse.Namespace) -> int:
 
 
 def _print_imports(spec) -> None:
-    """A SPEC is trusted input: say which code it makes hybridpriv import, before importing it."""
+    """A SPEC is trusted input: say which code it makes hybridpriv import, before importing it.  (And say when an
+    older SPEC format was read under today's names.)"""
+    if spec.upgraded:
+        print(f"note: {spec.source} is a format-1 SPEC, read as format 2 ({'; '.join(spec.upgraded)}); "
+              "`format = 2` with the new names is the current form (`hybridpriv spec KIND` prints it)", flush=True)
     imports = spec.imports()
     if imports:
         print(f"this SPEC imports code (a SPEC is trusted input: it runs what it names): {', '.join(imports)}", flush=True)

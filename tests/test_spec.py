@@ -33,8 +33,8 @@ def test_builtin_example_parses():
     spec = load_spec(builtin_example_path())
     assert [g.name for g in spec.groups] == ["panel", "opt-in", "default", "strict"]
     assert spec.groups[0].is_public and spec.public_data["panel"].size == 150
-    assert spec.model["released_means"] == [{"value": 36.5, "noise_scale": 0.5, "group": "default"}]
-    assert spec.kind == "grouped" and spec.evaluation["draws"] == 200
+    assert [r.as_dict() for r in spec.model.released_means] == [{"value": 36.5, "noise_scale": 0.5, "group": "default"}]
+    assert spec.kind == "grouped" and spec.evaluation.draws == 200
 
 
 def test_builtin_grouped_example_is_the_documented_preprocessing_of_its_real_data():
@@ -51,7 +51,7 @@ def test_builtin_grouped_example_is_the_documented_preprocessing_of_its_real_dat
     assert [r["group"] for r in rows] == ["panel"] * 150 + ["opt-in"] * 300 + ["default"] * 400 + ["strict"] * 109
     assert ((hours["default"] >= 1) & (hours["default"] <= 99)).all()
     noisy = hours["default"].mean() + np.random.default_rng(20261123).laplace(0, 0.5)
-    assert round(noisy, 1) == spec.model["released_means"][0]["value"]
+    assert round(noisy, 1) == spec.model.released_means[0].value
 
 
 def test_inline_data_and_csv_data(tmp_path):

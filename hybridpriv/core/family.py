@@ -60,9 +60,9 @@ class Family:
     examples
         Built-in example SPECs (``--example NAME``): name -> a file name in ``hybridpriv/examples``, or a
         :class:`~pathlib.Path` to a SPEC the family ships in its own folder.
-    tune_section
-        The SPEC section holding the model's ``tune`` (scaled with the draws when a fit is retried
-        after the convergence check refused it), or ``None``.
+    renamed
+        Keys its format-1 SPECs name otherwise, ``(format-1 path, format-2 path)`` in the order they are
+        moved (``spec_module.RENAMED``): a format-1 SPEC is read as format 2.
     real_datasets
         Names of the real held-out truths :meth:`real_truth` makes (the calibration study).
     quick_calibration
@@ -81,7 +81,7 @@ class Family:
     context_docs: ClassVar[Mapping[str, str]] = {}
     release_files: ClassVar[str] = ""
     examples: ClassVar[Mapping[str, Any]] = {}
-    tune_section: ClassVar[str | None] = None
+    renamed: ClassVar[Sequence[tuple[str, str]]] = ()
     real_datasets: ClassVar[Sequence[str]] = ()
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
 
@@ -90,6 +90,7 @@ class Family:
         mod = cls.__dict__.get("spec_module")
         if mod is not None:
             cls.top, cls.sections = mod.TOP, mod.SECTIONS
+            cls.renamed = getattr(mod, "RENAMED", ())
 
     def __repr__(self) -> str:
         return f"<family {self.name!r}>"
@@ -127,7 +128,7 @@ class Family:
         req = problem.requirements
         if isinstance(req, Mapping):
             return dict(req)
-        groups = spec.values.get("groups") if hasattr(spec, "values") else None
+        groups = getattr(getattr(spec, "values", None), "groups", None)
         if groups and (req is None or isinstance(req, str)):
             return {g.name: g.requirement(req or "add-remove") for g in groups}
         raise self._unsupported("declares no per-unit budgets", "budgets")

@@ -61,7 +61,7 @@ MECHANISMS = Table((
     Key("label", string(), None, doc="its coordinate in the results (default: the instance's label)"),
     Key("params", _params, {}, doc="constructor arguments (the others are taken from the kind's context by name)",
         example="{ clip = 60.0 }"),
-), doc="your own mechanisms, compared beside the built-in candidates")
+), doc="your own mechanisms, compared beside the built-in candidates", name="MechanismEntry")
 
 
 def load_class(ref: str, base_dir: Path | None = None, where: str = "class") -> type:
@@ -159,14 +159,14 @@ def _check_class(cls: Any, fam: Any, data_kind: str, params: Mapping[str, Any], 
 
 def _instance(cls: type, entry: Mapping[str, Any], context: Mapping[str, Any], where: str):
     sig = inspect.signature(cls.__init__)
-    kwargs = {n: context[n] for n in list(sig.parameters)[1:] if n in context and n not in entry["params"]}
+    kwargs = {n: context[n] for n in list(sig.parameters)[1:] if n in context and n not in entry.params}
     try:
-        mech = cls(**entry["params"], **kwargs)
+        mech = cls(**entry.params, **kwargs)
     except Exception as exc:  # the author's constructor refused: say which entry and why
-        raise SpecError(f"{where}: {cls.__name__}({', '.join(sorted({**entry['params'], **kwargs}))}) failed: "
+        raise SpecError(f"{where}: {cls.__name__}({', '.join(sorted({**entry.params, **kwargs}))}) failed: "
                         f"{type(exc).__name__}: {exc}") from None
-    if entry["label"] is not None:
-        mech.label = entry["label"]
+    if entry.label is not None:
+        mech.label = entry.label
     return mech
 
 
@@ -185,8 +185,8 @@ def attach(problem: Any, fam: Any, entries: list[dict[str, Any]], context: Calla
     classes = []
     for i, entry in enumerate(entries):
         where = f"mechanisms[{i}]"
-        cls = load_class(entry["class"], base_dir, f"{where}.class")
-        _check_class(cls, fam, data_kind, entry["params"], where)
+        cls = load_class(entry.class_, base_dir, f"{where}.class")
+        _check_class(cls, fam, data_kind, entry.params, where)
         mech = _instance(cls, entry, context(None), where)
         try:  # data its releases can be checked on before any sampling, where the family has them
             data, _ = fam.audit_data(mech)

@@ -9,6 +9,9 @@ so the docs of a key live in one place.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import keyword
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,9 +22,9 @@ import numpy as np
 
 from ..core.io import iter_rows, read_rows
 
-__all__ = ["REQUIRED", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer", "read_csv_rows",
-           "run_keys", "spec_groups",
-           "integer_range", "list_of", "number", "pair", "string", "table", "tables", "template", "values"]
+__all__ = ["REQUIRED", "Config", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer", "read_csv_rows",
+           "fit_table", "run_keys", "spec_groups",
+           "integer_range", "list_of", "name_tables", "number", "pair", "string", "table", "tables", "template", "values"]
 
 
 class SpecError(ValueError):
@@ -60,18 +63,56 @@ class Key:
     doc: str = ""
     example: str | None = None  # TOML text for the template (default: the default value)
 
+    @property
+    def attr(self) -> str:
+        """The config attribute holding it: the key's name, ``class_`` for ``class`` (a Python keyword)."""
+        return f"{self.name}_" if keyword.iskeyword(self.name) else self.name
+
+
+class Config:
+    """Base of the typed configs :class:`Table` generates: a frozen dataclass with one attribute per key (the
+    parsed, converted value) and per derived value a family's check adds (``dataclasses.replace``)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The values by attribute name (not recursively)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    def describe_params(self) -> dict[str, Any]:
+        """What :func:`hybridpriv.core.params.describe` records: the values by name."""
+        return self.as_dict()
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with ``changes`` (names must be keys or derived values of the table)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
 
 @dataclass(frozen=True)
 class Table:
-    """A TOML table: its keys (in template order) and a one-line description."""
+    """A TOML table: its keys (in template order) and a one-line description.
+
+    :meth:`parse` returns an instance of :attr:`config`, a frozen dataclass generated from the same keys
+    (plus ``derived``: values a family's check computes from them, ``None`` until then) under the name
+    ``name``: the template and the typed config come from one declaration."""
 
     keys: tuple[Key, ...]
     doc: str = ""
     #: In templates, ``{key: TOML text}`` set (not commented out): for an array of tables one block per entry,
     #: for a plain table (or the top level) the first entry.
     examples: tuple[dict[str, str], ...] = ()
+    #: The generated config class's name.
+    name: str = "Config"
+    #: Attributes of the config that are not SPEC keys: computed by the family's check (default ``None``).
+    derived: tuple[str, ...] = ()
 
-    def parse(self, raw: Any, path: str, ctx: Context) -> dict[str, Any]:
+    @functools.cached_property
+    def config(self) -> type[Config]:
+        """The frozen dataclass of this table's parsed values."""
+        fields = [(k.attr, Any) for k in self.keys]
+        fields += [(n, Any, dataclasses.field(default=None)) for n in self.derived]
+        return dataclasses.make_dataclass(self.name, fields, bases=(Config,), frozen=True, eq=False,
+                                          module=__name__)
+
+    def parse(self, raw: Any, path: str, ctx: Context) -> Config:
         where = path or "the top level"
         if not isinstance(raw, dict):
             raise SpecError(f"{where} must be a table, got {_show(raw)}")
@@ -83,12 +124,14 @@ class Table:
         for key in self.keys:
             full = f"{path}.{key.name}" if path else key.name
             if key.name in raw:
-                out[key.name] = key.parse(raw[key.name], full, ctx)
+                out[key.attr] = key.parse(raw[key.name], full, ctx)
+            elif key.default is None and getattr(key.parse, "section", None) is not None:
+                out[key.attr] = key.parse({}, full, ctx)  # an omitted section: its defaults
             elif key.default is REQUIRED:
                 raise SpecError(f"{full} is required ({key.doc})" if key.doc else f"{full} is required")
             else:
-                out[key.name] = key.default
-        return out
+                out[key.attr] = key.default
+        return self.config(**out)
 
 
 def _show(value: Any) -> str:
@@ -221,21 +264,37 @@ def integer_range(minimum: int = 1) -> Parser:
 
 
 def table(spec: Table) -> Parser:
-    def parse(value: Any, path: str, ctx: Context) -> dict[str, Any]:
+    """A table (``[name]``); omitted with default ``None``, it holds its keys' defaults."""
+
+    def parse(value: Any, path: str, ctx: Context) -> Config:
         return spec.parse(value, path, ctx)
 
+    parse.section = spec  # type: ignore[attr-defined]
     return parse
 
 
 def tables(spec: Table, min_length: int = 0) -> Parser:
     """An array of tables (``[[name]]``)."""
 
-    def parse(value: Any, path: str, ctx: Context) -> list[dict[str, Any]]:
+    def parse(value: Any, path: str, ctx: Context) -> list[Config]:
         if not isinstance(value, list) or len(value) < min_length:
             raise SpecError(f"{path}: at least {min_length} [[{path}]] table(s) required, got {_show(value)}")
         return [spec.parse(v, f"{path}[{i}]", ctx) for i, v in enumerate(value)]
 
+    parse.item = spec  # type: ignore[attr-defined]
     return parse
+
+
+def name_tables(top: Table, prefix: str) -> None:
+    """Name the config classes of ``top``'s nested tables that have no name yet after ``prefix`` and their key
+    (``GroupedModel``, ``GroupedModelReleasedMeans``), before any of them is generated."""
+    for key in top.keys:
+        sub = getattr(key.parse, "section", None) or getattr(key.parse, "item", None)
+        if sub is None or sub.name != "Config" or "config" in sub.__dict__:
+            continue
+        name = prefix + "".join(part.capitalize() for part in key.name.split("_"))
+        object.__setattr__(sub, "name", name)  # a frozen declaration, named once (see Table.config)
+        name_tables(sub, name)
 
 
 def read_csv_rows(path: Path, key: str) -> list[list[str]]:
@@ -345,7 +404,16 @@ def run_keys(draws: int = 200, trials: int = 20, draws_doc: str = "simulated dat
             Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"))
 
 
-def spec_groups(raw: list[dict[str, Any]], fields: tuple[str, ...] = ()) -> list[tuple[int, Any, Any]]:
+def fit_table(chains_doc: str = "MCMC chains", tune: int | None = 500, doc: str = "how the model is fitted") -> Table:
+    """The ``[fit]`` table every family has, declared once: ``chains`` and, for a sampler that tunes, ``tune``
+    (``tune=None``: the family's sampler has no tuning steps)."""
+    keys = [Key("chains", integer(1, 64), 2, doc=chains_doc)]
+    if tune is not None:
+        keys.append(Key("tune", integer(0, 100_000), tune, doc="MCMC tuning steps per chain"))
+    return Table(tuple(keys), doc)
+
+
+def spec_groups(raw: list[Config], fields: tuple[str, ...] = ()) -> list[tuple[int, Any, Any]]:
     """The ``[[groups]]`` of a SPEC as :class:`~hybridpriv.core.privacy.Group` objects: ``[(index, group, data)]``.
 
     ``fields``: optional Group fields the table has (``"delta"``, ``"trust"``).  Refused, naming the key: a group
@@ -357,10 +425,10 @@ def spec_groups(raw: list[dict[str, Any]], fields: tuple[str, ...] = ()) -> list
     out = []
     for k, g in enumerate(raw):
         try:
-            group = Group(g["name"], g["size"], g["epsilon"], **{f: g[f] for f in fields})
+            group = Group(g.name, g.size, g.epsilon, **{f: getattr(g, f) for f in fields})
         except (TypeError, ValueError) as exc:
             raise SpecError(f"groups[{k}]: {exc}") from None
-        data = g.get("data")
+        data = g.data
         if data is not None:
             if not group.is_public:
                 raise SpecError(f"groups[{k}].data given for group {group.name!r} with epsilon={group.epsilon:g}: "

@@ -126,7 +126,7 @@ def test_the_examples_and_sizes_at_the_caps_pass_the_guards(name, draws, chains)
     """The built-in examples pass the guards at any ordinary number of draws; so does a SPEC at the
     caps (m = MAX_ITEMS items, n known, the default evaluation)."""
     path = builtin_example_path(name)
-    text = path.read_text().replace("[evaluation]\n", f"[evaluation]\nchains = {chains}\n")
+    text = path.read_text().replace("[evaluation]\n", f"[fit]\nchains = {chains}\n\n[evaluation]\n")
     text = re.sub(r"(?m)^draws = \d+$", f"draws = {draws}", text)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "spec.toml").write_text(text)

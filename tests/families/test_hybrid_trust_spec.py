@@ -38,14 +38,14 @@ def _spec(tmp_path, body, name="s.toml"):
 def test_example_parses_to_the_documented_setting():
     spec = load_spec(builtin_example_path("salaries"))
     v = spec.values
-    assert spec.kind == "hybrid-trust" and v["sizes"] == (111, 246) and v["m"] == 250.0
-    assert v["knowledge"]["pilot_tcm"].size == 20 and v["knowledge"]["pilot_lm"].size == 20
+    assert spec.kind == "hybrid-trust" and v.sizes == (111, 246) and v.m == 250.0
+    assert v.model.pilot_tcm.size == 20 and v.model.pilot_lm.size == 20
     # the pilot files are the rows marked "pilot" of the full fixture, in the data's order
     rows = np.genfromtxt(builtin_example_path("salaries").parent / "salaries.csv", delimiter=",", dtype=None,
                          names=True, encoding="utf-8")
     for key, group in (("pilot_tcm", "junior"), ("pilot_lm", "professors")):
         pick = (rows["group"] == group) & (rows["role"] == "pilot")
-        np.testing.assert_array_equal(v["knowledge"][key], rows["salary_k"][pick])
+        np.testing.assert_array_equal(getattr(v.model, key), rows["salary_k"][pick])
     private = rows["role"] == "private"
     assert [(private & (rows["group"] == g)).sum() for g in ("junior", "professors")] == [111, 246]
     assert rows["salary_k"].min() >= 0 and rows["salary_k"].max() <= 250
@@ -54,7 +54,7 @@ def test_example_parses_to_the_documented_setting():
 def test_n_and_c_give_the_sizes():
     v = parse_spec({"kind": "hybrid-trust", "m": 1.0, "n": 1000, "c": 0.05, "tcm": {"epsilon": 1.0},
                     "lm": {"epsilon": 1.0}}).values
-    assert v["sizes"] == (50, 950)
+    assert v.sizes == (50, 950)
 
 
 def test_requirements_are_central_for_tcm_and_local_for_lm():
@@ -64,7 +64,7 @@ def test_requirements_are_central_for_tcm_and_local_for_lm():
     assert req == {"t": Guarantee(1.0, 0.0, "replace", "central"), "l": Guarantee(0.5, 0.0, "replace", "local")}
     # add-remove for the TCM users: Full-LM's local replace-one promise does not meet it (the number of
     # reports is visible), so that candidate becomes ineligible; TCM-only's central promise does
-    v["relation"] = "add-remove"
+    v = v.replace(relation="add-remove")
     from hybridpriv.families.hybrid_trust.mechanisms import FullLM, TCMOnly
     from hybridpriv.families.hybrid_trust.spec import _groups
 
@@ -84,7 +84,7 @@ def test_candidate_weights_come_from_the_posterior():
 
     v = parse_spec({"kind": "hybrid-trust", "m": 10.0, "n": 400, "c": 0.25, "tcm": {"epsilon": 1.0},
                     "lm": {"epsilon": 1.0}}).values
-    post = HybridTrustModel(10.0, sizes=v["sizes"]).prior(draws=400, seed=3)
+    post = HybridTrustModel(10.0, sizes=v.sizes).prior(draws=400, seed=3)
     cands = make_candidates(v, post)
     assert list(cands) == list(CANDIDATES)
     p = post.idata["posterior"]

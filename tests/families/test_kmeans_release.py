@@ -10,6 +10,8 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -87,7 +89,7 @@ class _Spec:
 
     def __init__(self, n, c, pilot, k=2, start="pilot"):
         self.n, self.c = n, c
-        self.values = {"knowledge": {"start": start, "pilot": np.asarray(pilot, float)}, "k": k}
+        self.values = SimpleNamespace(model=SimpleNamespace(start=start, pilot=np.asarray(pilot, float)), k=k)
 
 
 def _brute_force_step(c, x_tcm, reports, labels, k, b_t, tau, u_counts, u_sums):

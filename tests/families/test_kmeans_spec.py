@@ -53,10 +53,10 @@ def test_example_parses_to_the_documented_setting():
     np.testing.assert_allclose(rows["x"], (rows["eruptions"] - 1.5) / 4, atol=5e-7)
     np.testing.assert_allclose(rows["y"], (rows["waiting"] - 40) / 60, atol=5e-7)
     pilot = rows["role"] == "pilot"
-    assert pilot.sum() == 40 and pilot[:40].all() and v["n"] == (~pilot).sum() == 232
-    np.testing.assert_array_equal(v["knowledge"]["pilot"], np.c_[rows["x"], rows["y"]][pilot])
-    assert v["bounds"] == (0.0, 1.0) and 0 < rows["x"].min() and rows["y"].max() < 1
-    assert v["k"] == 2 and round(v["c"] * v["n"]) == 58
+    assert pilot.sum() == 40 and pilot[:40].all() and v.n == (~pilot).sum() == 232
+    np.testing.assert_array_equal(v.model.pilot, np.c_[rows["x"], rows["y"]][pilot])
+    assert v.bounds == (0.0, 1.0) and 0 < rows["x"].min() and rows["y"].max() < 1
+    assert v.k == 2 and round(v.c * v.n) == 58
 
 
 def test_bayesian_bootstrap_draws_are_dirichlet_with_the_chain_seeds():
@@ -108,7 +108,7 @@ def test_pilot_start_is_a_fixed_point_of_lloyd_on_the_pilot():
 
 def test_candidates_and_requirements():
     v = parse_spec({"kind": "kmeans", "bounds": [0.0, 1.0], "n": 200, "c": 0.3, "epsilon": 4.0, "k": 2,
-                    "iterations": [1, 3], "knowledge": {"pilot": PILOT}}).values
+                    "iterations": [1, 3], "model": {"pilot": PILOT}}).values
     cands = make_candidates(v)
     assert list(cands) == [f"{a}-T{t}" for a in ALGORITHMS for t in (1, 3)]
     assert type(cands["hybrid-T3"]) is HybridKMeans and cands["hybrid-T3"].tau == 3
@@ -171,8 +171,8 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
     # as a new user would: write the pilot CSV the template names, fewer datasets; keep the rest as printed
     (tmp_path / "pilot.csv").write_text("x,y\n" + "\n".join(f"{a},{b}" for a, b in PILOT) + "\n")
     filled = (text.replace("# draws = 100", "draws = 6").replace("# trials = 10", "trials = 2")
-              .replace("# algorithms = [", "algorithms = ["))
-    assert filled.count("\ndraws = 6") == 1 and filled.count("\nalgorithms = [") == 1
+              .replace("# candidates = [", "candidates = ["))
+    assert filled.count("\ndraws = 6") == 1 and filled.count("\ncandidates = [") == 1
     spec = _spec(tmp_path, filled, "mine.toml")
     code, out, err = _run(capsys, "select", spec, "--out", tmp_path / "out", "--quiet")
     assert code == 0, err

@@ -70,19 +70,19 @@ def _fast(problem):
 def test_example_parses_to_the_documented_setting():
     spec = load_spec(builtin_example_path("pima"))
     v = spec.values
-    assert spec.kind == "public-private" and v["epsilon"] == 1.0 and v["private"]["n"] == 332
+    assert spec.kind == "public-private" and v.epsilon == 1.0 and v.private.n == 332
     rows = list(csv.DictReader(open(FIXTURES / "pima-public.csv")))
     cols = ["npreg", "glu", "bmi", "ped", "age"]
-    np.testing.assert_array_equal(v["public"]["X"], [[float(r[c]) for c in cols] for r in rows])
-    np.testing.assert_array_equal(v["public"]["y"], [r["type"] == "Yes" for r in rows])
+    np.testing.assert_array_equal(v.public["X"], [[float(r[c]) for c in cols] for r in rows])
+    np.testing.assert_array_equal(v.public["y"], [r["type"] == "Yes" for r in rows])
     # the published "Table 1" is what the shipped private records give (independent computation)
     private = list(csv.DictReader(open(FIXTURES / "pima-private.csv")))
     assert len(private) == 332
     for c in cols:
         x = np.array([float(r[c]) for r in private])
-        assert v["private"]["covariate_mean"][c] == pytest.approx(x.mean(), abs=5e-4)
-        assert v["private"]["covariate_variance"][c] == pytest.approx(x.var(ddof=1), abs=5e-4)
-    assert v["private"]["outcome_rate"] == pytest.approx(sum(r["type"] == "Yes" for r in private) / 332, abs=5e-4)
+        assert v.private.covariate_mean[c] == pytest.approx(x.mean(), abs=5e-4)
+        assert v.private.covariate_variance[c] == pytest.approx(x.var(ddof=1), abs=5e-4)
+    assert v.private.outcome_rate == pytest.approx(sum(r["type"] == "Yes" for r in private) / 332, abs=5e-4)
 
 
 def test_the_example_problem_says_what_is_charged_and_what_is_left_out():
@@ -123,8 +123,8 @@ def test_a_categorical_column_is_one_hot_and_integer_columns_stay_integer(tmp_pa
     body = SMALL.replace('columns = { a = "number", b = "number" }', 'columns = { k = "integer", site = "categorical" }')
     body = body.replace("epsilon = 1.0", 'epsilon = 1.0\ncontrast = "mean"').replace("[5, 15, 30]", "[5, 10, 20]")
     spec = load_spec(_spec(tmp_path, body))
-    assert spec.values["public"]["duplicates"] == 30 - spec.values["public"]["X"].shape[0] > 0
-    assert spec.values["public"]["levels"]["site"] == ("east", "north", "south")
+    assert spec.values.public["duplicates"] == 30 - spec.values.public["X"].shape[0] > 0
+    assert spec.values.public["levels"]["site"] == ("east", "north", "south")
     problem = _fast(spec.problem())
     assert "left out: algorithm2 (its selection criterion needs the logistic contrast, not 'mean')" in problem.header
     assert problem.task.loss_name == "squared parameter error"
@@ -209,7 +209,7 @@ def test_knowledge_the_model_cannot_use_is_refused_naming_it(tmp_path):
     body = textwrap.dedent(SMALL).replace("[5, 15, 30]", "[1, 2]").replace('outcome = "y"', 'outcome = "a"')
     (tmp_path / "s.toml").write_text(body.replace('a = "number", ', ""))
     (tmp_path / "pub.csv").write_text("a,b\n0,2\n1,3\n0,4\n")
-    assert load_spec(tmp_path / "s.toml").values["columns"] == {"b": "number"}
+    assert load_spec(tmp_path / "s.toml").values.columns == {"b": "number"}
     (tmp_path / "s.toml").write_text(body)
     with pytest.raises(ValueError, match=r"outcome 'a' is also listed in columns"):
         load_spec(tmp_path / "s.toml")
@@ -280,7 +280,7 @@ def test_parse_spec_from_python_resolves_the_csv_against_base_dir(tmp_path):
     import tomllib
 
     spec = parse_spec(tomllib.loads(textwrap.dedent(SMALL)), base_dir=tmp_path)
-    assert spec.values["public_records"] == "pub.csv" and spec.values["public"]["X"].shape == (30, 2)
+    assert spec.values.public_records == "pub.csv" and spec.values.public["X"].shape == (30, 2)
     assert "pub.csv" in str(spec.config()["public_records"])
 
 

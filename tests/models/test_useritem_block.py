@@ -357,7 +357,7 @@ def test_the_spec_default_block_is_the_models_and_reaches_the_model(tmp_path):
     assert next(k for k in spec_useritem.TOP.keys if k.name == "block").default == BLOCK
     body = 'kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 6\nepsilon = 1.0\n'
     (tmp_path / "a.toml").write_text(body + "block = 1\n")
-    assert load_spec(tmp_path / "a.toml").values["block"] == 1
+    assert load_spec(tmp_path / "a.toml").values.block == 1
     (tmp_path / "b.toml").write_text(body + "block = 0\n")
     with pytest.raises(ValueError, match="block"):
         load_spec(tmp_path / "b.toml")

@@ -103,7 +103,7 @@ def test_user_item_truths_publish_only_the_margins(i):
 def test_hybrid_trust_truths_publish_only_pilots_sizes_and_epsilons(i):
     t = hybrid_trust_truth(i, rng(5, "h", i))
     assert t.family == "hybrid-trust" and t.generator == GROUPED_GENERATORS[i % 6] and t.spec["m"] == 100.0
-    kn = t.spec["knowledge"]
+    kn = t.spec["model"]
     assert set(kn) == {"pilot_tcm", "pilot_lm"} and 10 <= len(kn["pilot_tcm"]) <= 40 and 10 <= len(kn["pilot_lm"]) <= 40
     for unit in ("tcm", "lm"):
         assert t.spec[unit]["size"] == t.data[unit].size and set(t.spec[unit]) == {"name", "size", "epsilon"}
@@ -121,7 +121,7 @@ def test_real_hybrid_trust_truths_keep_every_record_once():
     totals = {"acs12-income": 894, "boston-medv": 506, "faithful-waiting": 272, "salaries": 397}
     for name, m in REAL_HYBRID_TRUST.items():
         t = real_hybrid_trust_truth(name, rng(0, "r"))
-        kn = t.spec["knowledge"]
+        kn = t.spec["model"]
         n = len(kn["pilot_tcm"]) + len(kn["pilot_lm"]) + t.data["tcm"].size + t.data["lm"].size
         assert n == totals[name] and t.spec["m"] == m
         assert all(v.min() >= 0 and v.max() <= m for v in t.data.values())

@@ -28,7 +28,6 @@ class GroupedFamily(Family):
         "statistic": '"mean" or "median"', "clamp": "whether records are clipped into the bounds",
         "sigma2": "the fitted model (its variance_posterior_mean is the records' variance)",
     }
-    tune_section = "model"
     real_datasets = tuple(REAL_GROUPED)
     quick_calibration = {"real": ["faithful-waiting"], "settings": {"model": {"family": "normal"}, "evaluation": {"draws": 100, "trials": 10}}}
     release_files = "one CSV per group, DIR/<group>.csv (first column: the records; a header row may come first)"

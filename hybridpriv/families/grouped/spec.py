@@ -12,6 +12,7 @@ from typing import Any
 
 from ...core.privacy import NEIGHBOUR_RELATIONS, Bounds
 from ...spec.schema import (
+    Config,
     Context,
     Key,
     SpecError,
@@ -19,6 +20,7 @@ from ...spec.schema import (
     boolean,
     choice,
     epsilon,
+    fit_table,
     integer,
     list_of,
     number,
@@ -31,7 +33,7 @@ from ...spec.schema import (
     values,
 )
 
-__all__ = ["GROUP", "MODEL", "RELEASE", "EVALUATION", "TOP", "build", "check"]
+__all__ = ["FIT", "GROUP", "MODEL", "RELEASE", "EVALUATION", "TOP", "build", "check"]
 
 #: Most records in one simulated dataset (all groups): 8 bytes each, a few copies in flight.
 MAX_RECORDS = 50_000_000
@@ -66,16 +68,16 @@ MODEL = Table((
         Key("sigma_scale", number(0.0, strict=True), None, doc="normal: scale of the half-normal prior on sigma"),
         Key("mean", pair(number()), None, doc="beta: prior (mean, sd) of the mean on [0, 1]"),
         Key("concentration", pair(number()), None, doc="beta: prior (mean, sd) of the concentration"),
-    ))), {}, doc="priors of the family's parameters", example="{ mu = [20.0, 20.0], sigma_scale = 30.0 }"),
+    ))), None, doc="priors of the family's parameters", example="{ mu = [20.0, 20.0], sigma_scale = 30.0 }"),
     Key("known_variance", number(0.0, strict=True), None, doc="the records' variance if it is public"),
     Key("released_means", tables(RELEASE), [], doc="earlier noisy releases of means",
         example='[{ group = "default", value = 23.1, noise_scale = 0.5 }]'),
-    Key("chains", integer(1, 64), 2, doc="MCMC chains"),
-    Key("tune", integer(0, 100_000), 500, doc="MCMC tuning steps per chain"),
 ), doc="the PyMC model of public knowledge")
 
+FIT = fit_table()
+
 EVALUATION = Table((
-    Key("estimators", list_of(string()), None, doc="candidates by name (default: every built-in one)",
+    Key("candidates", list_of(string()), None, doc="candidates by name (default: every built-in one)",
         example='["weighted", "pdp-opt-expected"]'),
     *run_keys(200, 20),
     Key("target", choice("population", "sample"), "population", doc="score against the population or sample statistic"),
@@ -90,58 +92,62 @@ TOP = Table((
     Key("relation", choice(*NEIGHBOUR_RELATIONS), "add-remove", doc="neighbouring relation the groups require"),
     Key("groups", tables(GROUP, 1), doc="the privacy groups"),
     Key("model", table(MODEL), None, doc="the model of public knowledge"),
+    Key("fit", table(FIT), None, doc=FIT.doc),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
-), doc="hybridpriv SPEC, kind grouped: choose a mean or median estimator for groups of different epsilons")
+), doc="hybridpriv SPEC, kind grouped: choose a mean or median estimator for groups of different epsilons",
+    derived=("public_data",))
 
 #: Sections of the template.
-SECTIONS = (("groups", GROUP, True), ("model", MODEL, False), ("evaluation", EVALUATION, False))
+SECTIONS = (("groups", GROUP, True), ("model", MODEL, False), ("fit", FIT, False), ("evaluation", EVALUATION, False))
+
+#: Keys a format-1 SPEC names otherwise: ``(format-1 path, format-2 path)``, applied in order.
+RENAMED = (("model.chains", "fit.chains"), ("model.tune", "fit.tune"), ("evaluation.estimators", "evaluation.candidates"))
 
 
-def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """Cross-key checks and conversions (run at load time, before any sampling)."""
-    v["model"] = v["model"] if v["model"] is not None else MODEL.parse({}, "model", ctx)
-    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
+def check(v: Config, ctx: Context) -> Config:
+    """Cross-key checks and conversions (run at load time, before any sampling): the bounds as
+    :class:`~hybridpriv.core.privacy.Bounds`, the groups as :class:`~hybridpriv.core.privacy.Group` objects and the
+    public groups' records as ``public_data`` (name -> records)."""
     try:
-        v["bounds"] = Bounds.from_pair(v["bounds"])
+        bounds = Bounds.from_pair(v.bounds)
     except (TypeError, ValueError) as exc:
         raise SpecError(str(exc)) from None
     groups, public = [], {}
-    for k, group, data in spec_groups(v["groups"], ("delta", "trust")):
+    for k, group, data in spec_groups(v.groups, ("delta", "trust")):
         if data is not None:
-            if not v["clamp"]:
+            if not v.clamp:
                 try:
-                    v["bounds"].check(data, f"groups[{k}].data")
+                    bounds.check(data, f"groups[{k}].data")
                 except ValueError as exc:
                     raise SpecError(str(exc)) from None
             public[group.name] = data
         groups.append(group)
-    v["groups"] = tuple(groups)
-    v["public_data"] = public
+    v = v.replace(bounds=bounds, groups=tuple(groups), public_data=public)
     records = sum(g.size for g in groups)
     if records > MAX_RECORDS:
         raise SpecError(f"groups: {records:,} records in all (the sum of groups[*].size) exceed {MAX_RECORDS:,}: one "
                         "simulated dataset would not fit in memory; simulate a scaled-down setting")
-    ev = v["evaluation"]
-    n_cand = len(ev["estimators"]) if ev["estimators"] is not None else 8
-    work = float(ev["draws"]) * ev["trials"] * n_cand * records
+    ev = v.evaluation
+    n_cand = len(ev.candidates) if ev.candidates is not None else 8
+    work = float(ev.draws) * ev.trials * n_cand * records
     if work > MAX_WORK:
-        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_cand} candidates x "
+        raise SpecError(f"evaluation.draws = {ev.draws} x evaluation.trials = {ev.trials} x {n_cand} candidates x "
                         f"{records:,} records is {work:.2g} record-operations (hours of CPU); lower evaluation.draws "
                         "or evaluation.trials")
     names = {g.name for g in groups}
-    for k, r in enumerate(v["model"]["released_means"]):
-        if r["group"] is not None and r["group"] not in names:
-            raise SpecError(f"model.released_means[{k}].group names unknown group {r['group']!r}")
-    est = v["evaluation"]["estimators"]
+    for k, r in enumerate(v.model.released_means):
+        if r.group is not None and r.group not in names:
+            raise SpecError(f"model.released_means[{k}].group names unknown group {r.group!r}")
+    est = v.evaluation.candidates
     if est is not None:
         from ...estimators import ESTIMATOR_NAMES, ESTIMATOR_STATISTIC
 
         for name in est:
             if name not in ESTIMATOR_NAMES:
                 raise SpecError(f"unknown estimator {name!r}; known: {list(ESTIMATOR_NAMES)}")
-            if ESTIMATOR_STATISTIC[name] != v["statistic"]:
+            if ESTIMATOR_STATISTIC[name] != v.statistic:
                 raise SpecError(f"estimator {name!r} estimates the {ESTIMATOR_STATISTIC[name]}, "
-                                f"but statistic = {v['statistic']!r}")
+                                f"but statistic = {v.statistic!r}")
     return v
 
 
@@ -170,29 +176,29 @@ def family_choice_lines(table) -> list[str]:
     return lines
 
 
-def _family(v: dict[str, Any]):
+def _family(v: Config):
     from ...models import BetaFamily, MixtureFamily, NormalFamily
 
-    options = {k: x for k, x in v["model"]["family_options"].items() if x is not None}
-    if v["model"]["family"] == "auto":
+    options = {k: x for k, x in v.model.family_options.as_dict().items() if x is not None}
+    if v.model.family == "auto":
         if options:
             raise SpecError(f"model.family_options {sorted(options)} need a named family (normal or beta), not "
                             "family = 'auto'")
         return "auto"
-    cls = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}[v["model"]["family"]]
+    cls = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}[v.model.family]
     try:
         return cls(**options)
     except (TypeError, ValueError) as exc:
-        raise SpecError(f"model.family_options for {v['model']['family']!r}: {exc}") from None
+        raise SpecError(f"model.family_options for {v.model.family!r}: {exc}") from None
 
 
-def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def context(v: Config, posterior: Any) -> dict[str, Any]:
     """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
-    return {"groups": v["groups"], "bounds": v["bounds"], "relation": v["relation"], "statistic": v["statistic"],
-            "clamp": v["clamp"], "sigma2": 1.0 if posterior is None else posterior, "posterior": posterior}
+    return {"groups": v.groups, "bounds": v.bounds, "relation": v.relation, "statistic": v.statistic,
+            "clamp": v.clamp, "sigma2": 1.0 if posterior is None else posterior, "posterior": posterior}
 
 
-def build(v: dict[str, Any]):
+def build(v: Config):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...estimators import default_estimators, make_estimator
     from ...models import GroupedDataModel, ReleasedMean
@@ -200,35 +206,35 @@ def build(v: dict[str, Any]):
     from . import Statistic
 
     releases = []
-    for k, r in enumerate(v["model"]["released_means"]):
+    for k, r in enumerate(v.model.released_means):
         try:
-            releases.append(ReleasedMean(r["value"], r["noise_scale"], r["group"]))
+            releases.append(ReleasedMean(r.value, r.noise_scale, r.group))
         except (TypeError, ValueError) as exc:
             raise SpecError(f"model.released_means[{k}]: {exc}") from None
     try:
-        model = GroupedDataModel(v["groups"], v["bounds"], family=_family(v), public_data=v["public_data"] or None,
-                                 known_variance=v["model"]["known_variance"], released_means=releases,
-                                 clamp=v["clamp"])
+        model = GroupedDataModel(v.groups, v.bounds, family=_family(v), public_data=v.public_data or None,
+                                 known_variance=v.model.known_variance, released_means=releases,
+                                 clamp=v.clamp)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
-    ev = v["evaluation"]
+    ev = v.evaluation
 
     def candidates(posterior) -> dict:
-        kw = {"sigma2": posterior, "relation": v["relation"]}
-        if ev["estimators"] is None:
-            ests = default_estimators(v["groups"], v["bounds"], v["statistic"], **kw)
+        kw = {"sigma2": posterior, "relation": v.relation}
+        if ev.candidates is None:
+            ests = default_estimators(v.groups, v.bounds, v.statistic, **kw)
         else:
-            ests = [make_estimator(n, v["groups"], v["bounds"], **kw) for n in ev["estimators"]]
+            ests = [make_estimator(n, v.groups, v.bounds, **kw) for n in ev.candidates]
         return {e.label: e for e in ests}
 
     # every named candidate can be built: fail before sampling
-    for name in ev["estimators"] or []:
-        make_estimator(name, v["groups"], v["bounds"], sigma2=1.0, relation=v["relation"], mean_square=0.0)
+    for name in ev.candidates or []:
+        make_estimator(name, v.groups, v.bounds, sigma2=1.0, relation=v.relation, mean_square=0.0)
     header = []
-    for g in v["groups"]:
+    for g in v.groups:
         kind = "public" if g.is_public else f"epsilon={g.epsilon:g}" + (f", delta={g.delta:g}" if g.delta else "")
-        known = " (records known)" if g.name in v["public_data"] else ""
+        known = " (records known)" if g.name in v.public_data else ""
         header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
     header += family_choice_lines(model.family_choice)
 
@@ -239,10 +245,10 @@ def build(v: dict[str, Any]):
         return lines, {"model_family": posterior.family.name, "family_fallback": fallback}
 
     return Problem(
-        kind="grouped", description=v["description"], model=model, candidates=candidates,
-        task=Statistic(ev["target"], ev["loss"]), dim="estimator", requirements=v["relation"],
-        chains=v["model"]["chains"], tune=v["model"]["tune"], datasets=ev["draws"], trials=ev["trials"],
-        seed=ev["seed"], header=header, title=f"{v['statistic']} release: expected {ev['loss']} error",
+        kind="grouped", description=v.description, model=model, candidates=candidates,
+        task=Statistic(ev.target, ev.loss), dim="estimator", requirements=v.relation,
+        chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws, trials=ev.trials,
+        seed=ev.seed, header=header, title=f"{v.statistic} release: expected {ev.loss} error",
         diagnostics=diagnostics,
     )
 

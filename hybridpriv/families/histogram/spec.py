@@ -17,6 +17,7 @@ import numpy as np
 
 from ...core.privacy import NEIGHBOUR_RELATIONS
 from ...spec.schema import (
+    Config,
     Context,
     Key,
     SpecError,
@@ -73,7 +74,7 @@ MODEL = Table((
 ), doc="the model of public knowledge: one share per category, the same in every group")
 
 EVALUATION = Table((
-    Key("estimators", list_of(choice(*CANDIDATES)), None, doc="candidates by name (default: every built-in one)",
+    Key("candidates", list_of(choice(*CANDIDATES)), None, doc="candidates by name (default: every built-in one)",
         example='["weighted", "pooled"]'),
     *run_keys(200, 50, trials_doc="releases per dataset (PDP Sample is run; the others are exact)"),
     Key("loss", choice("squared", "max"), "squared", doc="squared error summed over categories, or the largest"),
@@ -88,17 +89,18 @@ TOP = Table((
     Key("model", table(MODEL), None, doc="the model of public knowledge"),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind histogram: choose a histogram mechanism over public categories for groups of "
-       "different epsilons")
+       "different epsilons", derived=("public_counts",))
 
 #: Sections of the template.
 SECTIONS = (("groups", GROUP, True), ("model", MODEL, False), ("evaluation", EVALUATION, False))
 
+#: Keys a format-1 SPEC names otherwise: ``(format-1 path, format-2 path)``, applied in order.
+RENAMED = (("evaluation.estimators", "evaluation.candidates"),)
 
-def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+
+def check(v: Config, ctx: Context) -> Config:
     """Cross-key checks and conversions (run at load time, before any sampling)."""
-    v["model"] = v["model"] if v["model"] is not None else MODEL.parse({}, "model", ctx)
-    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
-    cats = v["categories"]
+    cats = v.categories
     if len(cats) > MAX_CATEGORIES:
         raise SpecError(f"categories: {len(cats):,} categories exceed the limit of {MAX_CATEGORIES:,}")
     dup = sorted(c for c, k in Counter(cats).items() if k > 1)
@@ -106,41 +108,40 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise SpecError(f"categories must be distinct, got {dup[0]!r} twice")
     index = {c: j for j, c in enumerate(cats)}
     groups, public = [], {}
-    for k, group, data in spec_groups(v["groups"]):
+    for k, group, data in spec_groups(v.groups):
         if data is not None:
             unknown = [r for r in data if r not in index]
             if unknown:
                 raise SpecError(f"groups[{k}].data holds {unknown[0]!r}, which is not one of the categories")
             public[group.name] = np.bincount([index[r] for r in data], minlength=len(cats))
         groups.append(group)
-    v["groups"] = tuple(groups)
     if all(g.is_public for g in groups):
         raise SpecError("groups: at least one group must be private (a finite epsilon)")
-    v["public_counts"] = public
+    v = v.replace(groups=tuple(groups), public_counts=public)
     records = sum(g.size for g in groups)
     if records > MAX_RECORDS:
         raise SpecError(f"groups: {records:,} records in all exceed {MAX_RECORDS:,}")
-    ev = v["evaluation"]
-    n_cand = len(ev["estimators"]) if ev["estimators"] is not None else len(CANDIDATES)
-    work = float(ev["draws"]) * ev["trials"] * n_cand * (len(cats) + records)
+    ev = v.evaluation
+    n_cand = len(ev.candidates) if ev.candidates is not None else len(CANDIDATES)
+    work = float(ev.draws) * ev.trials * n_cand * (len(cats) + records)
     if work > MAX_WORK:
-        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_cand} candidates "
+        raise SpecError(f"evaluation.draws = {ev.draws} x evaluation.trials = {ev.trials} x {n_cand} candidates "
                         f"x ({len(cats)} categories + {records:,} records) is {work:.2g} operations (hours of CPU); "
                         "lower evaluation.draws or evaluation.trials")
     return v
 
 
-def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def context(v: Config, posterior: Any) -> dict[str, Any]:
     """What a SPEC-named mechanism's constructor may take (the family's ``context_docs``)."""
-    return {"groups": v["groups"], "categories": tuple(v["categories"]), "relation": v["relation"],
+    return {"groups": v.groups, "categories": tuple(v.categories), "relation": v.relation,
             "s2": 0.25 if posterior is None else posterior, "posterior": posterior}
 
 
-def make_candidates(v: dict[str, Any], posterior: Any, names: Any = None) -> dict[str, Any]:
+def make_candidates(v: Config, posterior: Any, names: Any = None) -> dict[str, Any]:
     """The built-in candidates ``names`` (default: all that apply), by label."""
     from .mechanisms import LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
 
-    groups, cats, rel = v["groups"], tuple(v["categories"]), v["relation"]
+    groups, cats, rel = v.groups, tuple(v.categories), v.relation
     s2 = 0.25 if posterior is None else posterior
     has_public = any(g.is_public for g in groups)
     make = {"weighted": lambda: LaplaceHistograms(groups, cats, rel, "inverse-variance", s2),
@@ -155,24 +156,24 @@ def make_candidates(v: dict[str, Any], posterior: Any, names: Any = None) -> dic
     return {n: make[n]() for n in wanted}
 
 
-def build(v: dict[str, Any]):
+def build(v: Config):
     """The selection problem: the model of the shares, the candidates, the task, the requirements."""
     from ...workflow import Problem
     from .model import CategoryModel
     from .task import HistogramError
 
-    model = CategoryModel(v["groups"], v["categories"], v["public_counts"], v["model"]["prior"])
-    ev = v["evaluation"]
-    make_candidates(v, None, ev["estimators"])  # every named candidate can be built: fail before sampling
-    header = [f"{len(v['categories'])} categories; relation {v['relation']}"]
-    for g in v["groups"]:
+    model = CategoryModel(v.groups, v.categories, v.public_counts, v.model.prior)
+    ev = v.evaluation
+    make_candidates(v, None, ev.candidates)  # every named candidate can be built: fail before sampling
+    header = [f"{len(v.categories)} categories; relation {v.relation}"]
+    for g in v.groups:
         kind = "public" if g.is_public else f"epsilon={g.epsilon:g}"
-        known = " (records known)" if g.name in v["public_counts"] else ""
+        known = " (records known)" if g.name in v.public_counts else ""
         header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
     return Problem(
-        kind="histogram", description=v["description"], model=model,
-        candidates=lambda posterior: make_candidates(v, posterior, ev["estimators"]),
-        task=HistogramError(ev["loss"]), dim="estimator", requirements=v["relation"], chains=2, tune=0,
-        datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
-        title=f"category shares: expected {ev['loss']} error",
+        kind="histogram", description=v.description, model=model,
+        candidates=lambda posterior: make_candidates(v, posterior, ev.candidates),
+        task=HistogramError(ev.loss), dim="estimator", requirements=v.relation, chains=2, tune=0,
+        datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
+        title=f"category shares: expected {ev.loss} error",
     )

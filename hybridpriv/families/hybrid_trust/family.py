@@ -18,7 +18,6 @@ class HybridTrustFamily(Family):
     data_kind = "grouped"
     spec_module = _spec
     examples = {"salaries": "salaries.toml"}
-    tune_section = "knowledge"
     real_datasets = tuple(REAL_HYBRID_TRUST)
     quick_calibration = {"real": ["salaries"], "settings": {"evaluation": {"draws": 100, "trials": 10}}}
     context_docs = {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",

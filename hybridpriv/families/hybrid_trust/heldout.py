@@ -28,7 +28,7 @@ def _hybrid_trust_spec(m: float, pilots: tuple[np.ndarray, np.ndarray], sizes, e
     return {"kind": "hybrid-trust", "m": float(m),
             "tcm": {"name": "tcm", "size": int(sizes[0]), "epsilon": float(epsilons[0])},
             "lm": {"name": "lm", "size": int(sizes[1]), "epsilon": float(epsilons[1])},
-            "knowledge": {"pilot_tcm": pilots[0].tolist(), "pilot_lm": pilots[1].tolist()}}
+            "model": {"pilot_tcm": pilots[0].tolist(), "pilot_lm": pilots[1].tolist()}}
 
 
 def hybrid_trust_truth(i: int, rng: np.random.Generator, quick: bool = False) -> Truth:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...spec.schema import (
+    Config,
     Context,
     Key,
     SpecError,
@@ -30,6 +31,7 @@ from ...spec.schema import (
     boolean,
     choice,
     epsilon,
+    fit_table,
     integer,
     list_of,
     number,
@@ -41,7 +43,7 @@ from ...spec.schema import (
     values,
 )
 
-__all__ = ["CANDIDATES", "EVALUATION", "KNOWLEDGE", "LM", "RELEASE", "SECTIONS", "TCM", "TOP", "build", "check",
+__all__ = ["CANDIDATES", "EVALUATION", "MODEL", "LM", "RELEASE", "SECTIONS", "TCM", "TOP", "build", "check",
            "make_candidates", "requirements"]
 
 #: Every candidate, in table order (``hybrid-*`` are :class:`~hybridpriv.families.hybrid_trust.mechanisms.Hybrid` weights).
@@ -71,7 +73,7 @@ RELEASE = Table((
     Key("noise_scale", number(0.0, strict=True), doc="the Laplace scale of its noise", example="5.0"),
 ), doc="an earlier noisy release of a mean")
 
-KNOWLEDGE = Table((
+MODEL = Table((
     Key("pilot_tcm", values(), None, doc="public pilot records of TCM users: a list or a CSV path (first column)",
         example='"pilot-tcm.csv"'),
     Key("pilot_lm", values(), None, doc="public pilot records of LM users: a list or a CSV path (first column)",
@@ -86,9 +88,9 @@ KNOWLEDGE = Table((
         doc="(alpha, beta) of the Beta prior on each group's variance / its largest possible value"),
     Key("gap_logit_sd", number(0.0, strict=True), 0.5,
         doc="sd of the Normal prior on the groups' mean gap, logit scale (0.5: gap sd about m / 8)"),
-    Key("chains", integer(1, 64), 2, doc="MCMC chains"),
-    Key("tune", integer(0, 100_000), 500, doc="MCMC tuning steps per chain"),
 ), doc="what is public besides the groups: pilot records, earlier releases, priors (HybridTrustModel)")
+
+FIT = fit_table()
 
 EVALUATION = Table((
     Key("candidates", list_of(string()), None, doc=f"candidates by name (default: all of {list(CANDIDATES)})",
@@ -107,105 +109,108 @@ TOP = Table((
         doc="neighbours the TCM users require: replace (the paper's, n known) or add-remove"),
     Key("tcm", table(TCM), doc="the TCM group"),
     Key("lm", table(LM), doc="the LM group"),
-    Key("knowledge", table(KNOWLEDGE), None, doc="what is public besides the groups"),
+    Key("model", table(MODEL), None, doc="what is public besides the groups"),
+    Key("fit", table(FIT), None, doc=FIT.doc),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind hybrid-trust: a mean release for users who trust the curator (TCM) "
-       "beside users who trust only their device (LM)")
+       "beside users who trust only their device (LM)", derived=("sizes",))
 
-SECTIONS = (("tcm", TCM, False), ("lm", LM, False), ("knowledge", KNOWLEDGE, False), ("evaluation", EVALUATION, False))
+SECTIONS = (("tcm", TCM, False), ("lm", LM, False), ("model", MODEL, False), ("fit", FIT, False),
+            ("evaluation", EVALUATION, False))
+
+#: Keys a format-1 SPEC names otherwise: ``(format-1 path, format-2 path)``, applied in order.
+RENAMED = (("knowledge.chains", "fit.chains"), ("knowledge.tune", "fit.tune"), ("knowledge", "model"))
 
 
-def _sizes(v: dict[str, Any]) -> tuple[int, int]:
-    given = [v["tcm"]["size"] is not None, v["lm"]["size"] is not None]
-    if v["n"] is not None or v["c"] is not None:
-        if v["n"] is None or v["c"] is None:
-            missing = "n" if v["n"] is None else "c"
+def _sizes(v: Config) -> tuple[int, int]:
+    given = [v.tcm.size is not None, v.lm.size is not None]
+    if v.n is not None or v.c is not None:
+        if v.n is None or v.c is None:
+            missing = "n" if v.n is None else "c"
             raise SpecError(f"{missing} is required with {'c' if missing == 'n' else 'n'} (or give tcm.size and lm.size)")
         if any(given):
             raise SpecError("give n and c, or tcm.size and lm.size, not both")
-        n_T = int(round(v["c"] * v["n"]))
-        if not 1 <= n_T <= v["n"] - 1:
-            raise SpecError(f"c = {v['c']!r} with n = {v['n']} gives {n_T} TCM users; both groups need at least one user")
-        return n_T, v["n"] - n_T
+        n_T = int(round(v.c * v.n))
+        if not 1 <= n_T <= v.n - 1:
+            raise SpecError(f"c = {v.c!r} with n = {v.n} gives {n_T} TCM users; both groups need at least one user")
+        return n_T, v.n - n_T
     if not all(given):
         missing = "tcm.size" if not given[0] else "lm.size"
         raise SpecError(f"{missing} is required (or give n and c at the top level)")
-    return v["tcm"]["size"], v["lm"]["size"]
+    return v.tcm.size, v.lm.size
 
 
-def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
-    """Cross-key checks and conversions (at load time, before any sampling)."""
-    v["knowledge"] = v["knowledge"] if v["knowledge"] is not None else KNOWLEDGE.parse({}, "knowledge", ctx)
-    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
-    v["sizes"] = _sizes(v)
-    if v["tcm"]["name"] == v["lm"]["name"]:
-        raise SpecError(f"tcm.name and lm.name must differ, both are {v['tcm']['name']!r}")
+def check(v: Config, ctx: Context) -> Config:
+    """Cross-key checks and conversions (at load time, before any sampling): ``sizes`` = (TCM, LM) users."""
+    v = v.replace(sizes=_sizes(v))
+    if v.tcm.name == v.lm.name:
+        raise SpecError(f"tcm.name and lm.name must differ, both are {v.tcm.name!r}")
     for unit in ("tcm", "lm"):
-        d = v[unit]["delta"]
-        if v["noise"] == "gaussian" and not 0.0 < d < 1.0:
+        d = getattr(v, unit).delta
+        if v.noise == "gaussian" and not 0.0 < d < 1.0:
             raise SpecError(f"{unit}.delta must be in (0, 1) with noise = \"gaussian\", got {d!r}")
-        if v["noise"] == "laplace" and d != 0.0:
+        if v.noise == "laplace" and d != 0.0:
             raise SpecError(f"{unit}.delta must be 0 with noise = \"laplace\" (pure DP), got {d!r}")
-    kn, m = v["knowledge"], v["m"]
+    kn, m = v.model, v.m
     for key in ("pilot_tcm", "pilot_lm"):
-        rec = kn[key]
-        if rec is not None and not kn["clamp"] and ((rec < 0).any() or (rec > m).any()):
+        rec = getattr(kn, key)
+        if rec is not None and not kn.clamp and ((rec < 0).any() or (rec > m).any()):
             bad = float(rec[(rec < 0) | (rec > m)][0])
-            raise SpecError(f"knowledge.{key} holds {bad:g}, outside [0, m = {m:g}] (fix it, or set knowledge.clamp = true)")
-    if kn["homogeneous"] and kn["gap_logit_sd"] != 0.5:
-        raise SpecError(f"knowledge.gap_logit_sd = {kn['gap_logit_sd']!r} is not used with knowledge.homogeneous = true")
-    names = {v["tcm"]["name"]: "T", v["lm"]["name"]: "L"}
-    for k, r in enumerate(kn["released_means"]):
-        if r["group"] is not None and r["group"] not in names:
-            raise SpecError(f"knowledge.released_means[{k}].group names unknown group {r['group']!r}; "
+            raise SpecError(f"model.{key} holds {bad:g}, outside [0, m = {m:g}] (fix it, or set model.clamp = true)")
+    if kn.homogeneous and kn.gap_logit_sd != 0.5:
+        raise SpecError(f"model.gap_logit_sd = {kn.gap_logit_sd!r} is not used with model.homogeneous = true")
+    names = {v.tcm.name: "T", v.lm.name: "L"}
+    for k, r in enumerate(kn.released_means):
+        if r.group is not None and r.group not in names:
+            raise SpecError(f"model.released_means[{k}].group names unknown group {r.group!r}; "
                             f"known: {list(names)} (or leave it out: both groups pooled)")
-        slack = 50.0 * r["noise_scale"]
-        if not -slack <= r["value"] <= m + slack:
-            raise SpecError(f"knowledge.released_means[{k}].value = {r['value']:g} is impossible: a mean lies in "
-                            f"[0, m = {m:g}] and its Laplace noise (scale {r['noise_scale']:g}) is never 50 scales")
-    ev = v["evaluation"]
-    for name in ev["candidates"] or []:
+        slack = 50.0 * r.noise_scale
+        if not -slack <= r.value <= m + slack:
+            raise SpecError(f"model.released_means[{k}].value = {r.value:g} is impossible: a mean lies in "
+                            f"[0, m = {m:g}] and its Laplace noise (scale {r.noise_scale:g}) is never 50 scales")
+    ev = v.evaluation
+    for name in ev.candidates or []:
         if name not in CANDIDATES:
             raise SpecError(f"evaluation.candidates: unknown candidate {name!r}; known: {list(CANDIDATES)}")
-    if ev["candidates"] is not None and len(set(ev["candidates"])) != len(ev["candidates"]):
-        raise SpecError(f"evaluation.candidates names a candidate twice: {ev['candidates']!r}")
-    records = sum(v["sizes"])
+    if ev.candidates is not None and len(set(ev.candidates)) != len(ev.candidates):
+        raise SpecError(f"evaluation.candidates names a candidate twice: {ev.candidates!r}")
+    records = sum(v.sizes)
     if records > MAX_RECORDS:
         raise SpecError(f"{records:,} users in all exceed {MAX_RECORDS:,}: one simulated dataset would not fit in memory")
-    n_cand = len(ev["candidates"] or CANDIDATES)
-    work = float(ev["draws"]) * ev["trials"] * n_cand * records
+    n_cand = len(ev.candidates or CANDIDATES)
+    work = float(ev.draws) * ev.trials * n_cand * records
     if work > MAX_WORK:
-        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_cand} candidates x "
+        raise SpecError(f"evaluation.draws = {ev.draws} x evaluation.trials = {ev.trials} x {n_cand} candidates x "
                         f"{records:,} users is {work:.2g} record-operations (hours of CPU); lower them")
     return v
 
 
-def _groups(v: dict[str, Any]):
+def _groups(v: Config):
     from ...core.privacy import Group
 
-    n_T, n_L = v["sizes"]
-    t, l_ = v["tcm"], v["lm"]
-    return [Group(t["name"], n_T, t["epsilon"], t["delta"], "central"), Group(l_["name"], n_L, l_["epsilon"], l_["delta"], "local")]
+    n_T, n_L = v.sizes
+    t, l_ = v.tcm, v.lm
+    return [Group(t.name, n_T, t.epsilon, t.delta, "central"), Group(l_.name, n_L, l_.epsilon, l_.delta, "local")]
 
 
-def requirements(v: dict[str, Any]) -> dict[str, Any]:
+def requirements(v: Config) -> dict[str, Any]:
     """What each group requires: the TCM group central DP under ``relation``, the LM group local DP (replace)."""
     from ...core.privacy import Guarantee
 
-    t, l_ = v["tcm"], v["lm"]
-    return {t["name"]: Guarantee(t["epsilon"], t["delta"], v["relation"], "central"),
-            l_["name"]: Guarantee(l_["epsilon"], l_["delta"], "replace", "local")}
+    t, l_ = v.tcm, v.lm
+    return {t.name: Guarantee(t.epsilon, t.delta, v.relation, "central"),
+            l_.name: Guarantee(l_.epsilon, l_.delta, "replace", "local")}
 
 
-def make_candidates(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def make_candidates(v: Config, posterior: Any) -> dict[str, Any]:
     """The candidates, ``{label: estimator}``; the weights use the posterior's moments (plug-in or Bayes)."""
     from .mechanisms import FullLM, Hybrid, LMOnly, TCMOnly
 
-    groups, bounds = _groups(v), (0.0, v["m"])
-    common = {"noise": v["noise"], "relation": v["relation"]}
+    groups, bounds = _groups(v), (0.0, v.m)
+    common = {"noise": v.noise, "relation": v.relation}
     post = posterior.idata["posterior"]
     e = {k: float(post[k].mean()) for k in ("sigma_T2", "sigma_L2", "mu_T", "mu_L")}
-    n_T, n_L = v["sizes"]
+    n_T, n_L = v.sizes
     c = n_T / (n_T + n_L)
     # the records' variance of the pooled population (KVH assumes one distribution): plug-in means
     sigma2 = c * e["sigma_T2"] + (1 - c) * e["sigma_L2"] + c * (1 - c) * posterior.moments["gap2"]
@@ -220,52 +225,53 @@ def make_candidates(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
         "hybrid-naive": lambda: Hybrid(groups, bounds, "naive", **common),
         "hybrid-bayes": lambda: Hybrid(groups, bounds, "bayes", posterior=posterior, **common),
     }
-    return {name: build[name]() for name in v["evaluation"]["candidates"] or CANDIDATES}
+    return {name: build[name]() for name in v.evaluation.candidates or CANDIDATES}
 
 
-def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def context(v: Config, posterior: Any) -> dict[str, Any]:
     """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
-    return {"groups": _groups(v), "bounds": (0.0, v["m"]), "noise": v["noise"], "relation": v["relation"],
+    return {"groups": _groups(v), "bounds": (0.0, v.m), "noise": v.noise, "relation": v.relation,
             "posterior": posterior}
 
 
-def build(v: dict[str, Any]):
+def build(v: Config):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...models import HybridTrustModel, ReleasedMean
     from ...workflow import Problem
     from ..grouped import Statistic
     from .mechanisms import TCMOnly
 
-    kn, ev = v["knowledge"], v["evaluation"]
-    names = {v["tcm"]["name"]: "T", v["lm"]["name"]: "L", None: None}
+    kn, ev = v.model, v.evaluation
+    names = {v.tcm.name: "T", v.lm.name: "L", None: None}
     try:
-        releases = [ReleasedMean(r["value"], r["noise_scale"], names[r["group"]]) for r in kn["released_means"]]
-        model = HybridTrustModel(v["m"], homogeneous=kn["homogeneous"], mean=tuple(kn["mean"]),
-                                 variance_fraction=tuple(kn["variance_fraction"]), gap_logit_sd=kn["gap_logit_sd"],
-                                 pilot_T=kn["pilot_tcm"], pilot_L=kn["pilot_lm"], sizes=v["sizes"], clamp=kn["clamp"],
+        releases = [ReleasedMean(r.value, r.noise_scale, names[r.group]) for r in kn.released_means]
+        model = HybridTrustModel(v.m, homogeneous=kn.homogeneous, mean=tuple(kn.mean),
+                                 variance_fraction=tuple(kn.variance_fraction), gap_logit_sd=kn.gap_logit_sd,
+                                 pilot_T=kn.pilot_tcm, pilot_L=kn.pilot_lm, sizes=v.sizes, clamp=kn.clamp,
                                  released_means=releases)
         # the noise can be calibrated for both groups (refuses extreme epsilons and deltas before sampling)
-        TCMOnly(_groups(v), (0.0, v["m"]), noise=v["noise"], relation=v["relation"])
+        TCMOnly(_groups(v), (0.0, v.m), noise=v.noise, relation=v.relation)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
-    n_T, n_L = v["sizes"]
-    t, l_ = v["tcm"], v["lm"]
+    n_T, n_L = v.sizes
+    t, l_ = v.tcm, v.lm
 
     def unit(g: dict[str, Any], size: int, trust: str) -> str:
-        d = f", delta={g['delta']:g}" if g["delta"] else ""
-        return f"{trust} group {g['name']:<10} n={size:<7} epsilon={g['epsilon']:g}{d}"
+        d = f", delta={g.delta:g}" if g.delta else ""
+        return f"{trust} group {g.name:<10} n={size:<7} epsilon={g.epsilon:g}{d}"
 
-    pilots = [f"{k}: {kn[k].size} records" for k in ("pilot_tcm", "pilot_lm") if kn[k] is not None]
-    header = [f"records in [0, {v['m']:g}], c = {n_T / (n_T + n_L):.3g}, {v['noise']} noise, TCM relation {v['relation']}",
+    pilots = [f"{k}: {getattr(kn, k).size} records" for k in ("pilot_tcm", "pilot_lm")
+              if getattr(kn, k) is not None]
+    header = [f"records in [0, {v.m:g}], c = {n_T / (n_T + n_L):.3g}, {v.noise} noise, TCM relation {v.relation}",
               unit(t, n_T, "TCM"), unit(l_, n_L, "LM "),
               "public: " + (", ".join(pilots) if pilots else "no pilot records")
-              + f", {len(releases)} earlier release(s), {'one shared' if kn['homogeneous'] else 'per-group'} distribution"]
+              + f", {len(releases)} earlier release(s), {'one shared' if kn.homogeneous else 'per-group'} distribution"]
     return Problem(
-        kind="hybrid-trust", description=v["description"], model=model,
-        candidates=lambda posterior: make_candidates(v, posterior), task=Statistic("sample", ev["loss"]),
-        dim="estimator", requirements=requirements(v), chains=kn["chains"], tune=kn["tune"], datasets=ev["draws"],
-        trials=ev["trials"], seed=ev["seed"], header=header,
-        title=f"hybrid trust: expected {ev['loss']} error of the mean (c = {n_T / (n_T + n_L):.2g})",
+        kind="hybrid-trust", description=v.description, model=model,
+        candidates=lambda posterior: make_candidates(v, posterior), task=Statistic("sample", ev.loss),
+        dim="estimator", requirements=requirements(v), chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws,
+        trials=ev.trials, seed=ev.seed, header=header,
+        title=f"hybrid trust: expected {ev.loss} error of the mean (c = {n_T / (n_T + n_L):.2g})",
     )
 

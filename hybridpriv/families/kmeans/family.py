@@ -42,15 +42,15 @@ class KMeansFamily(Family):
         from .rounds import _sizes
 
         sizes = _sizes(spec)
-        lo, hi = spec.values["bounds"]
-        pilot = spec.values["knowledge"]["pilot"]
+        lo, hi = spec.values.bounds
+        pilot = spec.values.model.pilot
         points = np.full((sizes["tcm"] + sizes["lm"], pilot.shape[1]), (lo + hi) / 2.0)
         trusted = np.arange(points.shape[0]) < sizes["tcm"]
-        init = pilot_start(pilot, spec.values["k"]) if spec.values["knowledge"]["start"] == "pilot" else None
+        init = pilot_start(pilot, spec.values.k) if spec.values.model.start == "pilot" else None
         return PointCloud(points, trusted, (lo, hi), init)
 
     def released_meaning(self, spec: Any) -> str:
-        return f"the {spec.values['k']} final centres (k rows of d coordinates, row by row), after every round"
+        return f"the {spec.values.k} final centres (k rows of d coordinates, row by row), after every round"
 
     def predictive_checks(self, posterior: Any, seed: int) -> Any:
         return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset "

@@ -146,11 +146,11 @@ class KMeansRounds:
     # -- the rounds -----------------------------------------------------------------------------
     def begin(self, rng: np.random.Generator) -> dict[str, Any]:
         """Round 0: the public start (line 1): the SPEC's pilot start, or uniform in the box (from ``rng``)."""
-        kn = self.spec.values["knowledge"]
-        if kn["start"] == "pilot":
+        kn = self.spec.values.model
+        if kn.start == "pilot":
             from ...models.kmeans_pilot import pilot_start
 
-            start = pilot_start(kn["pilot"], self.k)
+            start = pilot_start(kn.pilot, self.k)
         else:
             start = self.bounds.lower + self.bounds.width * rng.random((self.k, self.d))
         return {"centres": start.tolist(), "history": [start.tolist()]}

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ...spec.schema import (
+    Config,
     Context,
     Key,
     SpecError,
@@ -37,6 +38,7 @@ from ...spec.schema import (
     boolean,
     choice,
     epsilon,
+    fit_table,
     integer,
     list_of,
     number,
@@ -47,7 +49,7 @@ from ...spec.schema import (
     table,
 )
 
-__all__ = ["ALGORITHMS", "EVALUATION", "KNOWLEDGE", "SECTIONS", "TOP", "build", "check", "make_candidates",
+__all__ = ["ALGORITHMS", "EVALUATION", "MODEL", "SECTIONS", "TOP", "build", "check", "make_candidates",
            "points", "requirements"]
 
 #: Every algorithm, in table order (each is a candidate at every iteration count).
@@ -96,18 +98,19 @@ def points() -> Any:
     return parse
 
 
-KNOWLEDGE = Table((
+MODEL = Table((
     Key("pilot", points(), doc="public pilot points: a CSV path (columns = coordinates, header allowed) or a list",
         example='"pilot.csv"'),
     Key("clamp", boolean(), False, doc="clip pilot points into the box instead of refusing points outside"),
     Key("start", choice("pilot", "uniform"), "pilot",
         doc="the public start: pilot (Lloyd's algorithm on the pilot, same for every dataset) or uniform (fresh per dataset)"),
     Key("smoothing", number(0.0), 0.0, doc="sd of Gaussian noise added to every resampled pilot point (0: plain bootstrap)"),
-    Key("chains", integer(1, 64), 2, doc="posterior chains (exact Dirichlet draws; R-hat and ESS are a check)"),
 ), doc="what is public besides the setting: a pilot sample of points (KMeansPilotModel, a Bayesian bootstrap)")
 
+FIT = fit_table("posterior chains (exact Dirichlet draws; R-hat and ESS are a check)", tune=None)
+
 EVALUATION = Table((
-    Key("algorithms", list_of(string()), None, doc=f"algorithms by name (default: all of {list(ALGORITHMS)})",
+    Key("candidates", list_of(string()), None, doc=f"algorithms by name (default: all of {list(ALGORITHMS)})",
         example='["hybrid", "tcm", "hybrid-debiased"]'),
     *run_keys(100, 10),
 ), doc="how the candidates are evaluated")
@@ -120,106 +123,110 @@ TOP = Table((
     Key("epsilon", epsilon(allow_public=False), doc="every user's total epsilon (both groups)", example="5.0"),
     Key("k", integer(1, 1000), doc="number of clusters", example="2"),
     Key("iterations", list_of(integer(1, 1000)), doc="iteration counts (tau) to consider", example="[1, 2, 3, 5]"),
-    Key("knowledge", table(KNOWLEDGE), doc="what is public besides the setting"),
+    Key("model", table(MODEL), doc="what is public besides the setting"),
+    Key("fit", table(FIT), None, doc=FIT.doc),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind kmeans: DP K-means for users who trust the curator (TCM) beside users who "
        "trust only their device (LM)")
 
-SECTIONS = (("knowledge", KNOWLEDGE, False), ("evaluation", EVALUATION, False))
+SECTIONS = (("model", MODEL, False), ("fit", FIT, False), ("evaluation", EVALUATION, False))
+
+#: Keys a format-1 SPEC names otherwise: ``(format-1 path, format-2 path)``, applied in order.
+RENAMED = (("knowledge.chains", "fit.chains"), ("knowledge", "model"), ("evaluation.algorithms", "evaluation.candidates"))
 
 
-def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+def check(v: Config, ctx: Context) -> Config:
     """Cross-key checks and conversions (at load time, before any sampling)."""
-    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
-    if not v["bounds"][0] < v["bounds"][1]:
-        raise SpecError(f"bounds must be [lower, upper] with lower < upper, got {v['bounds']!r}")
-    lo, hi = v["bounds"]
-    if not 0.0 < v["c"] < 1.0:
-        raise SpecError(f"c must be < 1 (some users must be LM users), got {v['c']!r}")
-    n_t = int(round(v["c"] * v["n"]))
-    if not 1 <= n_t <= v["n"] - 1:
-        raise SpecError(f"c = {v['c']!r} with n = {v['n']} gives {n_t} TCM users; both groups need at least one user")
-    if v["n"] > MAX_USERS:
-        raise SpecError(f"n = {v['n']:,} users exceed {MAX_USERS:,}: one simulated dataset would not fit in memory")
-    its = v["iterations"]
+    if not v.bounds[0] < v.bounds[1]:
+        raise SpecError(f"bounds must be [lower, upper] with lower < upper, got {v.bounds!r}")
+    lo, hi = v.bounds
+    if not 0.0 < v.c < 1.0:
+        raise SpecError(f"c must be < 1 (some users must be LM users), got {v.c!r}")
+    n_t = int(round(v.c * v.n))
+    if not 1 <= n_t <= v.n - 1:
+        raise SpecError(f"c = {v.c!r} with n = {v.n} gives {n_t} TCM users; both groups need at least one user")
+    if v.n > MAX_USERS:
+        raise SpecError(f"n = {v.n:,} users exceed {MAX_USERS:,}: one simulated dataset would not fit in memory")
+    its = v.iterations
     if len(set(its)) != len(its):
         raise SpecError(f"iterations names an iteration count twice: {its!r}")
-    kn = v["knowledge"]
-    pilot = kn["pilot"]
-    if kn["clamp"]:
-        kn["pilot"] = pilot = np.clip(pilot, lo, hi)
+    kn = v.model
+    pilot = kn.pilot
+    if kn.clamp:
+        pilot = np.clip(pilot, lo, hi)
+        v = v.replace(model=kn.replace(pilot=pilot))
     outside = (pilot < lo) | (pilot > hi)
     if outside.any():
         i, j = np.argwhere(outside)[0]
-        raise SpecError(f"knowledge.pilot point {i} has coordinate {pilot[i, j]:g}, outside bounds [{lo:g}, {hi:g}] "
-                        "(fix it, or set knowledge.clamp = true)")
-    if kn["start"] == "pilot" and pilot.shape[0] < v["k"]:
-        raise SpecError(f"knowledge.start = \"pilot\" needs at least k = {v['k']} pilot points, the pilot has {pilot.shape[0]}")
-    if kn["smoothing"] > hi - lo:
-        raise SpecError(f"knowledge.smoothing = {kn['smoothing']!r} exceeds the box's width {hi - lo:g}")
-    ev = v["evaluation"]
-    for name in ev["algorithms"] or []:
+        raise SpecError(f"model.pilot point {i} has coordinate {pilot[i, j]:g}, outside bounds [{lo:g}, {hi:g}] "
+                        "(fix it, or set model.clamp = true)")
+    if kn.start == "pilot" and pilot.shape[0] < v.k:
+        raise SpecError(f"model.start = \"pilot\" needs at least k = {v.k} pilot points, the pilot has {pilot.shape[0]}")
+    if kn.smoothing > hi - lo:
+        raise SpecError(f"model.smoothing = {kn.smoothing!r} exceeds the box's width {hi - lo:g}")
+    ev = v.evaluation
+    for name in ev.candidates or []:
         if name not in ALGORITHMS:
-            raise SpecError(f"evaluation.algorithms: unknown algorithm {name!r}; known: {list(ALGORITHMS)}")
-    if ev["algorithms"] is not None and len(set(ev["algorithms"])) != len(ev["algorithms"]):
-        raise SpecError(f"evaluation.algorithms names an algorithm twice: {ev['algorithms']!r}")
-    n_alg = len(ev["algorithms"] or ALGORITHMS)
-    work = float(ev["draws"]) * ev["trials"] * n_alg * sum(its) * v["n"] * v["k"]
+            raise SpecError(f"evaluation.candidates: unknown algorithm {name!r}; known: {list(ALGORITHMS)}")
+    if ev.candidates is not None and len(set(ev.candidates)) != len(ev.candidates):
+        raise SpecError(f"evaluation.candidates names an algorithm twice: {ev.candidates!r}")
+    n_alg = len(ev.candidates or ALGORITHMS)
+    work = float(ev.draws) * ev.trials * n_alg * sum(its) * v.n * v.k
     if work > MAX_WORK:
-        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {n_alg} algorithms x "
-                        f"iterations {its} x n = {v['n']:,} x k = {v['k']} is {work:.2g} point-operations (hours of CPU); "
+        raise SpecError(f"evaluation.draws = {ev.draws} x evaluation.trials = {ev.trials} x {n_alg} algorithms x "
+                        f"iterations {its} x n = {v.n:,} x k = {v.k} is {work:.2g} point-operations (hours of CPU); "
                         "lower them")
     return v
 
 
-def requirements(v: dict[str, Any]) -> dict[str, Any]:
+def requirements(v: Config) -> dict[str, Any]:
     """What each unit requires: ``tcm`` central DP (add/remove-one), ``lm`` local DP (replace-one), at ``epsilon``."""
     from ...core.privacy import Guarantee
 
-    return {"tcm": Guarantee(v["epsilon"], 0.0, "add-remove", "central"),
-            "lm": Guarantee(v["epsilon"], 0.0, "replace", "local")}
+    return {"tcm": Guarantee(v.epsilon, 0.0, "add-remove", "central"),
+            "lm": Guarantee(v.epsilon, 0.0, "replace", "local")}
 
 
-def make_candidates(v: dict[str, Any], posterior: Any = None) -> dict[str, Any]:
+def make_candidates(v: Config, posterior: Any = None) -> dict[str, Any]:
     """The candidates, ``{"ALGORITHM-T<tau>": mechanism}``, algorithm by algorithm, each over ``iterations``."""
     from .algorithms import HybridKMeans, LMKMeans, TCMKMeans
 
-    kw = {"k": v["k"], "epsilon": v["epsilon"], "bounds": tuple(v["bounds"]), "d": int(v["knowledge"]["pilot"].shape[1])}
+    kw = {"k": v.k, "epsilon": v.epsilon, "bounds": tuple(v.bounds), "d": int(v.model.pilot.shape[1])}
     build = {"hybrid": lambda t: HybridKMeans(tau=t, **kw), "tcm": lambda t: TCMKMeans(tau=t, **kw),
              "lm": lambda t: LMKMeans(tau=t, **kw), "hybrid-debiased": lambda t: HybridKMeans(tau=t, debias=True, **kw),
              "lm-debiased": lambda t: LMKMeans(tau=t, debias=True, **kw)}
-    return {f"{name}-T{t}": build[name](t) for name in v["evaluation"]["algorithms"] or ALGORITHMS
-            for t in v["iterations"]}
+    return {f"{name}-T{t}": build[name](t) for name in v.evaluation.candidates or ALGORITHMS
+            for t in v.iterations}
 
 
-def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def context(v: Config, posterior: Any) -> dict[str, Any]:
     """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
-    return {"k": v["k"], "epsilon": v["epsilon"], "bounds": tuple(v["bounds"]),
-            "d": int(v["knowledge"]["pilot"].shape[1]), "posterior": posterior}
+    return {"k": v.k, "epsilon": v.epsilon, "bounds": tuple(v.bounds),
+            "d": int(v.model.pilot.shape[1]), "posterior": posterior}
 
 
-def build(v: dict[str, Any]):
+def build(v: Config):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...models import KMeansPilotModel
     from ...workflow import Problem
     from .algorithms import WCSS
 
-    kn, ev = v["knowledge"], v["evaluation"]
+    kn, ev = v.model, v.evaluation
     try:
-        model = KMeansPilotModel(kn["pilot"], tuple(v["bounds"]), v["n"], v["c"], v["k"], start=kn["start"],
-                                 smoothing=kn["smoothing"])
+        model = KMeansPilotModel(kn.pilot, tuple(v.bounds), v.n, v.c, v.k, start=kn.start,
+                                 smoothing=kn.smoothing)
         make_candidates(v)  # every candidate can be built (refuses extreme epsilons or boxes before sampling)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
-    n_t = int(round(v["c"] * v["n"]))
-    lo, hi = v["bounds"]
-    d = kn["pilot"].shape[1]
-    header = [f"{v['n']} users in [{lo:g}, {hi:g}]^{d}: {n_t} trust the curator (TCM, central DP), "
-              f"{v['n'] - n_t} only their device (LM, local DP); epsilon = {v['epsilon']:g} each",
-              f"k = {v['k']} clusters, iterations {v['iterations']}",
-              f"public: {kn['pilot'].shape[0]} pilot points (Bayesian bootstrap"
-              + (f", smoothed by sd {kn['smoothing']:g}" if kn["smoothing"] else "") + f"), start: {kn['start']}"]
+    n_t = int(round(v.c * v.n))
+    lo, hi = v.bounds
+    d = kn.pilot.shape[1]
+    header = [f"{v.n} users in [{lo:g}, {hi:g}]^{d}: {n_t} trust the curator (TCM, central DP), "
+              f"{v.n - n_t} only their device (LM, local DP); epsilon = {v.epsilon:g} each",
+              f"k = {v.k} clusters, iterations {v.iterations}",
+              f"public: {kn.pilot.shape[0]} pilot points (Bayesian bootstrap"
+              + (f", smoothed by sd {kn.smoothing:g}" if kn.smoothing else "") + f"), start: {kn.start}"]
     def diagnostics(posterior, seed: int) -> tuple[list[str], dict]:
         note = ("predictive checks: none can fail here: the Bayesian bootstrap resamples the pilot itself, so it "
                 "reproduces the pilot's statistics by construction; what it cannot show is structure the pilot "
@@ -227,9 +234,9 @@ def build(v: dict[str, Any]):
         return [note], {}
 
     return Problem(
-        kind="kmeans", description=v["description"], model=model, candidates=lambda posterior: make_candidates(v, posterior),
+        kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         diagnostics=diagnostics,
-        task=WCSS(), dim="algorithm", requirements=requirements(v), chains=kn["chains"], tune=0,
-        datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
-        title=f"hybrid-trust K-means: expected WCSS (c = {v['c']:.2g}, epsilon = {v['epsilon']:g})",
+        task=WCSS(), dim="algorithm", requirements=requirements(v), chains=v.fit.chains, tune=0,
+        datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
+        title=f"hybrid-trust K-means: expected WCSS (c = {v.c:.2g}, epsilon = {v.epsilon:g})",
     )

@@ -29,16 +29,16 @@ class Layout:
     """
 
     def __init__(self, v: dict[str, Any], center: np.ndarray, scale: np.ndarray, Z: np.ndarray) -> None:
-        types = list(v["columns"].values())
+        types = list(v.columns.values())
         self.center, self.scale = center, scale
         self.integer = np.array([t == "integer" for t in types])
         self.categorical = tuple(j for j, t in enumerate(types) if t == "categorical")
-        names = tuple(v["columns"])
-        self.n_levels = {j: len(v["public"]["levels"][names[j]]) for j in self.categorical}
-        self.logistic = v["contrast"] == "logistic"
-        self.columns = (*names, v["outcome"]) if self.logistic else names
-        self.label = v["outcome"] if self.logistic else None
-        y = v["public"]["y"]
+        names = tuple(v.columns)
+        self.n_levels = {j: len(v.public["levels"][names[j]]) for j in self.categorical}
+        self.logistic = v.contrast == "logistic"
+        self.columns = (*names, v.outcome) if self.logistic else names
+        self.label = v.outcome if self.logistic else None
+        y = v.public["y"]
         self.public = np.column_stack([Z, y]) if self.logistic else np.array(Z, dtype=float)
         self.public.flags.writeable = False
 

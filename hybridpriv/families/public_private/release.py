@@ -36,17 +36,17 @@ def load_private_records(directory: str | Path, spec: Any) -> Any:
     path = data_file(directory, "private.csv", "the private records, with a header row")
     rows = read_rows(path)
     v = spec.values
-    cols, outcome = v["columns"], v["outcome"]
+    cols, outcome = v.columns, v.outcome
     header = [h.strip() for h in rows[0]] if rows else []
     for name in [*cols, outcome]:
         if name not in header:
             raise PrivateDataError(f"{path.name} has no column {name!r} (rule: the SPEC's columns and outcome)")
     body = rows[1:]
-    if len(body) != v["private"]["n"]:
+    if len(body) != v.private.n:
         raise PrivateDataError(f"{path.name} does not hold the SPEC's private.n = {v['private']['n']} records "
                                "(rule: n is published, the file must match)")
     X = np.empty((len(body), len(cols)))
-    levels = v["public"]["levels"]
+    levels = v.public["levels"]
     for j, (name, kind) in enumerate(cols.items()):
         k = header.index(name)
         for i, r in enumerate(body, start=1):
@@ -65,10 +65,10 @@ def load_private_records(directory: str | Path, spec: Any) -> Any:
                 raise PrivateDataError(f"column {name!r}: data row {i} of {path.name} is not {'an integer' if kind == 'integer' else 'a number'} "
                                        f"(rule: the column is declared {kind})")
             X[i - 1, j] = x
-    positive = v["outcome_positive"] or "1"
+    positive = v.outcome_positive or "1"
     k = header.index(outcome)
     raw = [r[k].strip() if k < len(r) else "" for r in body]
-    allowed = set(map(str, (0, 1))) if v["outcome_positive"] is None else None
+    allowed = set(map(str, (0, 1))) if v.outcome_positive is None else None
     if allowed is not None:
         bad = next((i for i, y in enumerate(raw, start=1) if y not in allowed), None)
         if bad is not None:
@@ -87,7 +87,7 @@ def stand_in_design(spec: Any) -> Any:
     from .wang import HybridDesign
 
     layout = _layout(spec)
-    n = spec.values["private"]["n"]
+    n = spec.values.private.n
     private = layout.public[np.arange(n) % layout.public.shape[0]]
     return HybridDesign(private, layout.public, categorical=layout.categorical, columns=layout.columns,
                         label=layout.label)

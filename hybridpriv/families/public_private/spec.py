@@ -38,12 +38,14 @@ import numpy as np
 
 from ...core.io import read_rows
 from ...spec.schema import (
+    Config,
     Context,
     Key,
     SpecError,
     Table,
     choice,
     epsilon,
+    fit_table,
     integer,
     list_of,
     number,
@@ -137,10 +139,10 @@ MODEL = Table((
     Key("shift_sd", number(0.0, strict=True), 1.0, doc="prior sd of the private column means, in public sds"),
     Key("log_scale_sd", number(0.0, strict=True), 0.5, doc="prior sd of log(private sd / public sd) per column"),
     Key("coef_sd", number(0.0, strict=True), 1.0, doc="prior sd of private minus public logistic coefficients"),
-    Key("chains", integer(1, 64), 2, doc="MCMC chains"),
-    Key("tune", integer(0, 100_000), 500, doc="MCMC tuning steps per chain"),
     Key("order_datasets", integer(1, 10_000), 20, doc="simulated datasets that order the public points"),
 ), doc="the model of public knowledge (WangPrivateModel)")
+
+FIT = fit_table()
 
 EVALUATION = Table((
     *run_keys(100, 10, draws_doc="simulated private datasets", trials_doc="releases per dataset and candidate",
@@ -163,12 +165,16 @@ TOP = Table((
     Key("private", table(PRIVATE), doc="the private dataset"),
     Key("candidates", table(CANDIDATES), None, doc="the candidates"),
     Key("model", table(MODEL), None, doc="the model of public knowledge"),
+    Key("fit", table(FIT), None, doc=FIT.doc),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind public-private: release an M-estimate of a private dataset with the help of "
-       "public records (Wang et al.)", examples=({"outcome_positive": '"Yes"'},))
+       "public records (Wang et al.)", examples=({"outcome_positive": '"Yes"'},), derived=("public",))
 
 SECTIONS = (("private", PRIVATE, False), ("candidates", CANDIDATES, False), ("model", MODEL, False),
-            ("evaluation", EVALUATION, False))
+            ("fit", FIT, False), ("evaluation", EVALUATION, False))
+
+#: Keys a format-1 SPEC names otherwise: ``(format-1 path, format-2 path)``, applied in order.
+RENAMED = (("model.chains", "fit.chains"), ("model.tune", "fit.tune"))
 
 
 def _number(text: str) -> float | None:
@@ -231,18 +237,15 @@ def _default_sizes(n_public: int) -> list[int]:
     return sorted({max(1, round(n_public * f)) for f in (0.05, 0.1, 0.25, 0.5, 1.0)})
 
 
-def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+def check(v: Config, ctx: Context) -> Config:
     """Cross-key checks and the public records read (at load time, before any sampling)."""
-    for name, tab in (("candidates", CANDIDATES), ("model", MODEL), ("evaluation", EVALUATION)):
-        if v[name] is None:
-            v[name] = tab.parse({}, name, ctx)
-    cols, out = v["columns"], v["outcome"]
+    cols, out = v.columns, v.outcome
     if out in cols:
         raise SpecError(f"outcome {out!r} is also listed in columns; the columns are the covariates")
-    if v["contrast"] not in ("mean", "median", "logistic", *CONTRASTS):
+    if v.contrast not in ("mean", "median", "logistic", *CONTRASTS):
         raise SpecError(f"contrast must be 'mean', 'median', 'logistic' or a registered contrast {sorted(CONTRASTS)}, "
-                        f"got {v['contrast']!r} (register one with hybridpriv.spec.public_private.register_contrast)")
-    pub = load_public(ctx.base_dir / v["public_records"], cols, out, v["outcome_positive"])
+                        f"got {v.contrast!r} (register one with hybridpriv.spec.public_private.register_contrast)")
+    pub = load_public(ctx.base_dir / v.public_records, cols, out, v.outcome_positive)
     X, y = pub["X"], pub["y"]
     for j, name in enumerate(cols):
         if np.unique(X[:, j]).size < 2:
@@ -250,13 +253,13 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
     rows = np.column_stack([X, y])
     _, first = np.unique(rows, axis=0, return_index=True)
     keep = np.sort(first)
-    v["public"] = {"X": X[keep], "y": y[keep], "levels": pub["levels"], "duplicates": int(len(rows) - keep.size)}
+    v = v.replace(public={"X": X[keep], "y": y[keep], "levels": pub["levels"], "duplicates": int(len(rows) - keep.size)})
     n_e = int(keep.size)
     if n_e < 3:
         raise SpecError(f"public_records: {n_e} distinct record(s); at least 3 are needed")
-    pr = v["private"]
+    pr = v.private
     for key in ("covariate_mean", "covariate_variance"):
-        given = pr[key]
+        given = getattr(pr, key)
         if given is None:
             continue
         unknown = [c for c in given if c not in cols]
@@ -265,78 +268,78 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
         missing = [c for c in cols if c not in given]
         if missing:
             raise SpecError(f"private.{key} must give every column (or none); missing {missing}")
-    if pr["outcome_rate"] is not None and not 0.0 < pr["outcome_rate"] < 1.0:
-        raise SpecError(f"private.outcome_rate must be strictly between 0 and 1, got {pr['outcome_rate']!r}")
-    cand = v["candidates"]
-    sizes = cand["subset_sizes"] if cand["subset_sizes"] is not None else _default_sizes(n_e)
+    if pr.outcome_rate is not None and not 0.0 < pr.outcome_rate < 1.0:
+        raise SpecError(f"private.outcome_rate must be strictly between 0 and 1, got {pr.outcome_rate!r}")
+    cand = v.candidates
+    sizes = cand.subset_sizes if cand.subset_sizes is not None else _default_sizes(n_e)
     if any(b <= a for a, b in zip(sizes, sizes[1:])):
         raise SpecError(f"candidates.subset_sizes must be strictly increasing, got {sizes!r}")
     if sizes[-1] > n_e:
         raise SpecError(f"candidates.subset_sizes must be at most the {n_e} distinct public records, got {sizes[-1]}")
-    cand["subset_sizes"] = sizes
-    if v["contrast"] == "logistic" and len(sizes) < 2:
+    v = v.replace(candidates=cand.replace(subset_sizes=sizes))
+    if v.contrast == "logistic" and len(sizes) < 2:
         raise SpecError(f"candidates.subset_sizes needs at least 2 sizes (Algorithm 2 chooses among them), got {sizes!r}")
-    ev = v["evaluation"]
-    work = float(ev["draws"]) * ev["trials"] * (len(sizes) + 3) * pr["n"]
+    ev = v.evaluation
+    work = float(ev.draws) * ev.trials * (len(sizes) + 3) * pr.n
     if work > MAX_WORK:
-        raise SpecError(f"evaluation.draws = {ev['draws']} x evaluation.trials = {ev['trials']} x {len(sizes) + 3} "
-                        f"candidates x private.n = {pr['n']} is {work:.2g} record-operations (hours of CPU); lower them")
+        raise SpecError(f"evaluation.draws = {ev.draws} x evaluation.trials = {ev.trials} x {len(sizes) + 3} "
+                        f"candidates x private.n = {pr.n} is {work:.2g} record-operations (hours of CPU); lower them")
     return v
 
 
-def _contrast(v: dict[str, Any]):
+def _contrast(v: Config):
     from .wang import LogisticContrast, as_contrast
 
-    name = v["contrast"]
+    name = v.contrast
     if name == "logistic":
-        return LogisticContrast(intercept=True, l2=v["candidates"]["logistic_ridge"])
+        return LogisticContrast(intercept=True, l2=v.candidates.logistic_ridge)
     if name in ("mean", "median"):
         return as_contrast(name)
     return CONTRASTS[name]()
 
 
-def _standardise(v: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _standardise(v: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Public means and sds of the columns (categorical: 0 and 1, i.e. codes kept) and the standardised X."""
-    X = v["public"]["X"]
-    cat = np.array([t == "categorical" for t in v["columns"].values()])
+    X = v.public["X"]
+    cat = np.array([t == "categorical" for t in v.columns.values()])
     center = np.where(cat, 0.0, X.mean(axis=0))
     scale = np.where(cat, 1.0, X.std(axis=0, ddof=1))
     return center, scale, (X - center) / scale
 
 
-def _summaries(v: dict[str, Any], center: np.ndarray, scale: np.ndarray):
+def _summaries(v: Config, center: np.ndarray, scale: np.ndarray):
     from ...models.wang import PublishedSummaries
 
-    pr, cols = v["private"], list(v["columns"])
-    mean = None if pr["covariate_mean"] is None else (np.array([pr["covariate_mean"][c] for c in cols]) - center) / scale
-    var = None if pr["covariate_variance"] is None else np.array([pr["covariate_variance"][c] for c in cols]) / scale**2
-    return PublishedSummaries(pr["n"], mean, var, pr["outcome_rate"])
+    pr, cols = v.private, list(v.columns)
+    mean = None if pr.covariate_mean is None else (np.array([pr.covariate_mean[c] for c in cols]) - center) / scale
+    var = None if pr.covariate_variance is None else np.array([pr.covariate_variance[c] for c in cols]) / scale**2
+    return PublishedSummaries(pr.n, mean, var, pr.outcome_rate)
 
 
-def _lei_cells(v: dict[str, Any], layout: Any) -> int:
-    n_cont = len(v["columns"]) - len(layout.categorical)
-    cells = v["candidates"]["lei_bins"] ** n_cont * math.prod(layout.n_levels.values())
+def _lei_cells(v: Config, layout: Any) -> int:
+    n_cont = len(v.columns) - len(layout.categorical)
+    cells = v.candidates.lei_bins ** n_cont * math.prod(layout.n_levels.values())
     return cells * (2 if layout.logistic else 1)
 
 
-def make_candidates(v: dict[str, Any], posterior: Any, layout: Any) -> dict[str, Any]:
+def make_candidates(v: Config, posterior: Any, layout: Any) -> dict[str, Any]:
     """The candidates ``{coordinate: mechanism}``; Algorithm 1's order comes from ``posterior`` (public)."""
     from ...models.wang import weight_order
     from .wang import Algorithm1, Algorithm2, LeiHistogram, PublicOnly
 
-    eps, cand, c = v["epsilon"], v["candidates"], _contrast(v)
+    eps, cand, c = v.epsilon, v.candidates, _contrast(v)
     out: dict[str, Any] = {"public-only": PublicOnly(c)}
     cells = _lei_cells(v, layout)
-    if cells <= cand["lei_max_cells"]:
+    if cells <= cand.lei_max_cells:
         discrete = {j: list(range(k)) for j, k in layout.n_levels.items()} or None
-        out["lei"] = LeiHistogram(c, eps, cand["lei_bins"], discrete=discrete, max_cells=cand["lei_max_cells"])
+        out["lei"] = LeiHistogram(c, eps, cand.lei_bins, discrete=discrete, max_cells=cand.lei_max_cells)
     if layout.logistic:
-        f1, f2, _ = cand["algorithm2_split"]
+        f1, f2, _ = cand.algorithm2_split
         e1, e2 = eps * f1, eps * f2
-        out["algorithm2"] = Algorithm2(c, (e1, e2, eps - e1 - e2), cand["subset_sizes"],
-                                       reference_ridge=cand["algorithm2_ridge"])
-    order, _ = weight_order(posterior, v["model"]["order_datasets"], posterior.seed)
-    for n in cand["subset_sizes"]:
+        out["algorithm2"] = Algorithm2(c, (e1, e2, eps - e1 - e2), cand.subset_sizes,
+                                       reference_ridge=cand.algorithm2_ridge)
+    order, _ = weight_order(posterior, v.model.order_datasets, posterior.seed)
+    for n in cand.subset_sizes:
         out[f"alg1-n={n}"] = Algorithm1(c, eps, n, order=order)
     for name, m in out.items():  # every candidate is charged its full cost, at most the total epsilon
         spent = m.privacy["private"].epsilon
@@ -345,12 +348,12 @@ def make_candidates(v: dict[str, Any], posterior: Any, layout: Any) -> dict[str,
     return out
 
 
-def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def context(v: Config, posterior: Any) -> dict[str, Any]:
     """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
-    return {"contrast": _contrast(v), "epsilon": v["epsilon"], "posterior": posterior}
+    return {"contrast": _contrast(v), "epsilon": v.epsilon, "posterior": posterior}
 
 
-def build(v: dict[str, Any]):
+def build(v: Config):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...core.privacy import Guarantee
     from ...workflow import Problem
@@ -358,43 +361,43 @@ def build(v: dict[str, Any]):
     from .wang import ParameterError, PredictionError
 
     layout = Layout(v, *_standardise(v))
-    Z = layout.public[:, :len(v["columns"])]
-    mo, ev, cand = v["model"], v["evaluation"], v["candidates"]
+    Z = layout.public[:, :len(v.columns)]
+    mo, ev, cand = v.model, v.evaluation, v.candidates
     try:
         summaries = _summaries(v, layout.center, layout.scale)
-        model = SpecWangModel(Z, v["public"]["y"], summaries, layout, shift_sd=mo["shift_sd"],
-                              log_scale_sd=mo["log_scale_sd"], coef_sd=mo["coef_sd"], seed=ev["seed"])
+        model = SpecWangModel(Z, v.public["y"], summaries, layout, shift_sd=mo.shift_sd,
+                              log_scale_sd=mo.log_scale_sd, coef_sd=mo.coef_sd, seed=ev.seed)
         contrast = _contrast(v)
         task = PredictionError(contrast) if layout.logistic else ParameterError(contrast)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
-    eps, pr, pub = v["epsilon"], v["private"], v["public"]
-    known = [k for k in ("covariate_mean", "covariate_variance", "outcome_rate") if pr[k] is not None]
+    eps, pr, pub = v.epsilon, v.private, v.public
+    known = [k for k in ("covariate_mean", "covariate_variance", "outcome_rate") if getattr(pr, k) is not None]
     cells = _lei_cells(v, layout)
-    f1, f2, f3 = cand["algorithm2_split"]
-    types = ", ".join(f"{c} ({t})" for c, t in v["columns"].items())
+    f1, f2, f3 = cand.algorithm2_split
+    types = ", ".join(f"{c} ({t})" for c, t in v.columns.items())
     header = [
         f"public records: {pub['X'].shape[0]} distinct ({pub['duplicates']} repeated rows dropped); columns {types}; "
-        f"outcome {v['outcome']} (1 = {v['outcome_positive'] or '1'})",
-        f"private dataset: n = {pr['n']}; published: {', '.join(known) if known else 'nothing but n'}",
-        f"contrast {v['contrast']}; loss: {task.loss_name} (continuous columns standardised by the public mean and sd)",
+        f"outcome {v.outcome} (1 = {v.outcome_positive or '1'})",
+        f"private dataset: n = {pr.n}; published: {', '.join(known) if known else 'nothing but n'}",
+        f"contrast {v.contrast}; loss: {task.loss_name} (continuous columns standardised by the public mean and sd)",
         f"every candidate is charged its full privacy cost, all at total epsilon = {eps:g} (replace-one): "
         f"Algorithm 1 spends it all on the weights (its subset sizes are chosen from the model: no budget), "
         + (f"Algorithm 2 splits it {f1:g}/{f2:g}/{f3:g} (order/weights/selection), " if layout.logistic else "")
-        + ("Lei's histogram spends it on the cells, " if cells <= cand["lei_max_cells"] else "")
+        + ("Lei's histogram spends it on the cells, " if cells <= cand.lei_max_cells else "")
         + "public-only spends nothing (never reads the private records)",
     ]
-    if cells > cand["lei_max_cells"]:
+    if cells > cand.lei_max_cells:
         header.append(f"left out: lei (its grid has {cells:.3g} cells > candidates.lei_max_cells = "
-                      f"{cand['lei_max_cells']}: {cand['lei_bins']} bins per continuous column)")
+                      f"{cand.lei_max_cells}: {cand.lei_bins} bins per continuous column)")
     if not layout.logistic:
-        header.append(f"left out: algorithm2 (its selection criterion needs the logistic contrast, not {v['contrast']!r})")
+        header.append(f"left out: algorithm2 (its selection criterion needs the logistic contrast, not {v.contrast!r})")
     return Problem(
-        kind="public-private", description=v["description"], model=model,
+        kind="public-private", description=v.description, model=model,
         candidates=lambda posterior: make_candidates(v, posterior, layout), task=task, dim="candidate",
-        requirements={"private": Guarantee(eps, 0.0, "replace")}, chains=mo["chains"], tune=mo["tune"],
-        datasets=ev["draws"], trials=ev["trials"], seed=ev["seed"], header=header,
+        requirements={"private": Guarantee(eps, 0.0, "replace")}, chains=v.fit.chains, tune=v.fit.tune,
+        datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"public + private records: expected {task.loss_name} at total epsilon = {eps:g}",
         group_of=lambda c: "alg1 (best n)" if str(c).startswith("alg1-n=") else str(c), group_name="approach",
     )

@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 
 from ...spec.schema import (
+    Config,
     Context,
     Key,
     SpecError,
     Table,
     choice,
     epsilon,
+    fit_table,
     integer,
     integer_range,
     run_keys,
@@ -82,8 +84,9 @@ def _n(value: Any, path: str, ctx: Context) -> int | tuple[int, int]:
 EVALUATION = Table((
     *run_keys(400, 200, draws_doc="posterior draws = sampled matrices (over all chains)",
               trials_doc="Monte Carlo runs per matrix for the max and top10 losses"),
-    Key("chains", integer(1, 64), 2, doc="chains of the row-sum sampler"),
 ), doc="how the candidates are evaluated")
+
+FIT = fit_table("chains of the row-sum sampler", tune=None)
 
 TOP = Table((
     Key("description", string(), "", doc="a line shown at the top of the output"),
@@ -104,17 +107,20 @@ TOP = Table((
     Key("block", integer(1, MAX_BLOCK), BLOCK,
         doc="consecutive draws per continuing matrix chain (1: a fresh random start for every matrix, the "
             "sampler before issue 13)"),
+    Key("fit", table(FIT), None, doc=FIT.doc),
     Key("evaluation", table(EVALUATION), None, doc="the evaluation"),
 ), doc="hybridpriv SPEC, kind user-item: choose k, the items kept per user, for DP item counts",
-    examples=({"n": "1500"},))  # the template gives n, so that it runs as printed (n unknown mixes slowly)
+    examples=({"n": "1500"},), derived=("k_default",))  # the template gives n, so that it runs as printed (n unknown mixes slowly)
 
-SECTIONS = (("evaluation", EVALUATION, False),)
+SECTIONS = (("fit", FIT, False), ("evaluation", EVALUATION, False))
+
+#: Keys a format-1 SPEC names otherwise: ``(format-1 path, format-2 path)``, applied in order.
+RENAMED = (("evaluation.chains", "fit.chains"),)
 
 
-def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
+def check(v: Config, ctx: Context) -> Config:
     """Cross-key checks (before any sampling)."""
-    v["evaluation"] = v["evaluation"] if v["evaluation"] is not None else EVALUATION.parse({}, "evaluation", ctx)
-    c = v["column_sums"]
+    c = v.column_sums
     m = int(c.size)
     # size guards first (O(1), then O(m) on the floats read): nothing grows with m, sum(c) or n before them
     if m > MAX_ITEMS:
@@ -128,40 +134,39 @@ def check(v: dict[str, Any], ctx: Context) -> dict[str, Any]:
         raise SpecError(f"column_sums: {reports:,.0f} reports (the sum of the column sums) exceed the limit of "
                         f"{MAX_REPORTS:,} (every sampled matrix holds that many ones; the row-sum sampler makes "
                         f"{MOVES_PER_REPORT} moves per report per draw)")
-    v["column_sums"] = c.astype(np.int64)
-    ev = v["evaluation"]
-    chains = ev["chains"]
-    per_chain = max(1, math.ceil(ev["draws"] / chains)) + TUNE  # draws sampled per chain, burn-in included
-    nb = v["items_prior"] == "negative-binomial"
+    v = v.replace(column_sums=c.astype(np.int64))
+    ev = v.evaluation
+    chains = v.fit.chains
+    per_chain = max(1, math.ceil(ev.draws / chains)) + TUNE  # draws sampled per chain, burn-in included
+    nb = v.items_prior == "negative-binomial"
     moves = chains * per_chain * max(MIN_MOVES, MOVES_PER_REPORT * reports) * (1 + m / ITEMS_PER_MOVE if nb else 1)
     if moves > MAX_TOTAL_MOVES:
-        raise SpecError(f"evaluation.draws = {ev['draws']} over {chains} chains (+ {TUNE} burn-in draws each) x "
+        raise SpecError(f"evaluation.draws = {ev.draws} over {chains} chains (+ {TUNE} burn-in draws each) x "
                         f"{MOVES_PER_REPORT} x sum(column_sums) = {reports:,.0f} row-sum moves per draw"
                         + (f" (each worth 1 + m / {ITEMS_PER_MOVE} = {1 + m / ITEMS_PER_MOVE:.3g} with the "
                            "negative-binomial prior)" if nb else "")
                         + f" is {moves:.2g} moves (about {moves / 1.3e7 / 3600:.0f} CPU hours; limit "
-                        f"{MAX_TOTAL_MOVES:.0g}); lower evaluation.draws or evaluation.chains, or the problem is too "
+                        f"{MAX_TOTAL_MOVES:.0g}); lower evaluation.draws or fit.chains, or the problem is too "
                         "large for this sampler")
     trace = chains * per_chain * m * 8 * (2 if nb else 1)
     if trace > MAX_TRACE_BYTES:
-        raise SpecError(f"evaluation.draws = {ev['draws']} over {chains} chains (+ {TUNE} burn-in draws each) x "
+        raise SpecError(f"evaluation.draws = {ev.draws} over {chains} chains (+ {TUNE} burn-in draws each) x "
                         f"m = {m:,} items: the sampler would keep {trace / 2**30:.3g} GiB of row-sum draws (limit "
                         f"{MAX_TRACE_BYTES / 2**30:g} GiB); lower evaluation.draws")
-    v["k_default"] = v["k"] is None  # then the range is widened (up to m) while the best k sits at its edge
-    if v["k"] is None:
-        v["k"] = list(range(1, min(10, m) + 1))
-    if v["k"][-1] > m:
-        raise SpecError(f"k must be <= m = {m} (the number of items), got {v['k'][-1]}")
+    # k_default: then the range is widened (up to m) while the best k sits at its edge
+    v = v.replace(k_default=v.k is None, k=list(range(1, min(10, m) + 1)) if v.k is None else v.k)
+    if v.k[-1] > m:
+        raise SpecError(f"k must be <= m = {m} (the number of items), got {v.k[-1]}")
     return v
 
 
-def context(v: dict[str, Any], posterior: Any) -> dict[str, Any]:
+def context(v: Config, posterior: Any) -> dict[str, Any]:
     """What a SPEC-named mechanism's constructor may take (:data:`hybridpriv.spec.custom.CONTEXT`)."""
-    return {"epsilon": v["epsilon"], "m": int(len(v["column_sums"])), "column_sums": v["column_sums"],
+    return {"epsilon": v.epsilon, "m": int(len(v.column_sums)), "column_sums": v.column_sums,
             "posterior": posterior}
 
 
-def build(v: dict[str, Any]):
+def build(v: Config):
     """The selection problem: the model of the matrix (validated now), the candidates over k, the task."""
     from ...core.privacy import Guarantee
     from ...estimators import ContributionBoundedCounts
@@ -170,33 +175,33 @@ def build(v: dict[str, Any]):
     from .mechanisms import ItemCounts
 
     try:
-        model = UserItemModel(v["column_sums"], v["n"], trades_per_row=v["trades_per_row"], block=v["block"],
-                              items_prior=None if v["items_prior"] == "uniform" else v["items_prior"])
+        model = UserItemModel(v.column_sums, v.n, trades_per_row=v.trades_per_row, block=v.block,
+                              items_prior=None if v.items_prior == "uniform" else v.items_prior)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
-    ev = v["evaluation"]
+    ev = v.evaluation
     lo, hi = model.n_range
-    trades = ev["draws"] * v["trades_per_row"] * hi
+    trades = ev.draws * v.trades_per_row * hi
     if trades > MAX_TOTAL_TRADES:
-        raise SpecError(f"evaluation.draws = {ev['draws']} x trades_per_row = {v['trades_per_row']} x n <= {hi} "
+        raise SpecError(f"evaluation.draws = {ev.draws} x trades_per_row = {v.trades_per_row} x n <= {hi} "
                         f"is {trades:.2g} Curveball trades (about {trades / 1e7 / 3600:.0f} CPU hours); lower them")
-    eps = v["epsilon"]
+    eps = v.epsilon
 
     def candidates(posterior) -> dict:
-        return {k: ContributionBoundedCounts(k, eps) for k in v["k"]}
+        return {k: ContributionBoundedCounts(k, eps) for k in v.k}
 
     def diagnostics(posterior, seed: int) -> tuple[list[str], dict[str, Any]]:
         mix = posterior.mixing_check(rng=seed)
         starts = mix.get("starts", ())
-        line = (f"matrix chain: {v['trades_per_row']} x n trades per matrix, continuing over blocks of "
+        line = (f"matrix chain: {v.trades_per_row} x n trades per matrix, continuing over blocks of "
                 f"{posterior.model.block} draws from a random start; R-hat over "
                 f"{len(starts) or 4} chains from different realizations {mix['rhat']:.3f} (ESS {mix['ess']:.0f})")
         return [line], {"matrix_chain_rhat": float(mix["rhat"])}
 
     def widen(decision, posterior) -> dict | None:
         """When the best k is the largest searched (and k was not given), double the range, up to m."""
-        if not v["k_default"]:
+        if not v.k_default:
             return None
         ks = [int(k) for k in decision.k.values]
         best, top = int(decision.attrs["recommended"]), max(ks)
@@ -205,15 +210,15 @@ def build(v: dict[str, Any]):
         return {k: ContributionBoundedCounts(k, eps) for k in range(top + 1, min(model.m, 2 * top) + 1)}
 
     n_text = f"{lo}" if lo == hi else f"{lo}..{hi}"
-    header = [f"m = {model.m} items, {int(v['column_sums'].sum())} reports, n = {n_text} users, "
-              f"epsilon = {eps:g}, k = {v['k'][0]}..{v['k'][-1]}, loss = {v['loss']}",
-              f"items per user: {v['items_prior']} prior"]
+    header = [f"m = {model.m} items, {int(v.column_sums.sum())} reports, n = {n_text} users, "
+              f"epsilon = {eps:g}, k = {v.k[0]}..{v.k[-1]}, loss = {v.loss}",
+              f"items per user: {v.items_prior} prior"]
     return Problem(
-        kind="user-item", description=v["description"], model=model, candidates=candidates,
-        task=ItemCounts(v["loss"]), dim="k", requirements={"users": Guarantee(eps, 0.0, "add-remove")},
-        chains=ev["chains"], tune=TUNE, min_posterior_draws=MIN_DRAWS_PER_CHAIN, datasets=ev["draws"],
-        trials=1 if v["loss"] == "squared" else ev["trials"],  # the squared loss is exact: no releases
-        seed=ev["seed"], header=header,
-        title=f"Choosing k: {v['loss']} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,
+        kind="user-item", description=v.description, model=model, candidates=candidates,
+        task=ItemCounts(v.loss), dim="k", requirements={"users": Guarantee(eps, 0.0, "add-remove")},
+        chains=v.fit.chains, tune=TUNE, min_posterior_draws=MIN_DRAWS_PER_CHAIN, datasets=ev.draws,
+        trials=1 if v.loss == "squared" else ev.trials,  # the squared loss is exact: no releases
+        seed=ev.seed, header=header,
+        title=f"Choosing k: {v.loss} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,
         widen=widen,
     )
