@@ -70,6 +70,10 @@ def _clean_attrs(attrs: Mapping[str, object]) -> dict[str, object]:
             out[k] = int(v)
         elif isinstance(v, (str, int, float, np.integer, np.floating)):
             out[k] = v
+        elif isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iuf" and v.size:
+            out[k] = v  # a list of numbers (hybridpriv.core.params.as_attrs)
+        elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            out[k] = v  # a list of strings
         else:
             out[k] = json.dumps(v, default=str)
     return out

@@ -114,6 +114,8 @@ class Selection:
     checks: xr.Dataset | None = None
     summary: xr.Dataset | None = None
     config: dict[str, Any] | None = None  # the SPEC's configuration, when :func:`select` read one
+    #: Each candidate's class and parameters as attributes (:func:`candidate_attrs`), by its coordinate.
+    candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def table(self) -> str:
         from .engine.decision import format_table
@@ -125,7 +127,8 @@ class Selection:
         """The selection as one DataTree, as ``hybridpriv select`` writes ``selection.nc``: the posterior's groups
         as PyMC wrote them, ``evaluation`` (its ``posterior_draw`` coordinate names the posterior draw each
         dataset came from), ``decision`` (without the per-dataset ``risk``, which is the evaluation's),
-        ``predictive_checks`` and ``summary`` where there are; at the root the provenance
+        ``predictive_checks`` and ``summary`` where there are, ``candidates/<coordinate>`` with each candidate's
+        class and parameters as attributes (:func:`candidate_attrs`); at the root the provenance
         (:func:`hybridpriv.report.provenance` of ``config``), the fit's diagnostics, the kind and the
         recommendation.  ``xarray.open_datatree`` reads it back; ``hybridpriv release`` and
         ``hybridpriv audit --selection`` rebuild the candidates from it."""
@@ -140,12 +143,47 @@ class Selection:
             groups["predictive_checks"] = self.checks
         if self.summary is not None:
             groups["summary"] = self.summary.assign(best=self.summary.best.astype(str))
+        if self.candidates:
+            groups["candidates"] = xr.Dataset(attrs={
+                "description": "each candidate's class and constructor parameters, one attribute per parameter "
+                               "(nested ones by path); its identity is the decision's params_fingerprint"})
+            for coord, values in self.candidates.items():
+                groups[f"candidates/{coord}"] = xr.Dataset(attrs=values)
         return result_tree(groups, attrs)
 
     def figure(self, ax=None):
         from .report import plot_decision
 
         return plot_decision(self.decision, ax=ax, title=self.problem.title)
+
+
+def candidate_attrs(candidates: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
+    """Each candidate's ``class`` (``module:Qualname``) and parameters as netCDF attributes
+    (:func:`hybridpriv.core.params.as_attrs` of :func:`~hybridpriv.core.params.describe`), by its coordinate."""
+    from .core.params import as_attrs, describe
+
+    out = {}
+    for coord, mech in candidates.items():
+        name = str(coord)
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"candidate {name!r}: a candidate's coordinate must not hold '/' (it names a group)")
+        cls = type(mech)
+        out[name] = {"class": f"{cls.__module__}:{cls.__qualname__}", **as_attrs(describe(mech.get_params()))}
+    return out
+
+
+def candidate_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """The attributes where two :func:`candidate_attrs` entries differ: ``"name: OLD there, NEW here"``."""
+    import numpy as np
+
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "(absent)"), new.get(key, "(absent)")
+        same = (np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))) if not (
+            isinstance(a, str) or isinstance(b, str)) else a == b
+        if not same:
+            out.append(f"{key}: {a!r:.40} there, {b!r:.40} here")
+    return out
 
 
 def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[[str], None] | None = None
@@ -165,13 +203,13 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
     say = log or (lambda _line: None)
     check_result_size(problem.datasets, problem.trials)  # before the fit: at least one candidate
     if engine.checkpoint is None:
-        posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(problem, engine, say)
+        posterior, evaluation, lines, attrs, checks, evaluate_more, built = _fit_and_evaluate(problem, engine, say)
     else:
         from .engine.checkpoint import Checkpoint
 
         # opened before the fit, so a folder of another run is refused before any sampling
         with Checkpoint(engine.checkpoint, {"run": "select", "kind": problem.kind}) as checkpoint:
-            posterior, evaluation, lines, attrs, checks, evaluate_more = _fit_and_evaluate(
+            posterior, evaluation, lines, attrs, checks, evaluate_more, built = _fit_and_evaluate(
                 problem, engine.replace(checkpoint=checkpoint), say)
     decision = _mark_plugins(decide(evaluation), attrs)
     while problem.widen is not None:
@@ -184,6 +222,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         say(line)
         lines.append(line)
         attrs["widened"] = ", ".join(filter(None, [attrs.get("widened", ""), *(str(c) for c in extra)]))
+        built.update(candidate_attrs(extra))
         evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
                                compat="override", join="outer")
         decision = _mark_plugins(decide(evaluation), attrs)
@@ -192,7 +231,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         from .engine.decision import summarize_by
 
         summary = summarize_by(decision, problem.group_of, problem.group_name)
-    return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary)
+    return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary, candidates=built)
 
 
 def select(spec: Any, *, draws: int | None = None, trials: int | None = None, seed: int | None = None,
@@ -306,11 +345,12 @@ def _fit_and_evaluate(problem: Problem, engine: Engine, say):
                                               dim=problem.dim, requirements=problem.requirements,
                                               engine=engine.replace(checkpoint=None)), source)
 
-    return posterior, evaluation, lines, attrs, checks, evaluate_more
+    return posterior, evaluation, lines, attrs, checks, evaluate_more, candidate_attrs(candidates)
 
 
 def read_selection(path: Any, spec: Any, problem: Problem) -> tuple[Any, xr.Dataset, dict[str, Any]]:
-    """A select run's ``selection.nc`` for ``spec``: ``(posterior, decision, attrs)``.
+    """A select run's ``selection.nc`` for ``spec``: ``(posterior, decision, attrs)`` (``attrs``: the root's, and
+    ``candidate_params``: the ``candidates`` group's attributes by coordinate).
 
     Refused (``ValueError``) unless it was made for this SPEC: the same kind, and its recorded SPEC config equal to
     this SPEC's (the file's path and the run's ``--draws/--trials/--seed`` aside; a differing key is named).  The
@@ -327,5 +367,7 @@ def read_selection(path: Any, spec: Any, problem: Problem) -> tuple[Any, xr.Data
             raise ValueError(f"the selection {path} is of kind {attrs.get('kind')!r}, the SPEC of kind {spec.kind!r}")
         check_config(json.loads(attrs["config"]), spec.config())
         decision = tree["decision"].to_dataset().load()
+        if "candidates" in tree.children:  # each candidate's parameters, to name what changed
+            attrs["candidate_params"] = {str(k): dict(node.attrs) for k, node in tree["candidates"].children.items()}
         posterior = spec.family.release_posterior(tree, problem, attrs)
     return posterior, decision, attrs

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Parametrized", "describe", "differences", "fingerprint"]
+__all__ = ["Parametrized", "as_attrs", "describe", "differences", "fingerprint"]
 
 
 class Parametrized:
@@ -141,6 +141,43 @@ def fingerprint(value: object) -> str:
     """SHA-256 (hex) of the JSON of :func:`describe` ``(value)``."""
     text = json.dumps(describe(value), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def as_attrs(described: Any) -> dict[str, Any]:
+    """A :func:`describe` result as netCDF attributes, one per leaf, named by its path (``sigma2.params.draws``,
+    ``weights[0].epsilon``): numbers and strings as themselves, a list of numbers as one array, a list of
+    strings as one list; ``true``/``false``, ``none`` and an empty list or table (``[]``, ``{}``) spelled as
+    text.  For reading (``tree["candidates/weighted"].attrs``); a candidate's identity is its
+    :func:`fingerprint`."""
+    out: dict[str, Any] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            if not value:
+                out[path or "value"] = "{}"
+            for k, x in value.items():
+                walk(x, f"{path}.{k}" if path else str(k))
+        elif isinstance(value, list):
+            numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+            if not value:
+                out[path or "value"] = "[]"
+            elif numbers:
+                ints = all(isinstance(x, int) for x in value)
+                out[path or "value"] = np.asarray(value, dtype=np.int64 if ints else np.float64)
+            elif all(isinstance(x, str) for x in value):
+                out[path or "value"] = list(value)
+            else:
+                for i, x in enumerate(value):
+                    walk(x, f"{path}[{i}]")
+        elif isinstance(value, bool):
+            out[path or "value"] = "true" if value else "false"
+        elif value is None:
+            out[path or "value"] = "none"
+        else:
+            out[path or "value"] = value
+
+    walk(described, "")
+    return out
 
 
 def differences(old: Any, new: Any, path: str = "") -> list[str]:

@@ -31,7 +31,7 @@ import xarray as xr
 
 from ..core.data import check_source
 from ..core.mechanism import Mechanism
-from ..core.params import describe
+from ..core.params import describe, fingerprint
 from ..core.privacy import Guarantee
 from ..core.random import STREAM_SCHEME, check_seed, rng
 from ..core.tasks import Task
@@ -251,11 +251,14 @@ def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required)
         {
             "label": (dim, [str(getattr(m, "label", "")) for m in job.mechanisms]),
             "mechanism": (dim, [type(m).__name__ for m in job.mechanisms]),
-            "params": (dim, [json.dumps(describe(m.get_params()), sort_keys=True) for m in job.mechanisms]),
+            "params_fingerprint": (dim, [fingerprint(m.get_params()) for m in job.mechanisms]),
             "exact": (dim, exact_flags),
             "privacy": (dim, [m.describe_privacy() for m in job.mechanisms]),
         }
     )
+    out["params_fingerprint"].attrs["description"] = (
+        "SHA-256 of the candidate's parameters (hybridpriv.core.params.fingerprint); a selection.nc holds the "
+        "parameters themselves in its candidates group")
     out = out.merge(_privacy_table(job, dim, required))
     out.attrs.update({
         "seed": job.seed, "trials": t, "candidate_dim": dim, "task": repr(job.task), "loss": job.task.loss_name,
@@ -394,7 +397,7 @@ def evaluate_many(
     runs_list = list(runs)
     results = _evaluate_settings(runs_list, dim_values, task, trials, seed, dim, requirements, draws, engine)
     parts = []
-    per_candidate = ["label", "mechanism", "params", "exact", "privacy"]
+    per_candidate = ["label", "mechanism", "params_fingerprint", "exact", "privacy"]
     for (coords, _, _), out in zip(runs_list, results):
         out = out.reset_coords(per_candidate)
         parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))

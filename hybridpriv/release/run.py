@@ -258,7 +258,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     audit_record
         An audit record (``hybridpriv audit --record``) that may already vouch for a plugin.
     """
-    from ..core.params import describe
+    from ..core.params import describe, fingerprint
     from ..spec import load_spec
 
     spec = load_spec(spec_path)
@@ -277,7 +277,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     problem = spec.problem()
     decision_info: dict[str, Any] = {"chosen_by": "named on the command line (--candidate)"}
     posterior = None
-    evaluated_params = None
+    evaluated_params = stored_params = None
     if selection is not None:
         from ..workflow import read_selection
 
@@ -291,7 +291,11 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                 raise ValueError(f"candidate {name!r} is not in the selection; its {dim} values: {', '.join(coords)}")
             name = coords[labels.index(name)]
         row = decision.isel({dim: coords.index(name)})
-        evaluated_params = str(row["params"].values)
+        if "params_fingerprint" not in row.coords:
+            raise ValueError(f"the selection {selection} was written by an older hybridpriv (its decision has no "
+                             "params_fingerprint): rerun select")
+        evaluated_params = str(row["params_fingerprint"].values)
+        stored_params = attrs.get("candidate_params", {}).get(str(name))
         decision_info = {
             "chosen_by": "recommended by the selection" if candidate is None else "named (--candidate) among the selection's",
             "selection": str(selection), "selection_created": str(attrs.get("created", "")),
@@ -308,9 +312,13 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         raise ValueError(f"the candidates need the fitted model of public knowledge: give --selection "
                          f"(a select run's selection.nc) ({exc})") from None
     coord, mech = _pick(candidates, str(name))
-    if evaluated_params is not None and json.dumps(describe(mech.get_params()), sort_keys=True) != evaluated_params:
-        raise ValueError(f"candidate {name!r} rebuilt from the SPEC and selection differs from the one evaluated "
-                         "(another hybridpriv version?); rerun select")
+    if evaluated_params is not None and fingerprint(mech.get_params()) != evaluated_params:
+        from ..workflow import candidate_attrs, candidate_differences
+
+        changed = candidate_differences(stored_params, candidate_attrs({name: mech})[str(name)]) if stored_params else []
+        raise ValueError(f"candidate {name!r} rebuilt from the SPEC and selection differs from the one evaluated"
+                         + (f" ({'; '.join(changed[:4])})" if changed else "")
+                         + " (another hybridpriv version?); rerun select")
     units = spec_budgets(spec, problem)
     label = str(getattr(mech, "label", name))
     params = json.dumps(describe(mech.get_params()), sort_keys=True)

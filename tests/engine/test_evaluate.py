@@ -1,4 +1,3 @@
-import json
 import math
 
 import numpy as np
@@ -36,8 +35,11 @@ def test_dims_and_loss_definition():
     # the sample truth is the pooled mean of the simulated dataset, so it varies by draw
     sample = evaluate(ests, src, Statistic(target="sample"), trials=5, seed=3)
     assert float(sample["truth"].sel(quantity="mean").std()) > 0.0
-    # every candidate's parameters and privacy declaration are in the result
-    assert json.loads(res["params"].sel(estimator="weighted").item())["sigma2"] == 9.0
+    # every candidate's parameters (by fingerprint) and privacy declaration are in the result
+    from hybridpriv.core.params import fingerprint
+
+    assert res["params_fingerprint"].values.tolist() == [fingerprint(m.get_params()) for m in ests]
+    assert len(set(res["params_fingerprint"].values.tolist())) == 3
     assert list(res["mechanism"].values) == ["WeightedMean", "PDPSample", "UniformMean"]
     assert res["privacy_epsilon"].sel(estimator="uniform-mean").values.tolist() == [0.2, 0.2, 0.2]
     assert res["required_epsilon"].values.tolist() == [math.inf, 1.0, 0.2]
