@@ -20,7 +20,7 @@ from pathlib import Path
 import xarray as xr
 
 from ..engine.decision import decide
-from ..engine.evaluate import evaluate
+from ..engine.evaluate import CANDIDATE_COORDS, evaluate
 from ..engine.options import Engine, as_engine
 from ..estimators import ContributionBoundedCounts, ItemCounts
 
@@ -96,7 +96,7 @@ def _select(model, matrices: int, scale: str, seed: int, stage: str, engine: Eng
     dec = decide(ev, dim="k")
     ds = xr.Dataset({"mse": dec["expected_loss"], "mse_mcse": dec["mcse"], "mse_low": dec["risk_low"],
                      "mse_high": dec["risk_high"], "p_best": dec["p_best"], "mse_by_matrix": ev["risk"]})
-    ds = ds.drop_vars([c for c in ("label", "mechanism", "params", "exact", "privacy") if c in ds.coords])
+    ds = ds.drop_vars([c for c in CANDIDATE_COORDS if c in ds.coords])
     for name in summaries[1:]:
         ds[f"posterior_{name}"] = rows[name]
     ds["mse"].attrs["description"] = "posterior expected total squared error over items (exact conditional risk)"

@@ -137,7 +137,9 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
             "recommended": best,
         }
     )
-    keep = [c for c in ("label", "mechanism", "params_fingerprint", "exact", "privacy") if c in evaluation.coords]
+    from .evaluate import CANDIDATE_COORDS
+
+    keep = [c for c in CANDIDATE_COORDS if c in evaluation.coords]
     out = out.assign_coords({c: evaluation.coords[c] for c in keep})
     out.attrs.update(evaluation.attrs)
     out.attrs["candidate_dim"] = dim

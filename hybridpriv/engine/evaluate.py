@@ -39,7 +39,10 @@ from ..core.validation import check_trials
 from .options import Engine, as_engine
 from .progress import Phase
 
-__all__ = ["MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
+__all__ = ["CANDIDATE_COORDS", "MAX_RESULT_CELLS", "check_result_size", "evaluate", "evaluate_many", "requirements_of"]
+
+#: The per-candidate coordinates of an evaluation (and of its decision).
+CANDIDATE_COORDS = ("label", "mechanism", "params_fingerprint", "exact", "privacy")
 
 
 # -- arguments ------------------------------------------------------------------------------------
@@ -397,7 +400,7 @@ def evaluate_many(
     runs_list = list(runs)
     results = _evaluate_settings(runs_list, dim_values, task, trials, seed, dim, requirements, draws, engine)
     parts = []
-    per_candidate = ["label", "mechanism", "params_fingerprint", "exact", "privacy"]
+    per_candidate = list(CANDIDATE_COORDS)
     for (coords, _, _), out in zip(runs_list, results):
         out = out.reset_coords(per_candidate)
         parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))
