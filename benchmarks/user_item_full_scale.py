@@ -69,7 +69,7 @@ def main() -> None:
     import pickle
 
     from hybridpriv.models import UserItemModel
-    from hybridpriv.models._useritem_chains import curveball
+    from hybridpriv.families.user_item.model_chains import curveball
 
     from hybridpriv.core.random import rng as stream_rng
     from hybridpriv.engine import Engine

@@ -38,8 +38,8 @@ def main() -> None:
 
     logging.getLogger("pymc").setLevel(logging.CRITICAL)
     from hybridpriv.models import UserItemModel
-    from hybridpriv.models._useritem_chains import h_chain
-    from hybridpriv.models._useritem_step import initial_histogram
+    from hybridpriv.families.user_item.model_chains import h_chain
+    from hybridpriv.families.user_item.model_step import initial_histogram
     from hybridpriv.spec import builtin_example_path, load_spec
 
     c = load_spec(builtin_example_path("favorite-sites")).column_sums

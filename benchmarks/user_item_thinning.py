@@ -40,7 +40,7 @@ def trajectories(model, hists, chains, checkpoints, ks, eps, seed, start):
     """Exact risks ``(histogram, chain, checkpoint, k)`` along chains from ``start``: "greedy" (the
     one greedy realization of the margins) or "random" (``random_start``, a fresh random matrix)."""
     import scipy.sparse as sp
-    from hybridpriv.models._useritem_chains import curveball, random_start
+    from hybridpriv.families.user_item.model_chains import curveball, random_start
 
     from hybridpriv.core.random import rng as stream
     from hybridpriv.theory import user_item_risk

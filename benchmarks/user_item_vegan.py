@@ -67,7 +67,7 @@ def main() -> None:
 
     logging.getLogger("pymc").setLevel(logging.CRITICAL)
     from hybridpriv.models import BLOCK, TRADES_PER_ROW, UserItemModel
-    from hybridpriv.models._useritem_chains import curveball
+    from hybridpriv.families.user_item.model_chains import curveball
 
     from hybridpriv.core.random import rng as stream
     from hybridpriv.spec import builtin_example_path, load_spec

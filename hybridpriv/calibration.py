@@ -175,7 +175,7 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     from .core.data import FixedSource
     from .engine.evaluate import evaluate
     from .engine.stats import mean_with_se
-    from .models._base import ConvergenceError
+    from .core.model import ConvergenceError
     from .spec import parse_spec
     from .workflow import run_selection
 

@@ -44,7 +44,7 @@ class Problem:
     kind, description
         The SPEC kind and its description line.
     model
-        The model of public knowledge (a :class:`hybridpriv.models._base.KnowledgeModel`), built and
+        The model of public knowledge (a :class:`hybridpriv.core.model.KnowledgeModel`), built and
         validated (fitting it is the first expensive step).
     candidates
         ``candidates(posterior) -> {coordinate: mechanism}`` (they may use the posterior, e.g. a

@@ -1,4 +1,9 @@
-"""PyMC generative models of public knowledge (installed as ``hybridpriv.models``)."""
+"""The models of public knowledge, by name (installed as ``hybridpriv.models``): thin re-exports.
+
+Each family's PyMC model lives in its own package (``hybridpriv.families.<family>.model``), the base classes
+in :mod:`hybridpriv.core.model`; this package gathers their public names, so that
+``from hybridpriv.models import GroupedDataModel`` keeps working.
+"""
 
 if __name__ != "hybridpriv.models":  # the import guard: one copy of every class
     raise ImportError(
@@ -7,13 +12,17 @@ if __name__ != "hybridpriv.models":  # the import guard: one copy of every class
         "of every class (isinstance checks against hybridpriv.models would then fail)"
     )
 
-from . import avent, grouped, useritem, wang
-from .avent import *  # noqa: F403  (the public names are avent.__all__)
-from .grouped import *  # noqa: F403  (grouped.__all__)
-from .useritem import *  # noqa: F403  (useritem.__all__)
-from .wang import *  # noqa: F403  (and wang.__all__)
-from . import kmeans_pilot
-from .kmeans_pilot import *  # noqa: F403  (kmeans_pilot.__all__)
+from ..core import model as base
+from ..core.model import *  # noqa: F403  (base.__all__)
+from ..families.grouped import model as grouped
+from ..families.grouped.model import *  # noqa: F403  (grouped.__all__)
+from ..families.hybrid_trust import model as avent
+from ..families.hybrid_trust.model import *  # noqa: F403  (avent.__all__)
+from ..families.kmeans import model as kmeans_pilot
+from ..families.kmeans.model import *  # noqa: F403  (kmeans_pilot.__all__)
+from ..families.public_private.wang import model as wang
+from ..families.public_private.wang.model import *  # noqa: F403  (wang.__all__)
+from ..families.user_item import model as useritem
+from ..families.user_item.model import *  # noqa: F403  (useritem.__all__)
 
-__all__ = [*avent.__all__, *grouped.__all__, *useritem.__all__, *wang.__all__]
-__all__ += kmeans_pilot.__all__
+__all__ = [*base.__all__, *avent.__all__, *grouped.__all__, *kmeans_pilot.__all__, *useritem.__all__, *wang.__all__]

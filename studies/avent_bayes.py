@@ -5,10 +5,10 @@ The paper's grid of Figures 1 and 3: Beta(10,10), Beta(1,1) and Beta(0.1,0.1) re
 ``c`` in {0.5%, 5%}, ``epsilon`` in {0.1, 1}, Laplace noise.  KVH (Definition 4.1) knows the
 true variance (an oracle); PWH (Definition 5.3) ignores it and falls below the better
 baseline (``R(PWH) < 1``) in part of the grid.  The Bayes weight
-(:meth:`hybridpriv.models.avent.HybridTrustPosterior.bayes_weight`) minimises the posterior
+(:meth:`hybridpriv.families.hybrid_trust.model.HybridTrustPosterior.bayes_weight`) minimises the posterior
 expected MSE of a curator who knows
 
-* ``knowledge="prior"``: only the default priors of :class:`~hybridpriv.models.avent.HybridTrustModel`
+* ``knowledge="prior"``: only the default priors of :class:`~hybridpriv.families.hybrid_trust.model.HybridTrustModel`
   (exact prior draws, no records);
 * ``knowledge="pilot-K"``: the same priors conditioned on ``K`` public pilot records *from each
   group*, drawn from the true distribution (the records of ``pilot-20`` are the first 20 of
@@ -49,7 +49,7 @@ from ..engine.evaluate import evaluate_many
 from ..engine.options import Engine
 from ..families.grouped import BetaSampler, Statistic
 from ..families.hybrid_trust.summary import mse_summary
-from ..models.avent import HybridTrustModel, fit_many
+from ..families.hybrid_trust.model import HybridTrustModel, fit_many
 from ..theory.avent import full_lm_mse, hybrid_mse, kvh_weight, noise_variances, pwh_weight, tcm_only_mse
 from . import _avent as av
 
@@ -79,7 +79,7 @@ def pilot_model(k: int, assumption: str, a: float, b: float, seed: int, name: st
 def fit_knowledge(knowledge: tuple[str, ...], assumption: str, seed: int, draws: int) -> dict:
     """``{(knowledge, distribution): posterior}`` for one assumption: ``"prior"`` is ``2 * draws``
     exact prior draws (shared by every distribution); every ``"pilot-K"`` model is sampled in one
-    :func:`~hybridpriv.models.avent.fit_many` call (NUTS, 2 chains, ``draws`` tuning + ``draws`` draws)."""
+    :func:`~hybridpriv.families.hybrid_trust.model.fit_many` call (NUTS, 2 chains, ``draws`` tuning + ``draws`` draws)."""
     prior = HybridTrustModel(M, homogeneous=assumption == "homogeneous").prior(draws=2 * draws, seed=seed)
     out = {(k, name): prior for k in knowledge if k == "prior" for name, _, _ in av.BETAS}
     keys = [(k, name) for name, _, _ in av.BETAS for k in knowledge if k != "prior"]

@@ -38,7 +38,7 @@ from ..families.public_private.wang import (
     Section51Source,
     SubsetDistance,
 )
-from ..models.wang import PublishedSummaries, WangPrivateModel, fit_kept
+from ..families.public_private.wang.model import PublishedSummaries, WangPrivateModel, fit_kept
 from ._wang_subset_claims import claims
 from ._wang_subset_results import assemble, plot
 

@@ -126,8 +126,8 @@ def test_a_spec_named_mechanism_is_selected_beside_the_built_ins(selected):
     # it is evaluated like a built-in: a finite expected loss, its declaration stored and compared
     assert np.isfinite(float(decision.expected_loss.sel(estimator="pooled")))
     assert bool(decision.meets_requirements.sel(estimator="pooled"))
-    params = json.loads(str(decision.params.sel(estimator="pooled").values))
-    assert params["scale_factor"] == 1.0
+    params = tree["candidates/pooled"].attrs
+    assert params["scale_factor"] == 1.0 and params["class"].endswith(":PooledMean")
 
 
 @pytest.mark.slow

@@ -3,7 +3,7 @@ HybridTrustPosterior (draws, Bayes weight) and the exact-risk formulas; good inp
 
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
-from hybridpriv.models.avent import HybridTrustModel, HybridTrustPosterior
+from hybridpriv.families.hybrid_trust.model import HybridTrustModel, HybridTrustPosterior
 
 from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, LMOnly, TCMOnly
 from hybridpriv.theory import avent as T

@@ -15,10 +15,10 @@ import time
 
 from hypothesis import Phase, example
 
-import hybridpriv.models.useritem as ui
+import hybridpriv.families.user_item.model as ui
 import hybridpriv.families.user_item.spec as spec_ui
-from hybridpriv.models._useritem_feasibility import histogram_feasible
-from hybridpriv.models._useritem_step import initial_histogram
+from hybridpriv.families.user_item.model_feasibility import histogram_feasible
+from hybridpriv.families.user_item.model_step import initial_histogram
 from hybridpriv.spec import builtin_example_path
 
 #: Wall-clock seconds before a call counts as a hang (SIGALRM; generous: a hang guard).

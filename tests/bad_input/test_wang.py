@@ -2,7 +2,7 @@
 
 from _support.bad_input import *  # noqa: F403  (settings, checks, strategies)
 from _support.bad_input import _CURRENT, _names  # noqa: F401
-from hybridpriv.models.wang import PublishedSummaries, WangPrivateModel
+from hybridpriv.families.public_private.wang.model import PublishedSummaries, WangPrivateModel
 
 from hybridpriv.families.public_private.subset import select_subset_size
 from hybridpriv.families.public_private.wang import (

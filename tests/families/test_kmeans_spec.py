@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 from _support.cli import run_cli, same_numbers_in_a_fresh_process_and_on_two_workers, select_example_in_a_fresh_process
 from hybridpriv.models import KMeansPilotModel, pilot_start
-from hybridpriv.models._base import chain_seeds
+from hybridpriv.core.model import chain_seeds
 
 from hybridpriv.core.privacy import Guarantee
 from hybridpriv.core.random import rng

@@ -4,7 +4,7 @@ PyTensor compiles a model's log density and gradient with Numba and caches the c
 on disk (``<base_compiledir>/numba``).  With Numba's fast-math on, which copy of a compiled
 helper ran depended on what the process compiled afresh and what it loaded from that cache, and
 the gradient's last bits, and with them the NUTS draws, differed between a cold and a warm cache.
-:meth:`~hybridpriv.models._base.KnowledgeModel.fit` now compiles with fast-math off.
+:meth:`~hybridpriv.core.model.KnowledgeModel.fit` now compiles with fast-math off.
 
 Each fit runs in a fresh interpreter whose PyTensor compile folder and Numba cache folder are
 folders of ``tmp_path``: the first run finds them empty (cold), the next ones find what it wrote
@@ -25,7 +25,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from hybridpriv.models._base import StrictNumbaLinker, _strict_sample_kwargs, sampling_mode
+from hybridpriv.core.model import StrictNumbaLinker, _strict_sample_kwargs, sampling_mode
 from pytensor.link.numba.linker import NumbaLinker
 from pytensor.link.vm import VMLinker
 

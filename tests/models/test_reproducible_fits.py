@@ -13,7 +13,7 @@ The negative-binomial prior on items per user was the reason: the row-sum step e
 prior's log pmf with the hyperpriors drawn afresh from their priors at each call (an unseeded
 shared generator) instead of taking them from the current point, so no two fits agreed and the
 row sums were not conditioned on the sampled hyperparameters.  The direct tests of
-:class:`~hybridpriv.models._useritem_step.PointFunction` check the log pmf against SciPy's; a slow
+:class:`~hybridpriv.families.user_item.model_step.PointFunction` check the log pmf against SciPy's; a slow
 one checks the sampler's target against the exact posterior of a small problem.
 """
 
@@ -32,7 +32,7 @@ import pytest
 from scipy import special, stats
 
 from hybridpriv.models import UserItemModel
-from hybridpriv.models._useritem_step import PointFunction
+from hybridpriv.families.user_item.model_step import PointFunction
 
 _HELPER_PATH = Path(__file__).with_name("reproducible_fits_helper.py")
 

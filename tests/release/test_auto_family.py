@@ -16,7 +16,7 @@ import xarray as xr
 
 from hybridpriv.cli import main
 from hybridpriv.models import GroupedPosterior
-from hybridpriv.models._base import ConvergenceError
+from hybridpriv.core.model import ConvergenceError
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 

@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 
 from ...core.privacy import Group, check_groups, check_positive
-from ...models._base import KnowledgeModel, Posterior
+from ...core.model import KnowledgeModel, Posterior
 from .data import CategoryCounts
 
 __all__ = ["CategoryModel", "CategoryPosterior"]

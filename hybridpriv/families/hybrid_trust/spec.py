@@ -5,7 +5,7 @@ randomise locally (local DP).  What is public: the bounds ``[0, m]``, the two gr
 ``n`` and the TCM share ``c``), every group's epsilon (and delta), the noise, pilot records of
 either group, earlier noisy releases of a group's mean, and prior beliefs about the groups'
 means, variances and mean gap.  All of it goes into one
-:class:`~hybridpriv.models.avent.HybridTrustModel`, whose posterior generates the datasets.
+:class:`~hybridpriv.families.hybrid_trust.model.HybridTrustModel`, whose posterior generates the datasets.
 
 Candidates (candidate dimension ``estimator``): ``tcm-only``, ``full-lm``, ``lm-only`` and the
 hybrid ``w * TCM + (1 - w) * LM`` with the weights ``kvh``, ``kvh-heterogeneous``, ``pwh``,

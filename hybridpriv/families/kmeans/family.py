@@ -37,7 +37,7 @@ class KMeansFamily(Family):
         """Every user at the box's centre, the public group sizes, the pilot start."""
         import numpy as np
 
-        from ...models.kmeans_pilot import pilot_start
+        from .model import pilot_start
         from .algorithms import PointCloud
         from .rounds import _sizes
 

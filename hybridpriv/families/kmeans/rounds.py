@@ -148,7 +148,7 @@ class KMeansRounds:
         """Round 0: the public start (line 1): the SPEC's pilot start, or uniform in the box (from ``rng``)."""
         kn = self.spec.values.model
         if kn.start == "pilot":
-            from ...models.kmeans_pilot import pilot_start
+            from .model import pilot_start
 
             start = pilot_start(kn.pilot, self.k)
         else:

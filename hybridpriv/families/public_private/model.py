@@ -1,4 +1,4 @@
-"""The model of the ``public-private`` SPEC kind: a :class:`~hybridpriv.models.wang.WangPrivateModel`
+"""The model of the ``public-private`` SPEC kind: a :class:`~hybridpriv.families.public_private.wang.model.WangPrivateModel`
 whose posterior lays each generated private dataset out as the SPEC declares it.
 
 Imported lazily by :func:`hybridpriv.spec.public_private.build` (it imports PyMC).  The classes live
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ...models.wang import WangPosterior, WangPrivateModel
+from .wang.model import WangPosterior, WangPrivateModel
 
 __all__ = ["Layout", "SpecWangModel", "SpecWangPosterior"]
 
@@ -64,7 +64,7 @@ class Layout:
 
 
 class SpecWangPosterior(WangPosterior):
-    """A :class:`~hybridpriv.models.wang.WangPosterior` whose datasets follow the SPEC's :class:`Layout`."""
+    """A :class:`~hybridpriv.families.public_private.wang.model.WangPosterior` whose datasets follow the SPEC's :class:`Layout`."""
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         """The simulated private dataset of ``(chain, draw)`` beside the public records, laid out by the SPEC."""
@@ -73,7 +73,7 @@ class SpecWangPosterior(WangPosterior):
 
 
 class SpecWangModel(WangPrivateModel):
-    """A :class:`~hybridpriv.models.wang.WangPrivateModel` of the standardised public columns (``layout``:
+    """A :class:`~hybridpriv.families.public_private.wang.model.WangPrivateModel` of the standardised public columns (``layout``:
     how its posterior lays out the datasets it generates)."""
 
     posterior_class = SpecWangPosterior

@@ -7,7 +7,7 @@ are one-hot encoded in the distances, as the paper's rescaling does), the privat
 outcome rate), the contrast (``mean``, ``median``, ``logistic`` with the outcome column, or a
 contrast registered with :func:`register_contrast`) and the total epsilon.
 
-All of it goes into a :class:`~hybridpriv.models.wang.WangPrivateModel`, whose posterior generates
+All of it goes into a :class:`~hybridpriv.families.public_private.wang.model.WangPrivateModel`, whose posterior generates
 private datasets beside the fixed public records.  Candidates (candidate dimension ``candidate``),
 every one charged its full privacy cost against the same total ``epsilon``:
 
@@ -17,7 +17,7 @@ every one charged its full privacy cost against the same total ``epsilon``:
 * ``algorithm2`` -- Algorithm 2 with the budget split ``epsilon * algorithm2_split`` (order,
   weights, selection; logistic contrast only, its criterion needs it);
 * ``alg1-n=N`` -- Algorithm 1 with all of ``epsilon`` on the weights, on the first ``N`` public
-  points of the model's public order (:func:`~hybridpriv.models.wang.weight_order`): the subset
+  points of the model's public order (:func:`~hybridpriv.families.public_private.wang.model.weight_order`): the subset
   sizes are chosen from the model, which costs no budget.
 
 Task: :class:`~hybridpriv.families.public_private.wang.PredictionError` (logistic: Section 5.1's criterion
@@ -308,7 +308,7 @@ def _standardise(v: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _summaries(v: Config, center: np.ndarray, scale: np.ndarray):
-    from ...models.wang import PublishedSummaries
+    from .wang.model import PublishedSummaries
 
     pr, cols = v.private, list(v.columns)
     mean = None if pr.covariate_mean is None else (np.array([pr.covariate_mean[c] for c in cols]) - center) / scale
@@ -324,7 +324,7 @@ def _lei_cells(v: Config, layout: Any) -> int:
 
 def make_candidates(v: Config, posterior: Any, layout: Any) -> dict[str, Any]:
     """The candidates ``{coordinate: mechanism}``; Algorithm 1's order comes from ``posterior`` (public)."""
-    from ...models.wang import weight_order
+    from .wang.model import weight_order
     from .wang import Algorithm1, Algorithm2, LeiHistogram, PublicOnly
 
     eps, cand, c = v.epsilon, v.candidates, _contrast(v)

@@ -2,7 +2,7 @@
 
 :func:`select_subset_size` is :func:`hybridpriv.engine.evaluate.evaluate` of
 :class:`~hybridpriv.families.public_private.wang.Algorithm1` at every candidate size of the public order
-(:func:`hybridpriv.models.wang.weight_order`) on a :class:`~hybridpriv.models.wang.WangPosterior`'s
+(:func:`hybridpriv.families.public_private.wang.model.weight_order`) on a :class:`~hybridpriv.families.public_private.wang.model.WangPosterior`'s
 simulated datasets, then :func:`hybridpriv.engine.decision.decide` -- no Monte Carlo loop of its own.
 It lives with the family, not with the models: a model of public knowledge never runs the engine.
 """
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...core.privacy import check_epsilon, check_integer
-from ...models.wang import WangPosterior, weight_order
+from .wang.model import WangPosterior, weight_order
 
 __all__ = ["SubsetChoice", "select_subset_size"]
 

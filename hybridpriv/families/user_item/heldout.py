@@ -93,9 +93,9 @@ def pythia_user_item(raw: dict[str, Any], matrix: Any, share: float,
     """A budget-spending selector for user-item counts: ``share`` of epsilon buys a Laplace histogram of
     the items per user (each user adds 1 to one bin: sensitivity 1 under add-remove), whose
     clipped, smoothed shape (+0.5 per bin) becomes a fixed prior on items per user
-    (:class:`hybridpriv.models.useritem.FixedItems`); the candidates get ``(1 - share) epsilon``.
+    (:class:`hybridpriv.families.user_item.model.FixedItems`); the candidates get ``(1 - share) epsilon``.
     Returns the SPEC and the prior."""
-    from ...models.useritem import FixedItems
+    from .model import FixedItems
 
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")

@@ -53,7 +53,7 @@ MAX_REPORTS = 10_000_000
 #: Most row-sum kernel moves in a whole run (about 13 M per second on one core: about 4 CPU hours).
 MAX_TOTAL_MOVES = 2e11
 #: With the negative-binomial prior a move also re-evaluates the prior's log density over the m item
-#: counts (``_log_g`` in models/_useritem_chains.py): it costs about ``1 + m / ITEMS_PER_MOVE`` moves
+#: counts (``_log_g`` in hybridpriv/families/user_item/model_chains.py): it costs about ``1 + m / ITEMS_PER_MOVE`` moves
 #: of the uniform prior (measured: 2.0 and 5.5 us per move at m = 10,000 and 30,000, 77 ns uniform).
 ITEMS_PER_MOVE = 400
 #: Most memory (bytes) of the row-sum draws PyMC preallocates: (draws + burn-in) x m int64 per chain,
@@ -66,7 +66,7 @@ TUNE = 200
 #: share_one_item > 1.1 in 5 of 8 seeds, with 200 in none of 8.
 MIN_DRAWS_PER_CHAIN = 200
 #: The model's default row-sum moves per draw, ``max(MIN_MOVES, MOVES_PER_REPORT * sum(c))``
-#: (``hybridpriv.models.useritem``; not imported: that loads PyMC).
+#: (``hybridpriv.families.user_item.model``; not imported: that loads PyMC).
 MOVES_PER_REPORT = 25
 MIN_MOVES = 300
 

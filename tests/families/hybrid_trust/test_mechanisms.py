@@ -24,7 +24,7 @@ def rng_for(key: int) -> np.random.Generator:
 
 
 class StandInPosterior:
-    """Tiny stand-in for models/avent.py's posterior: records the call and returns a fixed weight."""
+    """Tiny stand-in for hybridpriv/families/hybrid_trust/model.py's posterior: records the call and returns a fixed weight."""
 
     def __init__(self, value):
         self.value = value

@@ -109,7 +109,7 @@ class Algorithm1(_PublicPrivate):
     order
         The public order: None (the public points as given), a sequence of distinct public
         indices, or the name of one of the dataset's ``orders`` (e.g. from
-        :func:`hybridpriv.models.wang.weight_order`).  It must be public: it is not charged.
+        :func:`hybridpriv.families.public_private.wang.model.weight_order`).  It must be public: it is not charged.
     truncate
         Truncated weights (Definition 6, default) or signed ones (Definition 5; ``"mean"`` only).
     on_zero_weights

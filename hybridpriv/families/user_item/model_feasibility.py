@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ._useritem_checks import ArrayLike, _int_scalar, _int_vector
+from .model_checks import ArrayLike, _int_scalar, _int_vector
 
 __all__ = ["gale_ryser_violation", "histogram_feasible", "log_count_cost", "log_count_row_sums", "start_histogram"]
 
@@ -137,7 +137,7 @@ def histogram_feasible(h: ArrayLike, c: ArrayLike) -> bool:
 def start_histogram(c: ArrayLike, n: int) -> np.ndarray:
     """A feasible row-sum histogram with ``n`` users: the conjugate of ``c``, then split rows.
 
-    The same histogram as :func:`hybridpriv.models._useritem_step.initial_histogram` (the
+    The same histogram as :func:`hybridpriv.families.user_item.model_step.initial_histogram` (the
     conjugate ``c*_i = #{j: c_j >= i}`` meets the Gale-Ryser conditions with equality; ``s = n -
     len(c*)`` times, one item of a largest row moves into a new row of 1 item, which keeps
     feasibility), in ``O(m log m)`` instead of ``s`` sorts: taking one item ``s`` times from a

@@ -21,9 +21,21 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
-from ._useritem_checks import ArrayLike, _check_csr, _check_rng, _fmt, _int_scalar, _int_vector
-from ._useritem_feasibility import _c_prefix, _gr_counts_violation, _gr_violation, _hist_violation
-from ._useritem_realize import _csr_rows
+from .model_checks import (
+    ArrayLike,
+    _check_csr,
+    _check_rng,
+    _fmt,
+    _int_scalar,
+    _int_vector,
+)
+from .model_feasibility import (
+    _c_prefix,
+    _gr_counts_violation,
+    _gr_violation,
+    _hist_violation,
+)
+from .model_realize import _csr_rows
 
 __all__ = ["curveball", "h_chain", "random_start"]
 
@@ -269,7 +281,7 @@ def random_start(r: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> tupl
 #   - birth (``a -> a - 1``, a new user at 1): ``+1 - [p >= a]``: +1 on ``[1, a - 1]``, never fails;
 #   - death (a user at 1 leaves, ``b -> b + 1``): ``-1 + [p >= b + 1]``: -1 on ``[1, b]``.
 #
-#   ``tests/models/test_useritem_rowsum.py`` checks this against the full Gale-Ryser check on
+#   ``tests/families/user_item/test_model_rowsum.py`` checks this against the full Gale-Ryser check on
 #   every move of every feasible histogram of small margins.
 #
 # Without ``log_f`` and with the Hastings ratio, the within-``n`` moves decide acceptance without

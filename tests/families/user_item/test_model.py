@@ -11,7 +11,7 @@ import numpy as np
 import pymc as pm
 import pytest
 from hybridpriv.models import TRADES_PER_ROW, UserItemModel, UserItemPosterior
-from hybridpriv.models._base import ConvergenceError
+from hybridpriv.core.model import ConvergenceError
 from scipy import stats
 
 from hybridpriv.core.random import rng as stream_rng
@@ -288,7 +288,7 @@ def test_bad_knowledge_is_refused_before_sampling(kwargs, err, match):
 
 
 def test_too_large_count_problem_is_refused_with_advice(monkeypatch):
-    import hybridpriv.models.useritem as ui
+    import hybridpriv.families.user_item.model as ui
 
     monkeypatch.setattr(ui, "MAX_COUNT_CELLS", 10)
     with pytest.raises(ValueError, match="give n, narrow its bounds, or use items_prior='negative-binomial'"):

@@ -12,7 +12,7 @@ decides most acceptances without logarithms; none of that may change a draw.  Pi
 * the select (``_kth_occupied``, ``_select64``) against a scan, and the acceptance shortcut
   (``_ratio_verdict``) against ``math.log(u) < log_alpha`` at and next to every tie.
 
-The chain's stationary distribution is checked against enumeration in ``test_useritem_kernels.py``.
+The chain's stationary distribution is checked against enumeration in ``test_model_kernels.py``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from hybridpriv.models._useritem_chains import (
+from hybridpriv.families.user_item.model_chains import (
     _TIE,
     _h_chain_kernel,
     _kth_occupied,
@@ -35,7 +35,7 @@ from hybridpriv.models._useritem_chains import (
     _slack_init,
     _slack_range,
 )
-from hybridpriv.models._useritem_feasibility import (
+from hybridpriv.families.user_item.model_feasibility import (
     _c_prefix,
     _hist_violation,
     gale_ryser_violation,
@@ -46,7 +46,7 @@ from hybridpriv.spec import builtin_example_path, load_spec
 
 def sorted_row_sums(c, n):
     """Every m >= r_1 >= ... >= r_n >= 1 with sum(c) that some binary matrix realizes with c (as in
-    ``test_useritem_kernels.py``, where Gale-Ryser is checked against exhaustive search)."""
+    ``test_model_kernels.py``, where Gale-Ryser is checked against exhaustive search)."""
     m, total = len(c), sum(c)
     return [
         r
@@ -337,7 +337,7 @@ def test_kernel_identical_random_margins(m, n, seed):
 def test_kernel_identical_favorite_sites(known):
     """The benchmark's margins (m = 100, N = 6,222): 30 calls of 6,222 moves from the model's start."""
     from hybridpriv.models import UserItemModel
-    from hybridpriv.models._useritem_step import initial_histogram
+    from hybridpriv.families.user_item.model_step import initial_histogram
 
     c = load_spec(builtin_example_path("favorite-sites")).column_sums
     model = UserItemModel(c, 2000 if known else None)
@@ -503,8 +503,8 @@ def test_row_sum_step_draws_are_h_chains(known):
     """Consecutive steps give exactly the draws of h_chain on the same stream; a state that is not
     the one the kernel returned last goes through h_chain's checks again (an infeasible one is refused)."""
     from hybridpriv.models import RowSumStep, UserItemModel
-    from hybridpriv.models._useritem_chains import h_chain
-    from hybridpriv.models._useritem_step import initial_histogram
+    from hybridpriv.families.user_item.model_chains import h_chain
+    from hybridpriv.families.user_item.model_step import initial_histogram
 
     c = [5, 3, 3, 2, 1, 1]
     model = UserItemModel(c, 7 if known else None)

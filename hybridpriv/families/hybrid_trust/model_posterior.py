@@ -1,7 +1,7 @@
 """The fitted knowledge of a hybrid-model curator (:class:`HybridTrustPosterior`) and the Bayes weight it implies.
 
-Part of :mod:`hybridpriv.models.avent` (imported from there): the posterior of
-:class:`~hybridpriv.models.avent.HybridTrustModel` -- its draws, the weight minimising the
+Part of :mod:`hybridpriv.families.hybrid_trust.model` (imported from there): the posterior of
+:class:`~hybridpriv.families.hybrid_trust.model.HybridTrustModel` -- its draws, the weight minimising the
 posterior expected MSE (:func:`bayes_weight_from_moments`, derivation in ``docs/avent-bayes.md``),
 and the two-group datasets it generates as a dataset source.
 """
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from ..core.privacy import check_real_array
-from ..families.grouped import GroupedDataset
-from ._base import Posterior, check_convergence
+from ...core.privacy import check_real_array
+from ..grouped import GroupedDataset
+from ...core.model import Posterior, check_convergence
 
 if TYPE_CHECKING:
-    from .avent import HybridTrustModel
+    from .model import HybridTrustModel
 
 __all__ = ["HybridTrustPosterior", "bayes_weight_from_moments"]
 
@@ -92,10 +92,10 @@ def bayes_weight_from_moments(
 class HybridTrustPosterior(Posterior):
     """Draws of the curator's knowledge: the Bayes weight they imply and the datasets they generate.
 
-    Build it with :meth:`hybridpriv.models.avent.HybridTrustModel.fit` (or :func:`~hybridpriv.models.avent.fit_many`),
-    :meth:`~hybridpriv.models.avent.HybridTrustModel.prior`
+    Build it with :meth:`hybridpriv.families.hybrid_trust.model.HybridTrustModel.fit` (or :func:`~hybridpriv.families.hybrid_trust.model.fit_many`),
+    :meth:`~hybridpriv.families.hybrid_trust.model.HybridTrustModel.prior`
     or, from any sampler's draws, :meth:`from_draws`.  Every route runs the shared convergence
-    check (:func:`hybridpriv.models._base.check_convergence`: R-hat and bulk ESS of the free
+    check (:func:`hybridpriv.core.model.check_convergence`: R-hat and bulk ESS of the free
     parameters and of ``sigma_T2``, ``sigma_L2``, ``gap``), which refuses an unconverged posterior
     unless told otherwise (``on_unconverged``).
 
@@ -140,7 +140,7 @@ class HybridTrustPosterior(Posterior):
         gap
             Draws of ``mu_T - mu_L`` (default 0: the groups share their mean).
         on_unconverged
-            As in :meth:`hybridpriv.models.avent.HybridTrustModel.fit`: ``"raise"`` (default), ``"warn"`` or ``"ignore"``.
+            As in :meth:`hybridpriv.families.hybrid_trust.model.HybridTrustModel.fit`: ``"raise"`` (default), ``"warn"`` or ``"ignore"``.
 
         Such a posterior gives weights but no datasets (it has no means, bounds nor sizes).
         """
@@ -228,7 +228,7 @@ class HybridTrustPosterior(Posterior):
         Arguments broadcast over NumPy arrays (memory: their size times the number of draws);
         a float for scalar inputs.
         """
-        from ..theory.avent import hybrid_mse
+        from ...theory.avent import hybrid_mse
 
         n, c, s_T2, s_L2 = _check_setting(n, c, s_T2, s_L2)
         w = check_real_array(w, "w")
@@ -276,17 +276,17 @@ class HybridTrustPosterior(Posterior):
 
         For ``draws`` posterior draws (spread evenly): each group's pilot records replicated (as
         many, ``m * Beta`` of that draw), with the statistics of
-        :func:`~hybridpriv.models._grouped_checks.record_statistics` (mean, sd, 10/50/90% quantiles,
+        :func:`~hybridpriv.families.grouped.model_checks.record_statistics` (mean, sd, 10/50/90% quantiles,
         share at each bound: a Beta puts no mass on a bound, so pilot records piled there are
         flagged); each earlier release replicated as the model generates it (the group's mean plus
         its sampling error and Laplace noise).  Randomness: stream ``("predictive-check", seed)``.
         ``None`` when neither pilot records nor releases are public.
         """
-        from ..core.privacy import check_integer
-        from ..core.random import rng as stream_rng
-        from ..criticism import predictive_check
-        from ._grouped_checks import record_statistics
-        from .avent import released_mean_moments
+        from ...core.privacy import check_integer
+        from ...core.random import rng as stream_rng
+        from ...criticism import predictive_check
+        from ..grouped.model_checks import record_statistics
+        from .model import released_mean_moments
 
         model = self.model_spec
         if model is None or self._means is None:

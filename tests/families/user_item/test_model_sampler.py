@@ -17,8 +17,8 @@ from scipy import stats
 
 from _support.matrices import all_matrices
 from hybridpriv.models import TRADES_PER_ROW, UserItemModel
-from hybridpriv.models._useritem_chains import random_start
-from hybridpriv.models._useritem_checks import csr_margins
+from hybridpriv.families.user_item.model_chains import random_start
+from hybridpriv.families.user_item.model_checks import csr_margins
 
 C = [4, 2, 2, 1]
 R = (3, 2, 2, 1, 1)  # matrix_for returns rows by decreasing row sum

@@ -27,8 +27,8 @@ import pymc as pm
 import pytensor.tensor as pt
 from pytensor.tensor.variable import TensorVariable
 
-from ..core.privacy import Bounds
-from ._grouped_families import Family, Params
+from ...core.privacy import Bounds
+from .model_families import Family, Params
 
 __all__ = ["MixtureFamily"]
 

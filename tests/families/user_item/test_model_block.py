@@ -1,6 +1,6 @@
 """The continuing matrix chain of UserItemModel (issue 13): row-sum moves, bit-row trades, blocks.
 
-Invariants of :class:`hybridpriv.models._useritem_block.BlockChain` tested here: a matrix is a
+Invariants of :class:`hybridpriv.families.user_item.model_block.BlockChain` tested here: a matrix is a
 function of (seed, chain, draw) and the posterior whatever the call order, chunking or process;
 block starts are the fresh-start (``block=1``) matrices; every matrix has exactly its draw's row
 sums and the column sums; and the matrices of later draws in a block, each reached by a row-sum
@@ -20,9 +20,9 @@ import xarray as xr
 from _support.matrices import all_matrices
 from hybridpriv.engine import Engine
 from hybridpriv.models import BLOCK, UserItemModel, UserItemPosterior
-from hybridpriv.models._useritem_bits import bits_from_csr, csr_from_bits, curveball_bits, move_row_sums
-from hybridpriv.models._useritem_block import draw_streams
-from hybridpriv.models._useritem_checks import csr_margins
+from hybridpriv.families.user_item.model_bits import bits_from_csr, csr_from_bits, curveball_bits, move_row_sums
+from hybridpriv.families.user_item.model_block import draw_streams
+from hybridpriv.families.user_item.model_checks import csr_margins
 from scipy import stats
 
 from hybridpriv.core.random import rng as stream

@@ -1,13 +1,13 @@
 """Binary matrices as rows of bits, Curveball trades on them and the row-sum move between margins:
 the compiled core of the continuing matrix chain of :class:`hybridpriv.models.UserItemModel`
-(issue 13; the chain itself, its blocks and streams: :mod:`._useritem_block`).
+(issue 13; the chain itself, its blocks and streams: :mod:`.model_block`).
 
 A *bit matrix* is a C-contiguous ``uint64`` array ``bits`` of shape ``(n, W)``, ``W = ceil(m / 64)``:
 item ``j`` of user ``i`` is bit ``j % 64`` of ``bits[i, j // 64]`` (items in the caller's order, so a
 row's items come out sorted).  Three compiled kernels act on it in place:
 
 * :func:`curveball_bits`: Curveball trades (Strona et al. 2014), the same trade as
-  :func:`hybridpriv.models._useritem_chains.curveball` (two distinct users uniformly; the items held
+  :func:`hybridpriv.families.user_item.model_chains.curveball` (two distinct users uniformly; the items held
   by exactly one of them redistributed uniformly, each keeping its count), on words instead of
   sorted lists: the pool is ``a ^ b``, the kept items ``a & b``.  Its numbers differ from
   ``curveball``'s, not its law;
@@ -15,7 +15,7 @@ row's items come out sorted).  Three compiled kernels act on it in place:
   the same column sums, by moving items between users (several at once);
 * conversions from and to the CSR ``(indptr, indices)`` of the other kernels.
 
-Like ``_useritem_chains`` this file inlines only its own helpers (numba's ``cache=True`` tracks a
+Like ``model_chains`` this file inlines only its own helpers (numba's ``cache=True`` tracks a
 kernel's own file only).  The kernels draw from a xoshiro256** state (``uint64[4]``, Blackman &
 Vigna 2018; about 1.5x faster than calling the ``Generator`` from numba, measured on the Curveball
 trades) seeded with 256 bits of the :class:`numpy.random.Generator` passed to the wrappers, or of
@@ -31,8 +31,15 @@ from llvmlite import ir
 from numba import njit, types
 from numba.core.extending import intrinsic
 
-from ._useritem_checks import _check_csr, _check_rng, _fmt, _int_scalar, _int_vector, csr_margins
-from ._useritem_feasibility import _gr_violation
+from .model_checks import (
+    _check_csr,
+    _check_rng,
+    _fmt,
+    _int_scalar,
+    _int_vector,
+    csr_margins,
+)
+from .model_feasibility import _gr_violation
 
 __all__ = ["bits_from_csr", "csr_from_bits", "curveball_bits", "move_row_sums", "state_of"]
 

@@ -1,7 +1,7 @@
 """The custom PyMC step of :class:`hybridpriv.models.UserItemModel`: compiled Metropolis-Hastings
 over the number of users and their row-sum histogram (levels 1-2 of the model).
 
-:class:`RowSumStep` wraps :func:`hybridpriv.models._useritem_chains.h_chain` (every Hastings ratio
+:class:`RowSumStep` wraps :func:`hybridpriv.families.user_item.model_chains.h_chain` (every Hastings ratio
 is in its docstring) as a PyMC ``BlockedStep``; :func:`initial_histogram` is the feasible start
 the model's ``_sample`` hands it; :class:`PointFunction` evaluates the parametric prior's log pmf
 at the current point (picklable, for PyMC's chain processes).
@@ -18,8 +18,8 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator
 
-from ._useritem_chains import _h_chain_continue, h_chain
-from ._useritem_feasibility import _c_prefix
+from .model_chains import _h_chain_continue, h_chain
+from .model_feasibility import _c_prefix
 
 __all__ = ["PointFunction", "RowSumStep", "initial_histogram"]
 
@@ -143,7 +143,7 @@ class PointFunction:
     def _compile(self) -> Callable:
         from pymc.pytensorf import rvs_in_graph
 
-        from ._base import sampling_mode  # strict floating point: the same bits whatever the cache
+        from ...core.model import sampling_mode  # strict floating point: the same bits whatever the cache
 
         (out,) = self.model.replace_rvs_by_values([self.model[self.name]])
         left = rvs_in_graph(out)

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ._useritem_chains import _curveball_kernel
-from ._useritem_checks import _check_csr, _check_rng, _int_scalar, csr_margins
-from ._useritem_realize import realize_greedy, realize_networkx
+from .model_chains import _curveball_kernel
+from .model_checks import _check_csr, _check_rng, _int_scalar, csr_margins
+from .model_realize import realize_greedy, realize_networkx
 
 __all__ = ["mixing_check"]
 

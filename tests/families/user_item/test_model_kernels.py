@@ -1,4 +1,4 @@
-"""Tests of the compiled core for user-item matrices (``hybridpriv.models._useritem_*``: feasibility,
+"""Tests of the compiled core for user-item matrices (``hybridpriv.families.user_item.model_*``: feasibility,
 realize, chains, mixing).
 
 Everything is checked against brute force: existence of matrices (Gale-Ryser), counts of sorted
@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.models._useritem_chains import _curveball_kernel, _h_chain, _randint, curveball, h_chain
-from hybridpriv.models._useritem_checks import csr_margins
-from hybridpriv.models import _useritem_feasibility as feasibility
-from hybridpriv.models._useritem_feasibility import (
+from hybridpriv.families.user_item.model_chains import _curveball_kernel, _h_chain, _randint, curveball, h_chain
+from hybridpriv.families.user_item.model_checks import csr_margins
+from hybridpriv.families.user_item import model_feasibility as feasibility
+from hybridpriv.families.user_item.model_feasibility import (
     _c_prefix,
     gale_ryser_violation,
     histogram_feasible,
@@ -31,9 +31,9 @@ from hybridpriv.models._useritem_feasibility import (
     log_count_row_sums,
     start_histogram,
 )
-from hybridpriv.models._useritem_step import initial_histogram
-from hybridpriv.models._useritem_mixing import mixing_check
-from hybridpriv.models._useritem_realize import realize_greedy, realize_networkx
+from hybridpriv.families.user_item.model_step import initial_histogram
+from hybridpriv.families.user_item.model_mixing import mixing_check
+from hybridpriv.families.user_item.model_realize import realize_greedy, realize_networkx
 from _support.matrices import all_matrices
 
 
@@ -242,7 +242,7 @@ def test_log_count_cost_is_fast_for_a_million_items():
 
 def test_start_histogram_matches_initial_histogram():
     """The closed form of the sampler's start (conjugate of c, then rows split off the largest) gives
-    the same histogram as ``_useritem_step.initial_histogram``'s loop, on random margins, every n."""
+    the same histogram as ``model_step.initial_histogram``'s loop, on random margins, every n."""
     rng = np.random.default_rng(11)
     cases = [[4, 2, 2, 1], [1], [3], [5, 1, 1], [0, 3, 0, 2], [1, 1, 1, 1]]
     cases += [rng.integers(0, int(rng.integers(1, 25)), int(rng.integers(1, 12))).tolist() for _ in range(300)]

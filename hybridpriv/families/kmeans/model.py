@@ -9,7 +9,7 @@ Dirichlet-process limit as the prior, the posterior of ``F`` is the **Bayesian b
 (Rubin 1981): ``F = sum_i w_i delta(x_i)`` over the pilot points ``x_i``, with weights
 ``w ~ Dirichlet(1, ..., 1)``.
 
-* :class:`KMeansPilotModel` -- the knowledge (a :class:`~hybridpriv.models._base.KnowledgeModel`):
+* :class:`KMeansPilotModel` -- the knowledge (a :class:`~hybridpriv.core.model.KnowledgeModel`):
   ``build()`` is that Dirichlet in PyMC; ``fit()`` (the base class's, unchanged) draws the weights
   exactly (independent draws, no MCMC: :meth:`KMeansPilotModel._sample` uses each chain's seed),
   so R-hat and ESS only confirm what is known.
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..core.privacy import Bounds, check_integer
-from ._base import KnowledgeModel, Posterior
+from ...core.privacy import Bounds, check_integer
+from ...core.model import KnowledgeModel, Posterior
 
 __all__ = ["KMeansPilotModel", "KMeansPilotPosterior", "START_MODES", "pilot_start"]
 
@@ -49,7 +49,7 @@ def pilot_start(pilot: np.ndarray, k: int) -> np.ndarray:
     until the centres stop moving (at most :data:`PILOT_LLOYD_ITERATIONS` iterations).  A centre
     that loses all its points stays where it is.  Public data only: the start spends no budget.
     """
-    from ..families.kmeans.algorithms import nearest_centre
+    from .algorithms import nearest_centre
 
     x = np.asarray(pilot, dtype=float)
     k = check_integer(k, "k", 1)
@@ -94,7 +94,7 @@ class KMeansPilotPosterior(Posterior):
 
         The step :meth:`generate` ends with, exposed so that real points can be scored the same way.
         """
-        from ..families.kmeans.algorithms import PointCloud
+        from .algorithms import PointCloud
 
         m = self.model_spec
         n, d = points.shape
@@ -150,7 +150,7 @@ class KMeansPilotModel(KnowledgeModel):
     def __init__(self, pilot: np.ndarray, bounds: Bounds | tuple[float, float], n: int, c: float, k: int,
                  start: str = "pilot", smoothing: float = 0.0) -> None:
         self.bounds = Bounds.from_pair(bounds)
-        from ..families.kmeans.algorithms import check_points
+        from .algorithms import check_points
 
         arr = np.array(check_points(pilot, self.bounds, "pilot"), dtype=float)
         arr.setflags(write=False)

@@ -29,10 +29,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ..core.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
-from ..core.random import rng as stream_rng
-from ..families.grouped import GroupedDataset
-from ._base import KnowledgeModel, Posterior
+from ...core.privacy import Bounds, Group, check_finite, check_groups, check_positive, check_real_array
+from ...core.random import rng as stream_rng
+from . import GroupedDataset
+from ...core.model import KnowledgeModel, Posterior
 
 __all__ = [
     "BETA_BOUNDARY_NUDGE",
@@ -53,8 +53,8 @@ __all__ = [
 #: contradictory (Laplace noise exceeds it with probability e^-50).
 RELEASE_TAIL = 50.0
 
-from ._grouped_choice import choose_family  # noqa: E402
-from ._grouped_families import (  # noqa: F401  (re-exported)
+from .model_choice import choose_family  # noqa: E402
+from .model_families import (
     _FAMILIES,
     BETA_BOUNDARY_NUDGE,
     CUSTOM_MC_SAMPLES,
@@ -64,7 +64,7 @@ from ._grouped_families import (  # noqa: F401  (re-exported)
     NormalFamily,
     Params,
 )
-from ._grouped_mixture import MixtureFamily  # noqa: E402
+from .model_mixture import MixtureFamily  # noqa: E402
 
 _FAMILIES = {**_FAMILIES, "mixture": MixtureFamily}
 
@@ -171,8 +171,8 @@ class GroupedPosterior(Posterior):
         of records at each bound; each release's value.  Randomness: stream
         ``("predictive-check", seed)``.  ``None`` when nothing is public but sizes and bounds.
         """
-        from ..core.random import rng as stream_rng
-        from ._grouped_checks import grouped_predictive_checks
+        from ...core.random import rng as stream_rng
+        from .model_checks import grouped_predictive_checks
 
         return grouped_predictive_checks(self, stream_rng(seed, "predictive-check"), draws)
 
@@ -297,8 +297,8 @@ class GroupedDataModel(KnowledgeModel):
         records = np.concatenate(list(self.public_data.values())) if self.public_data else np.zeros(0)
         if known_variance is not None or records.size < 5:
             return "normal"
-        from ..engine.progress import phase
-        from ._grouped_choice import choose_family
+        from ...engine.progress import phase
+        from .model_choice import choose_family
 
         with phase("choosing the data family (PSIS-LOO)", total=None):
             name, self.family_choice = choose_family(records, self.bounds)
@@ -306,7 +306,7 @@ class GroupedDataModel(KnowledgeModel):
 
     def fit(self, draws: int = 500, tune: int = 500, chains: int = 2, seed: int = 0, progressbar: bool = False,
             on_unconverged: str = "raise", **sample_kwargs: Any) -> Posterior:
-        """The base class's :meth:`~hybridpriv.models._base.KnowledgeModel.fit`; with ``family="auto"``,
+        """The base class's :meth:`~hybridpriv.core.model.KnowledgeModel.fit`; with ``family="auto"``,
         a chosen family whose fit (with everything else that is public) does not converge gives way to
         the next family by PSIS-LOO, with a warning, and ``family_choice.attrs["fallback"]`` says so.
         The last family left is judged by ``on_unconverged`` as usual."""
@@ -314,7 +314,7 @@ class GroupedDataModel(KnowledgeModel):
             return super().fit(draws, tune, chains, seed, progressbar, on_unconverged, **sample_kwargs)
         import warnings
 
-        from ._base import ConvergenceError
+        from ...core.model import ConvergenceError
 
         table = self.family_choice
         order = [str(f) for f in table.family.values[np.argsort(-table.elpd.values, kind="stable")]]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from hybridpriv.models import GroupedDataModel
-from hybridpriv.models._base import ConvergenceError, ConvergenceWarning, chain_seeds, check_convergence
+from hybridpriv.core.model import ConvergenceError, ConvergenceWarning, chain_seeds, check_convergence
 
 from hybridpriv.core.privacy import Group
 from hybridpriv.core.random import stream

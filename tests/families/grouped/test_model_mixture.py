@@ -114,8 +114,8 @@ def test_bad_choices_are_refused():
 
 @pytest.mark.slow
 def test_auto_falls_back_to_the_next_family_when_the_chosen_one_does_not_converge(clamped_bimodal, monkeypatch):
-    from hybridpriv.models._base import ConvergenceError
-    from hybridpriv.models.grouped import GroupedPosterior
+    from hybridpriv.core.model import ConvergenceError
+    from hybridpriv.families.grouped.model import GroupedPosterior
 
     original = GroupedPosterior.check_convergence
 

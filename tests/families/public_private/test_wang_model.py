@@ -1,4 +1,4 @@
-"""Tests of hybridpriv.models.wang: the PyMC model of public knowledge about a private population
+"""Tests of hybridpriv.families.public_private.wang.model: the PyMC model of public knowledge about a private population
 (a KnowledgeModel: one fit, one convergence check), its posterior as a source of public-private
 datasets, and the budget-free choice of the public subset size (evaluate + decide).
 
@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 import pytest
-from hybridpriv.models._base import ConvergenceError, KnowledgeModel
-from hybridpriv.models.wang import (
+from hybridpriv.core.model import ConvergenceError, KnowledgeModel
+from hybridpriv.families.public_private.wang.model import (
     PUBLIC_FIT_PRIOR_SD,
     PublishedSummaries,
     WangPosterior,

@@ -8,7 +8,7 @@ KVH plugs in the true values (an oracle); PWH ignores them.
 
 :class:`HybridTrustModel` is a PyMC model of what the curator *does* know: the bounds
 ``[0, m]``, priors on each group's mean and variance, optionally pilot (public) records of
-either group.  It is a :class:`~hybridpriv.models._base.KnowledgeModel` (the one ``fit``, the
+either group.  It is a :class:`~hybridpriv.core.model.KnowledgeModel` (the one ``fit``, the
 shared convergence check); its fitted result, :class:`HybridTrustPosterior`, gives
 
 * :meth:`HybridTrustPosterior.bayes_weight` -- the weight minimising the **posterior expected
@@ -41,8 +41,8 @@ distribution): one ``p0`` and one ``v``, ``gap = 0``, ``sigma_T = sigma_L``.
 Deterministic quantities on the data scale: ``mu_T``, ``mu_L``, ``gap = mu_T - mu_L``,
 ``sigma_T2``, ``sigma_L2`` (variances).  Pilot records enter through the Beta likelihood
 (records exactly on a bound are moved inside by
-:data:`hybridpriv.models.grouped.BETA_BOUNDARY_NUDGE` of the range).  Earlier noisy releases of
-a group's mean (:class:`~hybridpriv.models.grouped.ReleasedMean` with ``group`` ``"T"``, ``"L"``
+:data:`hybridpriv.families.grouped.model.BETA_BOUNDARY_NUDGE` of the range).  Earlier noisy releases of
+a group's mean (:class:`~hybridpriv.families.grouped.model.ReleasedMean` with ``group`` ``"T"``, ``"L"``
 or ``None`` for both groups pooled; needs ``sizes``) enter as ``y ~ Laplace(latent, b)``, where
 the latent sample mean of the ``n_g`` records is ``mu_g + sqrt(sigma_g^2 / n_g) z``,
 ``z ~ Normal(0, 1)`` (the central-limit approximation the grouped model uses too).
@@ -58,12 +58,12 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from ..core.privacy import Bounds, check_integer, check_positive, check_real_array
-from ..core.random import check_seed
-from ..core.random import rng as named_rng
-from ._avent_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
-from ._base import KnowledgeModel, _check_count, chain_seeds, sampling_mode
-from .grouped import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
+from ...core.privacy import Bounds, check_integer, check_positive, check_real_array
+from ...core.random import check_seed
+from ...core.random import rng as named_rng
+from .model_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
+from ...core.model import KnowledgeModel, _check_count, chain_seeds, sampling_mode
+from ..grouped.model import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
 
 __all__ = ["HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
 
@@ -130,7 +130,7 @@ class HybridTrustModel(KnowledgeModel):
         Clamp pilot records into ``[0, m]`` instead of refusing records outside.
     released_means
         Earlier DP releases ``mean(records of the group) + Laplace(0, b)``: a sequence of
-        :class:`~hybridpriv.models.grouped.ReleasedMean` whose ``group`` is ``"T"`` (the TCM
+        :class:`~hybridpriv.families.grouped.model.ReleasedMean` whose ``group`` is ``"T"`` (the TCM
         group), ``"L"`` (the LM group) or ``None`` (both groups pooled).  Needs ``sizes``.
 
     Examples

@@ -20,8 +20,8 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
-from ..core.privacy import Bounds
-from ..core.random import stream
+from ...core.privacy import Bounds
+from ...core.random import stream
 
 __all__ = ["FAMILY_ORDER", "SE_MARGIN", "choose_family"]
 
@@ -36,7 +36,7 @@ def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chai
 
     import arviz_stats
 
-    from ._base import _strict_sample_kwargs
+    from ...core.model import _strict_sample_kwargs
 
     logger = logging.getLogger("pymc")
     level = logger.level
@@ -51,7 +51,7 @@ def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains
     import arviz_stats
     import pytensor
 
-    from ._base import _strict_sample_kwargs
+    from ...core.model import _strict_sample_kwargs
 
     # fast-math off for everything this compiles (the trace and log-likelihood functions too), as in
     # KnowledgeModel.fit: the same bits whatever the compile cache holds
@@ -113,8 +113,8 @@ def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates
         even when it is the best of those compared), ``chosen``; families left out
         (the Beta with records on a bound) are absent.
     """
-    from ._grouped_families import BetaFamily, NormalFamily
-    from ._grouped_mixture import MixtureFamily
+    from .model_families import BetaFamily, NormalFamily
+    from .model_mixture import MixtureFamily
 
     families = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}
 

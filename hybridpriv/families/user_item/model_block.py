@@ -1,6 +1,6 @@
 """The continuing matrix chain of :class:`hybridpriv.models.UserItemModel` (issue 13): blocks of
 posterior draws, the streams of their draws, replay and cache (:class:`BlockChain`).  The compiled
-kernels it runs (bit rows, Curveball trades, the row-sum move) are in :mod:`._useritem_bits`.
+kernels it runs (bit rows, Curveball trades, the row-sum move) are in :mod:`.model_bits`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,13 @@ import threading
 
 import numpy as np
 
-from ._useritem_bits import _bits_from_csr_kernel, _csr_from_bits_kernel, _curveball_bits_kernel, _move_kernel, state_of
+from .model_bits import (
+    _bits_from_csr_kernel,
+    _csr_from_bits_kernel,
+    _curveball_bits_kernel,
+    _move_kernel,
+    state_of,
+)
 
 __all__ = ["BlockChain", "draw_generator", "draw_sequence", "draw_streams"]
 
@@ -50,7 +56,7 @@ class BlockChain:
     """The continuing Curveball chain behind :meth:`UserItemPosterior.generate` (``block > 1``).
 
     Draws of a chain are grouped in fixed blocks ``[b B, (b + 1) B)`` of ``B = model.block`` draws.
-    Invariants (tested in ``tests/models/test_useritem_block.py``):
+    Invariants (tested in ``tests/families/user_item/test_model_block.py``):
 
     * **A function of the draw's stream.**  The matrix of ``(chain, draw)`` depends only on the
       posterior's row sums of the block's draws up to ``draw`` and on the streams of those draws
@@ -63,11 +69,11 @@ class BlockChain:
       issue 13) gives for that draw.
     * **Each later draw continues the chain.**  Draw ``d`` takes the matrix of ``d - 1``, moves
       items between users to the row sums of ``d`` (the kernel of
-      :func:`~._useritem_bits.move_row_sums`; rows paired by position, both sorted by decreasing
+      :func:`~.model_bits.move_row_sums`; rows paired by position, both sorted by decreasing
       row sum; nothing when they are equal), then runs ``model.trades_per_row * n`` Curveball
-      trades (the kernel of :func:`~._useritem_bits.curveball_bits`), both drawing from one
+      trades (the kernel of :func:`~.model_bits.curveball_bits`), both drawing from one
       xoshiro256** state seeded by the ``SeedSequence`` of ``d``'s stream
-      (:func:`~._useritem_bits.state_of`).  Column sums are kept exactly; row sums are the draw's
+      (:func:`~.model_bits.state_of`).  Column sums are kept exactly; row sums are the draw's
       exactly (the move's augmenting paths always exist on the posterior's feasible row sums;
       were one missing, the draw would start fresh from ``matrix_for`` with the same generator
       and ``fallbacks`` count it).

@@ -22,15 +22,15 @@ users to its draw's row sums and continues; every matrix gets ``trades_per_row *
 (default 10 n, a measured choice: ``benchmarks/user_item_thinning.py``).  The randomness of a draw
 is the stream the engine passes for it (``("dataset", chain, draw)`` in
 :func:`hybridpriv.engine.evaluate.evaluate`), so a matrix depends on the seed and the draw, not on the
-chunk or worker (:class:`~hybridpriv.models._useritem_block.BlockChain`); ``block=1`` is the
+chunk or worker (:class:`~hybridpriv.families.user_item.model_block.BlockChain`); ``block=1`` is the
 sampler before issue 13 (a fresh random start per matrix).
 
 With a uniform prior on ``r`` given ``n``, the marginal of ``n`` needs the number of feasible
 ``r`` for every ``n`` (``log_count_row_sums``, an exact dynamic programme); see
-``docs/user-item.md``.  The compiled core is split by seam: ``_useritem_feasibility``
-(Gale-Ryser, counting), ``_useritem_realize``, ``_useritem_chains`` (Curveball and the row-sum
-kernel), ``_useritem_bits`` (bit rows, their trades, the row-sum move), ``_useritem_block``
-(the continuing chain: blocks, streams, cache), ``_useritem_mixing``, ``_useritem_step`` (the PyMC step).
+``docs/user-item.md``.  The compiled core is split by seam: ``model_feasibility``
+(Gale-Ryser, counting), ``model_realize``, ``model_chains`` (Curveball and the row-sum
+kernel), ``model_bits`` (bit rows, their trades, the row-sum move), ``model_block``
+(the continuing chain: blocks, streams, cache), ``model_mixing``, ``model_step`` (the PyMC step).
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ import pymc as pm
 import pytensor.tensor as pt
 import scipy.sparse as sp
 
-from ..core.params import describe
-from ..core.random import as_generator
-from ._base import KnowledgeModel, Posterior, _strict_sample_kwargs
-from ._useritem_block import BlockChain, draw_streams
-from ._useritem_chains import curveball, random_start
-from ._useritem_feasibility import log_count_cost, log_count_row_sums, start_histogram
-from ._useritem_mixing import mixing_check
-from ._useritem_realize import realize_greedy
-from ._useritem_step import PointFunction, RowSumStep
+from ...core.params import describe
+from ...core.random import as_generator
+from ...core.model import KnowledgeModel, Posterior, _strict_sample_kwargs
+from .model_block import BlockChain, draw_streams
+from .model_chains import curveball, random_start
+from .model_feasibility import log_count_cost, log_count_row_sums, start_histogram
+from .model_mixing import mixing_check
+from .model_realize import realize_greedy
+from .model_step import PointFunction, RowSumStep
 
 __all__ = [
     "BLOCK",
@@ -247,7 +247,7 @@ class UserItemPosterior(Posterior):
         With ``model.block > 1`` and ``rng`` the stream of ``(chain, draw)`` (a generator on a
         ``SeedSequence`` whose spawn key ends with ``(chain, draw)``, as the engine passes:
         ``hybridpriv.core.random.rng(seed, "dataset", chain, draw)``), the matrix continues the block's
-        chain (:class:`~hybridpriv.models._useritem_block.BlockChain`): it is a function of the
+        chain (:class:`~hybridpriv.families.user_item.model_block.BlockChain`): it is a function of the
         seed, the chain, the draw and the posterior, whatever the order of calls, and ``rng``'s
         state is not used (the draw's stream is rebuilt from its key).  Otherwise (``block=1``, or
         any other generator) it is :meth:`UserItemModel.matrix_for` made with ``rng`` (a fresh
@@ -273,7 +273,7 @@ class UserItemPosterior(Posterior):
         model's ``trades_per_row * n``, what :meth:`generate` runs).
 
         ``rng``: SPEC 7 (an integer seed, a ``SeedSequence`` or a ``Generator``).  Returns the dict
-        of :func:`hybridpriv.models._useritem_mixing.mixing_check` (``rhat``, ``ess``, ``draws``,
+        of :func:`hybridpriv.families.user_item.model_mixing.mixing_check` (``rhat``, ``ess``, ``draws``,
         ``trades_between``, ``starts``); R-hat below 1.01-1.05 says the trades suffice.
         """
         gen = as_generator(rng)
@@ -305,7 +305,7 @@ class UserItemPosterior(Posterior):
 class UserItemModel(KnowledgeModel):
     """Binary user-item matrices consistent with public column sums.
 
-    Fitted with :meth:`fit` (the one ``fit`` of :class:`~hybridpriv.models._base.KnowledgeModel`),
+    Fitted with :meth:`fit` (the one ``fit`` of :class:`~hybridpriv.core.model.KnowledgeModel`),
     it gives a :class:`UserItemPosterior`: a dataset source whose dataset at ``(chain, draw)`` is
     the matrix of that posterior draw of the row sums.
 
@@ -341,7 +341,7 @@ class UserItemModel(KnowledgeModel):
         sampler before issue 13, same numbers).  Larger blocks save the fresh starts; a request out
         of order replays at most ``block - 1`` draws.  Matrices are continued only when
         :meth:`UserItemPosterior.generate` is given the stream of ``(chain, draw)`` (as the engine
-        passes it); see :class:`~hybridpriv.models._useritem_block.BlockChain` for the invariants.
+        passes it); see :class:`~hybridpriv.families.user_item.model_block.BlockChain` for the invariants.
 
     Raises
     ------
@@ -505,7 +505,7 @@ class UserItemModel(KnowledgeModel):
             raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
         lo, _ = self.n_range
         moves = int(moves) if moves is not None else max(MIN_MOVES, MOVES_PER_REPORT * self.total)
-        h0 = start_histogram(self._c_sorted, lo)  # _useritem_step.initial_histogram's, in O(m log m)
+        h0 = start_histogram(self._c_sorted, lo)  # model_step.initial_histogram's, in O(m log m)
         with model:
             vars_ = [model["h"]] if self.n_known else [model["n"], model["h"]]
             log_f_fn = PointFunction(model, "log_f_items") if self.items_prior is not None else None

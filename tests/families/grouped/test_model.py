@@ -1,4 +1,4 @@
-"""Tests of hybridpriv.models.grouped: the PyMC model of public knowledge and its posterior.
+"""Tests of hybridpriv.families.grouped.model: the PyMC model of public knowledge and its posterior.
 
 Fits use 300 tuning + 300 draws on 2 chains (cores=1); intervals are central 99% posterior
 intervals, Monte Carlo checks use 4 standard errors.  All seeds are fixed.

@@ -21,8 +21,8 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
 from pytensor.tensor.variable import TensorVariable
 
-from ..core.privacy import Bounds, check_finite, check_positive
-from ..families.grouped import clamped_normal_moments
+from ...core.privacy import Bounds, check_finite, check_positive
+from . import clamped_normal_moments
 
 __all__ = ["BETA_BOUNDARY_NUDGE", "BetaFamily", "CUSTOM_MC_SAMPLES", "CustomFamily", "Family", "NormalFamily", "Params"]
 
@@ -452,7 +452,7 @@ class CustomFamily(Family):
             rngs = [v for v in ancestors([rv]) if isinstance(v.type, RandomGeneratorType)]
             rng_inputs = [random_generator_type(f"rng{i}") for i in range(len(rngs))]
             out = graph_replace(rv, dict(zip(rngs, rng_inputs)))
-            from ._base import sampling_mode  # strict floating point: the same bits whatever the cache
+            from ...core.model import sampling_mode  # strict floating point: the same bits whatever the cache
 
             fn = pytensor.function([*syms.values(), size, *rng_inputs], out, mode=sampling_mode())
             n_rng = len(rng_inputs)

@@ -1,6 +1,6 @@
-"""Shared input checks of the compiled user-item core (``models/_useritem_*.py``).
+"""Shared input checks of the compiled user-item core (``hybridpriv/families/user_item/model_*.py``).
 
-The data structures (see :mod:`hybridpriv.models._useritem_feasibility` for the notation): a
+The data structures (see :mod:`hybridpriv.families.user_item.model_feasibility` for the notation): a
 *matrix* is a binary users x items matrix stored CSR-like as ``(indptr, indices)`` -- ``indptr``
 ``int64[n + 1]``, ``indices[indptr[i]:indptr[i + 1]]`` the items of user ``i``, strictly
 increasing.  The wrappers raise ``ValueError`` naming the parameter and value

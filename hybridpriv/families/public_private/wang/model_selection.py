@@ -1,4 +1,4 @@
-"""Public computations on a Wang posterior (part of :mod:`hybridpriv.models.wang`, imported from there):
+"""Public computations on a Wang posterior (part of :mod:`hybridpriv.families.public_private.wang.model`, imported from there):
 :func:`weight_order` orders the public points by their expected representation weight, :func:`fit_kept`
 keeps a fit in a checkpoint.  The choice of the subset size, which runs the engine, is
 :func:`hybridpriv.families.public_private.subset.select_subset_size`.
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..core.privacy import check_integer
-from ..core.random import rng as stream_rng
-from .wang import WangPosterior
+from ....core.privacy import check_integer
+from ....core.random import rng as stream_rng
+from .model import WangPosterior
 
 __all__ = ["fit_kept", "weight_order"]
 

@@ -33,8 +33,8 @@ import xarray as xr
 from pytensor.compile.mode import get_mode
 from pytensor.link.numba.linker import NumbaLinker
 
-from ..core.params import Parametrized, describe
-from ..core.random import check_seed, stream
+from .params import Parametrized, describe
+from .random import check_seed, stream
 
 __all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel", "Posterior", "RHAT_FAIL",
            "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "sampling_mode"]
@@ -194,8 +194,9 @@ class Posterior(ABC):
     """
 
     convergence_vars: tuple[str, ...] = ()
-    #: The data kind :meth:`generate` makes (a registered data kind, ``hybridpriv.families.data_kinds()``).
-    data_kind: str = "grouped"
+    #: The data kind :meth:`generate` makes (a registered data kind, ``hybridpriv.families.data_kinds()``); every
+    #: posterior names its own.
+    data_kind: str = ""
 
     def __init__(self, model: KnowledgeModel, idata: Any, seed: int = 0) -> None:
         self.model_spec = model

@@ -1,4 +1,4 @@
-"""Tests of hybridpriv.models.avent: the curator's knowledge, the Bayes weight and the datasets it generates.
+"""Tests of hybridpriv.families.hybrid_trust.model: the curator's knowledge, the Bayes weight and the datasets it generates.
 
 The closed form is checked three ways: against brute-force minimisation (SciPy) of the
 draw-averaged ``hybridpriv.theory.avent.hybrid_mse``, against the heterogeneous and
@@ -16,8 +16,8 @@ import logging
 import numpy as np
 import pytest
 import xarray as xr
-from hybridpriv.models._base import RHAT_FAIL, ConvergenceError, ConvergenceWarning
-from hybridpriv.models.avent import (
+from hybridpriv.core.model import RHAT_FAIL, ConvergenceError, ConvergenceWarning
+from hybridpriv.families.hybrid_trust.model import (
     HybridTrustModel,
     HybridTrustPosterior,
     bayes_weight_from_moments,

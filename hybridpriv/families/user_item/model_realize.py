@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._useritem_checks import ArrayLike, _fmt, _int_vector, csr_margins
-from ._useritem_feasibility import _gr_violation
+from .model_checks import ArrayLike, _fmt, _int_vector, csr_margins
+from .model_feasibility import _gr_violation
 
 __all__ = ["realize_greedy", "realize_networkx"]
 

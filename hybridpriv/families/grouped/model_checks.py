@@ -20,7 +20,7 @@ def record_statistics(values: np.ndarray, lower: float, upper: float) -> dict[st
 
 def grouped_predictive_checks(posterior: Any, rng: np.random.Generator, draws: int = 400):
     """The check table, or ``None`` when nothing public can be replicated."""
-    from hybridpriv.criticism import predictive_check
+    from ...criticism import predictive_check
 
     if not isinstance(draws, int) or draws < 2:
         raise ValueError(f"draws must be an integer >= 2, got {draws!r}")

@@ -6,7 +6,7 @@ leaves the whole budget for the representation weights:
 
 1. :class:`PublishedSummaries` holds what was published about the private dataset ``D``: its size,
    and optionally the covariate means and variances and the outcome rate.
-2. :class:`WangPrivateModel` (a :class:`~hybridpriv.models._base.KnowledgeModel`) encodes the public
+2. :class:`WangPrivateModel` (a :class:`~hybridpriv.core.model.KnowledgeModel`) encodes the public
    records ``E = (X_E, y_E)`` and those summaries in a PyMC model of the private population (see
    *Model* below); its one ``fit()`` samples it and checks convergence.
 3. :class:`WangPosterior` is a dataset source: ``generate(chain, draw, rng)`` returns a
@@ -69,9 +69,9 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special
 
-from ..core.privacy import check_integer, check_positive, check_real_array
-from ..core.random import rng as stream_rng
-from ._base import KnowledgeModel, Posterior
+from ....core.privacy import check_integer, check_positive, check_real_array
+from ....core.random import rng as stream_rng
+from ....core.model import KnowledgeModel, Posterior
 
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
@@ -254,7 +254,7 @@ class WangPosterior(Posterior):
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         """The simulated private dataset of ``(chain, draw)`` beside the public records (a ``HybridDesign``)."""
-        from ..families.public_private.wang import HybridDesign
+        from . import HybridDesign
 
         X, y = self.simulate(chain, draw, rng)
         return HybridDesign(np.column_stack([X, y]), self._public_points, columns=self._columns, label="y")
@@ -270,7 +270,7 @@ class WangPosterior(Posterior):
         replicated.  The simulated datasets are the engine's (:meth:`predictive_summaries`: streams
         ``("dataset", chain, draw)`` of ``seed``).  ``None`` when nothing was published but the size.
         """
-        from ..criticism import predictive_check
+        from ....criticism import predictive_check
 
         s = self.spec.summaries
         observed: dict[str, float] = {}
@@ -360,7 +360,7 @@ class WangPrivateModel(KnowledgeModel):
     Notes
     -----
     ``fit(draws, tune, chains, seed, progressbar, on_unconverged)`` is the one
-    :meth:`~hybridpriv.models._base.KnowledgeModel.fit` of every model: one seed per chain from
+    :meth:`~hybridpriv.core.model.KnowledgeModel.fit` of every model: one seed per chain from
     stream ``("fit", chain)``, then R-hat and bulk ESS of ``shift``, ``log_scale`` and ``theta``
     checked (refused or warned about by ``on_unconverged``).  It returns a :class:`WangPosterior`.
     """
@@ -468,4 +468,4 @@ class WangPrivateModel(KnowledgeModel):
 
 
 # the budget-free selection lives in its own module; its names are part of this one
-from ._wang_selection import fit_kept, weight_order  # noqa: E402
+from .model_selection import fit_kept, weight_order  # noqa: E402
