@@ -41,7 +41,7 @@ __all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel
 
 #: A posterior with a larger R-hat is refused: its datasets would not reflect the knowledge.
 RHAT_FAIL = 1.1
-#: Above this R-hat the fit is reported with a warning (raise ``tune``/``draws``).
+#: Above this R-hat the fit is reported with a warning (:attr:`Posterior.convergence_advice`).
 RHAT_WARN = 1.01
 #: A posterior with this many effective draws or fewer (bulk ESS, all chains) is refused.
 ESS_FAIL = 20
@@ -127,6 +127,7 @@ def check_convergence(
     on_fail: str = "raise",
     what: str = "the model of public knowledge",
     rhat_fail: float = RHAT_FAIL,
+    advice: str = "raise draws (--draws) and fit.tune, or check the knowledge for contradictions",
     ess_fail: float = ESS_FAIL,
 ) -> dict[str, dict[str, float]]:
     """R-hat and bulk ESS of ``var_names`` in ``idata["posterior"]``; refuse or warn when unconverged.
@@ -167,15 +168,14 @@ def check_convergence(
     fewest = min(out, key=lambda k: out[k]["ess_bulk"])
     r, e = out[worst]["r_hat"], out[fewest]["ess_bulk"]
     if r > rhat_fail or e <= ess_fail:
-        problem = (f"R-hat of {worst} = {r:.3g} > {rhat_fail}" if r > rhat_fail
+        problem = (f"R-hat of {worst} = {r:.3f} > {rhat_fail}" if r > rhat_fail
                    else f"bulk ESS of {fewest} = {e:.0f} <= {ess_fail}")
-        msg = (f"{what} did not converge ({problem}): its simulated datasets would not reflect the knowledge; "
-               "raise tune/draws, or check the knowledge for contradictions")
+        msg = f"{what} did not converge ({problem}): its simulated datasets would not reflect the knowledge; {advice}"
         if on_fail == "raise":
             raise ConvergenceError(msg)
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
     elif r > RHAT_WARN and on_fail == "warn":
-        warnings.warn(f"{what}: R-hat of {worst} = {r:.3g} > {RHAT_WARN}; consider raising tune/draws",
+        warnings.warn(f"{what}: R-hat of {worst} = {r:.3f} > {RHAT_WARN}; consider: {advice}",
                       ConvergenceWarning, stacklevel=3)
     return out
 
@@ -194,6 +194,8 @@ class Posterior(ABC):
     """
 
     convergence_vars: tuple[str, ...] = ()
+    #: What a refusal for non-convergence advises (in the SPEC's words: its keys and the command's flags).
+    convergence_advice: str = "raise draws (--draws) and fit.tune, or check the knowledge for contradictions"
     #: The data kind :meth:`generate` makes (a registered data kind, ``hybridpriv.families.data_kinds()``); every
     #: posterior names its own.
     data_kind: str = ""
@@ -226,7 +228,8 @@ class Posterior(ABC):
     def check_convergence(self, on_fail: str = "raise") -> dict[str, dict[str, float]]:
         """:func:`check_convergence` of this posterior's ``convergence_vars`` (stored in ``convergence``)."""
         self.convergence = check_convergence(self.idata, self.convergence_vars, on_fail,
-                                             what=f"the {type(self.model_spec).__name__} of public knowledge")
+                                             what=f"the {type(self.model_spec).__name__} of public knowledge",
+                                             advice=self.convergence_advice)
         return self.convergence
 
     @property

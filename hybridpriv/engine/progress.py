@@ -112,9 +112,12 @@ class Phase:
         line for a phase that ran past ``after`` seconds."""
         seconds = time.perf_counter() - self.start
         if self._on and not self._live and seconds >= self.after:
-            of = f"/{self.total}" if self.total is not None else ""
-            print(f"{self.label}: {self.done}{of} {self.unit} in {seconds:.1f} s".replace("  ", " "), file=self.stream,
-                  flush=True)
+            if self.total is None and not self.done:  # nothing counted: only the time means something
+                line = f"{self.label}: done in {seconds:.1f} s"
+            else:
+                of = f"/{self.total}" if self.total is not None else ""
+                line = f"{self.label}: {self.done}{of} {self.unit} in {seconds:.1f} s".replace("  ", " ")
+            print(line, file=self.stream, flush=True)
         if self._bar is not None:
             if self.total is not None:
                 self._bar.update(self._task, completed=max(self.done, 0))

@@ -59,3 +59,22 @@ def test_one_chain_is_split_in_halves():
         check_convergence(_idata(d=drift), ["d"])
     with pytest.raises(ValueError, match="on_unconverged"):
         check_convergence(_idata(a=good), ["a"], on_fail="x")
+
+
+def test_a_refusal_shows_r_hat_to_three_decimals_and_the_posteriors_own_advice():
+    # issue 25: "R-hat 1.1 > 1.1" told the user nothing, and user-item was told to raise tune, a key it refuses
+    from hybridpriv.families.kmeans.model import KMeansPilotPosterior
+    from hybridpriv.families.user_item.model import UserItemPosterior
+    from hybridpriv.core.model import Posterior
+
+    rng = np.random.default_rng(1)
+    # chains offset by 0.8 sd: R-hat a little above the 1.1 limit (1.103 with this seed)
+    near = np.stack([rng.normal(0, 1, 2000), rng.normal(0.8, 1, 2000)])
+    r = check_convergence(_idata(b=near), ["b"], on_fail="ignore")["b"]["r_hat"]
+    assert 1.1 < r < 1.2, r
+    with pytest.raises(ConvergenceError, match=rf"R-hat of b = {r:.3f} > 1.1\).*; give it more") as info:
+        check_convergence(_idata(b=near), ["b"], advice="give it more")
+    assert f"{r:.3f}" != f"{r:.2g}"  # the old format would have shown 1.1
+    assert "tune" not in UserItemPosterior.convergence_advice.replace("no tuning steps", "")
+    assert "fit.tune" in Posterior.convergence_advice and "tune" not in KMeansPilotPosterior.convergence_advice
+    del info

@@ -1,6 +1,7 @@
 """The one progress renderer: silent for short phases and under --quiet, a bar with an ETA otherwise."""
 
 import io
+import re
 
 import pytest
 
@@ -30,6 +31,14 @@ def test_redirected_to_a_file_a_phase_writes_one_line():
             update(k + 1)
     text = out.getvalue()
     assert text.count("\n") == 1 and text.startswith("evaluating: 10/10 datasets in ") and "\x1b" not in text
+
+
+def test_a_phase_without_a_count_says_only_how_long_it_took():
+    # "choosing the data family (PSIS-LOO): 0 in 9.7 s" read as if nothing had been done
+    out = io.StringIO()
+    with phase("choosing the data family", total=None, after=0.0, stream=out):
+        pass
+    assert re.fullmatch(r"choosing the data family: done in \d+\.\d s\n", out.getvalue()), out.getvalue()
 
 
 def test_a_short_phase_and_a_quiet_run_draw_nothing():

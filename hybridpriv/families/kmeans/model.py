@@ -83,6 +83,7 @@ class KMeansPilotPosterior(Posterior):
 
     convergence_vars = ("mean", "sd")
     data_kind = "points"
+    convergence_advice = "raise draws (--draws); the draws are exact (a Bayesian bootstrap), so check the pilot"
 
     def __init__(self, model: KMeansPilotModel, idata: Any, seed: int = 0) -> None:
         super().__init__(model, idata, seed)

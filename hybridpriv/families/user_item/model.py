@@ -215,6 +215,8 @@ class UserItemPosterior(Posterior):
     """
 
     data_kind = "user-item"
+    convergence_advice = ("raise draws (--draws: longer chains; the row-sum sampler has no tuning steps), or give n "
+                          "if the number of users is public (n unknown mixes slowly)")
 
     def __init__(self, model: UserItemModel, idata: Any, seed: int = 0) -> None:
         if not isinstance(model, UserItemModel):
