@@ -24,6 +24,7 @@ __all__ = [
     "Guarantee",
     "MAX_BOUND",
     "NEIGHBOUR_RELATIONS",
+    "NOT_READ",
     "TRUST_MODELS",
     "check_epsilon",
     "check_finite",
@@ -238,6 +239,11 @@ class Guarantee:
         d = f", delta={self.delta:g}" if self.delta else ""
         t = ", local" if self.trust == "local" else ""
         return f"epsilon={self.epsilon:g}{d} ({self.relation}{t})"
+
+
+#: What a built-in mechanism promises a unit its declaration leaves out: a unit it never reads leaks nothing
+#: (``epsilon = 0``, local: it satisfies every requirement).  The selection and the release read it the same way.
+NOT_READ = Guarantee(0.0, 0.0, "add-remove", "local")
 
 
 @dataclass(frozen=True)

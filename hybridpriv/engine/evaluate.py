@@ -32,7 +32,7 @@ import xarray as xr
 from ..core.data import check_source
 from ..core.mechanism import Mechanism
 from ..core.params import describe, fingerprint
-from ..core.privacy import Guarantee
+from ..core.privacy import NOT_READ, Guarantee
 from ..core.random import STREAM_SCHEME, check_seed, rng
 from ..core.tasks import Task
 from ..core.validation import check_trials
@@ -197,8 +197,7 @@ def _privacy_table(job: _Job, dim: str, required: Mapping[str, Guarantee] | None
     units: list[str] = []
     for p in [*(decl), required or {}]:
         units.extend(u for u in p if u not in units)
-    none = Guarantee(0.0, 0.0, "add-remove", "local")  # a unit the mechanism never reads: nothing leaks
-    rows = [[p.get(u, none) for u in units] for p in decl]
+    rows = [[p.get(u, NOT_READ) for u in units] for p in decl]  # a unit the mechanism never reads: nothing leaks
     ds = xr.Dataset(
         {
             "privacy_epsilon": ((dim, "unit"), np.array([[g.epsilon for g in r] for r in rows], dtype=float).reshape(len(rows), len(units))),

@@ -257,3 +257,36 @@ def test_a_release_in_rounds_refuses_a_restored_state_stale_answers_and_changed_
     (out / "rounds.json").unlink()
     assert main(argv) == 2
     assert "over its budget" in capsys.readouterr().err
+
+
+def test_the_public_start_is_released_reading_no_data_and_charging_nothing(tmp_path, capsys):
+    """Issue 25 (K-means): the public start alone is a candidate; released, it is the pilot's start, reads no file
+    and is charged epsilon 0, so a later release of an iterated candidate still has the whole budget."""
+    from hybridpriv.cli import main
+    from hybridpriv.families.kmeans.model import pilot_start
+    from hybridpriv.spec import load_spec
+
+    spec, data, _ = _faithful(tmp_path)
+    assert main(["select", str(spec), "--draws", "20", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    argv = ["release", str(spec), "--data", str(empty), "--selection", str(tmp_path / "sel" / "selection.nc"),
+            "--candidate", "public-start", "--out", str(tmp_path / "r0"), "--ledger", str(tmp_path / "ledger.json")]
+    capsys.readouterr()
+    assert main(argv) == 0, capsys.readouterr().err
+    rec = json.loads((tmp_path / "r0" / "release.json").read_text())
+    v = load_spec(spec).values
+    np.testing.assert_allclose(np.reshape(rec["released"], (2, 2)), pilot_start(v.model.pilot, v.k))
+    assert rec["charged"]["tcm"]["epsilon"] == 0.0 and rec["charged"]["lm"]["epsilon"] == 0.0
+    # the whole budget is left: the TCM-only candidate (no device) is released against the same ledger
+    capsys.readouterr()
+    assert main(["release", str(spec), "--data", str(data), "--selection", str(tmp_path / "sel" / "selection.nc"),
+                 "--candidate", "tcm-T1", "--out", str(tmp_path / "r1"), "--ledger", str(tmp_path / "ledger.json")]) == 0, \
+        capsys.readouterr().err
+    ledger = json.loads((tmp_path / "ledger.json").read_text())
+    labels = [r["label"] for r in ledger["releases"]]
+    assert labels[:2] == ["public-start", "tcm"], labels
+    assert ledger["releases"][0]["spent"]["tcm"]["epsilon"] == 0.0
+    assert ledger["releases"][1]["spent"]["tcm"]["epsilon"] == pytest.approx(5.0)  # the whole budget was left
+    # before this change the TCM-only candidate (which never reads the LM users) was refused here as promising
+    # them "nothing", while the selection counted it eligible

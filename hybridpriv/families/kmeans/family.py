@@ -27,11 +27,12 @@ class KMeansFamily(Family):
                      "(python -m hybridpriv.families.kmeans.device); the release runs in rounds")
 
     def release_rounds(self, mech: Any, spec: Any) -> Any:
-        """Every built-in K-means candidate is released in rounds (:mod:`.rounds`; ``tcm-T`` needs no device)."""
-        from .algorithms.mechanisms import _KMeans
+        """Every built-in K-means candidate is released in rounds (:mod:`.rounds`; ``tcm-T`` needs no device;
+        ``public-start`` none and no data: zero rounds, the start itself)."""
+        from .algorithms.mechanisms import PublicStart, _KMeans
         from .rounds import KMeansRounds
 
-        return KMeansRounds(mech, spec) if isinstance(mech, _KMeans) else None
+        return KMeansRounds(mech, spec) if isinstance(mech, (_KMeans, PublicStart)) else None
 
     def stand_in(self, spec: Any) -> Any:
         """Every user at the box's centre, the public group sizes, the pilot start."""

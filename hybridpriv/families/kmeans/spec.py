@@ -49,11 +49,15 @@ from ...spec.schema import (
     table,
 )
 
-__all__ = ["ALGORITHMS", "EVALUATION", "MODEL", "SECTIONS", "TOP", "build", "check", "make_candidates",
+__all__ = ["ALGORITHMS", "CANDIDATES", "EVALUATION", "START", "MODEL", "SECTIONS", "TOP", "build", "check", "make_candidates",
            "points", "requirements"]
 
 #: Every algorithm, in table order (each is a candidate at every iteration count).
 ALGORITHMS = ("hybrid", "tcm", "lm", "hybrid-debiased", "lm-debiased")
+#: The public start alone (no iteration, spends nothing): the candidate every iterated one must beat.
+START = "public-start"
+#: Every candidate name ``evaluation.candidates`` may list.
+CANDIDATES = (*ALGORITHMS, START)
 #: Most point-operations of a whole evaluation (datasets x trials x candidates x iterations x users x k).
 MAX_WORK = 2e11
 #: Most users in one simulated dataset.
@@ -110,7 +114,9 @@ MODEL = Table((
 FIT = fit_table("posterior chains (exact Dirichlet draws; R-hat and ESS are a check)", tune=None)
 
 EVALUATION = Table((
-    Key("candidates", list_of(string()), None, doc=f"algorithms by name (default: all of {list(ALGORITHMS)})",
+    Key("candidates", list_of(string()), None,
+        doc=f"candidates by name (default: all of {list(CANDIDATES)}; {START}: the public start alone, "
+            "no iteration, no budget spent)",
         example='["hybrid", "tcm", "hybrid-debiased"]'),
     *run_keys(100, 10),
 ), doc="how the candidates are evaluated")
@@ -166,11 +172,11 @@ def check(v: Config, ctx: Context) -> Config:
         raise SpecError(f"model.smoothing = {kn.smoothing!r} exceeds the box's width {hi - lo:g}")
     ev = v.evaluation
     for name in ev.candidates or []:
-        if name not in ALGORITHMS:
-            raise SpecError(f"evaluation.candidates: unknown algorithm {name!r}; known: {list(ALGORITHMS)}")
+        if name not in CANDIDATES:
+            raise SpecError(f"evaluation.candidates: unknown candidate {name!r}; known: {list(CANDIDATES)}")
     if ev.candidates is not None and len(set(ev.candidates)) != len(ev.candidates):
         raise SpecError(f"evaluation.candidates names an algorithm twice: {ev.candidates!r}")
-    n_alg = len(ev.candidates or ALGORITHMS)
+    n_alg = len([a for a in (ev.candidates or ALGORITHMS) if a != START])
     work = float(ev.draws) * ev.trials * n_alg * sum(its) * v.n * v.k
     if work > MAX_WORK:
         raise SpecError(f"evaluation.draws = {ev.draws} x evaluation.trials = {ev.trials} x {n_alg} algorithms x "
@@ -188,15 +194,21 @@ def requirements(v: Config) -> dict[str, Any]:
 
 
 def make_candidates(v: Config, posterior: Any = None) -> dict[str, Any]:
-    """The candidates, ``{"ALGORITHM-T<tau>": mechanism}``, algorithm by algorithm, each over ``iterations``."""
-    from .algorithms import HybridKMeans, LMKMeans, TCMKMeans
+    """The candidates, ``{"ALGORITHM-T<tau>": mechanism}``, algorithm by algorithm, each over ``iterations``, and
+    ``public-start`` (:class:`~hybridpriv.families.kmeans.algorithms.PublicStart`: the start alone)."""
+    from .algorithms import HybridKMeans, LMKMeans, PublicStart, TCMKMeans
 
     kw = {"k": v.k, "epsilon": v.epsilon, "bounds": tuple(v.bounds), "d": int(v.model.pilot.shape[1])}
     build = {"hybrid": lambda t: HybridKMeans(tau=t, **kw), "tcm": lambda t: TCMKMeans(tau=t, **kw),
              "lm": lambda t: LMKMeans(tau=t, **kw), "hybrid-debiased": lambda t: HybridKMeans(tau=t, debias=True, **kw),
              "lm-debiased": lambda t: LMKMeans(tau=t, debias=True, **kw)}
-    return {f"{name}-T{t}": build[name](t) for name in v.evaluation.candidates or ALGORITHMS
-            for t in v.iterations}
+    out: dict[str, Any] = {}
+    for name in v.evaluation.candidates or CANDIDATES:
+        if name == START:
+            out[START] = PublicStart(v.k, tuple(v.bounds), int(v.model.pilot.shape[1]))
+        else:
+            out.update({f"{name}-T{t}": build[name](t) for t in v.iterations})
+    return out
 
 
 def context(v: Config, posterior: Any) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import noise as M
 from ...core.mechanism import Mechanism
-from ...families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from ...families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, PublicStart, TCMKMeans
 from ..core import audit
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
 
@@ -74,6 +74,38 @@ for _eps in (1.0, 4.0):
     CORRECT[f"randomized_response k=4 eps={_eps:g}"] = _rr_run(_eps, _eps)
     COVERS[f"randomized_response k=4 eps={_eps:g}"] = "randomized_response"
     BROKEN[f"randomized_response at twice the claimed epsilon, eps={_eps:g}"] = (_rr_run(_eps, 2 * _eps), "mechanism")
+# the public start alone declares epsilon = 0 for both units: its output may not depend on any point
+CORRECT["PublicStart (declares 0)"] = _kmeans_run(lambda eps: PublicStart(2, _KM_BOUNDS, d=1), 0.0)
+COVERS["PublicStart (declares 0)"] = "PublicStart"
+
+
+def _uniform_start_run(seed):
+    """The second setting: no public start in the data, so it draws a uniform start (from ``rng`` only)."""
+    mech, out = PublicStart(3, _KM_BOUNDS, d=1), {}
+    for i, (unit, g) in enumerate(mech.privacy.items()):
+        add = g.relation == "add-remove"
+        pts = ([0.0], [0.0, 1.0] if add else [1.0])
+        pair = tuple(PointCloud(np.array(p)[:, None], np.full(len(p), unit == "tcm"), _KM_BOUNDS, None) for p in pts)
+        out[unit] = audit(lambda d, rng, size: mech.release(d, rng, size), pair, g.epsilon, g.delta, samples=SAMPLES,
+                          confidence=CONFIDENCE, seed=np.random.SeedSequence([seed, i]), statistic=lambda o: o[:, 0, 0])
+    return out
+
+
+CORRECT["PublicStart uniform, k=3 (declares 0)"] = _uniform_start_run
+COVERS["PublicStart uniform, k=3 (declares 0)"] = "PublicStart"
+
+
+class _LeakyStart(PublicStart):
+    """Declares 0 but moves its second centre to the last point's cluster mean (broken: reads the data)."""
+
+    def release(self, data, rng, trials=1):
+        out = super().release(data, rng, trials)
+        out[:, 1, 0] = data.points[-1, 0] * 0.5 + 0.5 * out[:, 1, 0]
+        return out
+
+
+BROKEN["PublicStart that reads the last point, declaring 0"] = (
+    _kmeans_run(lambda eps: _LeakyStart(2, _KM_BOUNDS, d=1), 0.0), "tcm")
 for _unit in ("tcm", "lm"):
     BROKEN[f"HybridKMeans released at twice the declared epsilon, {_unit} users, eps=1"] = (
         _kmeans_run(_KMEANS_CASES["HybridKMeans"], 1.0, released_at=2.0), _unit)

@@ -715,3 +715,26 @@ def test_tiny_batches_search_by_one_broadcast_with_the_labels_of_one_search_per_
             dist = [sum((pts[j, a] - c[i, q, a]) ** 2 for a in range(d)) for q in range(k)]
             assert got[i, j] == dist.index(min(dist))
     assert (got != 0).any() and len(np.unique(got)) > 1  # not a degenerate case
+
+
+def test_the_public_start_releases_the_start_and_reads_no_point():
+    """Issue 25: ``PublicStart`` releases the data's public start (or a uniform start in the box, from ``rng``),
+    the same for any points, and declares epsilon 0 for both units."""
+    from hybridpriv.families.kmeans.algorithms import PointCloud, PublicStart
+
+    rng = np.random.default_rng(0)
+    start = np.array([[0.2, 0.3], [0.7, 0.8]])
+    mech = PublicStart(2, (0.0, 1.0), d=2)
+    a = PointCloud(rng.random((50, 2)), np.arange(50) < 10, (0.0, 1.0), start)
+    b = PointCloud(rng.random((80, 2)), np.arange(80) < 5, (0.0, 1.0), start)
+    out_a, out_b = mech.release(a, np.random.default_rng(1), 4), mech.release(b, np.random.default_rng(2), 4)
+    assert out_a.shape == (4, 2, 2) and np.array_equal(out_a, out_b) and np.array_equal(out_a[0], start)
+    assert {u: (g.epsilon, g.delta) for u, g in mech.privacy.items()} == {"tcm": (0.0, 0.0), "lm": (0.0, 0.0)}
+    # no public start: uniform in the box, one per trial, from the generator alone
+    c = PointCloud(rng.random((30, 2)) * 2 + 1, np.arange(30) < 3, (1.0, 3.0), None)
+    u = PublicStart(2, (1.0, 3.0), d=2).release(c, np.random.default_rng(5), 2000)
+    assert u.min() >= 1.0 and u.max() <= 3.0 and abs(u.mean() - 2.0) < 0.03  # mean 2, sd of the mean 0.0065
+    assert np.array_equal(u, PublicStart(2, (1.0, 3.0), d=2).release(
+        PointCloud(np.full((7, 2), 2.0), np.arange(7) < 1, (1.0, 3.0), None), np.random.default_rng(5), 2000))
+    with pytest.raises(ValueError, match="box"):
+        PublicStart(2, (0.0, 2.0), d=2).release(a, rng)

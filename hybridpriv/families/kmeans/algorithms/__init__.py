@@ -5,7 +5,8 @@ The family on the one pipeline (``evaluate(candidates, source, WCSS())`` then ``
 * data: :class:`PointCloud` (points in a box, who trusts the curator, a public start);
 * mechanisms (data kind ``"points"``, release: final centres ``(trials, K, d)``):
   :class:`HybridKMeans` (Algorithm 1), :class:`TCMKMeans`, :class:`LMKMeans` and the
-  non-private :class:`LloydKMeans`; ``run(data, rng)`` gives one run's history and ledger;
+  non-private :class:`LloydKMeans`, and :class:`PublicStart` (the public start alone, spending
+  nothing); ``run(data, rng)`` gives one run's history and ledger;
 * task: :class:`WCSS`; source: :class:`TrustSplitSource` (a fixed cloud, a fresh trust split and
   public start per draw); :func:`gaussian_clusters` simulates clustered points;
 * building blocks on arrays: :mod:`.algorithm` (noise scales, budget parts, the ledger plan,
@@ -33,7 +34,7 @@ from .data import (
     check_points,
     gaussian_clusters,
 )
-from .mechanisms import HybridKMeans, LloydKMeans, LMKMeans, TCMKMeans
+from .mechanisms import HybridKMeans, LloydKMeans, LMKMeans, PublicStart, TCMKMeans
 
 __all__ = [
     "HybridKMeans",
@@ -42,6 +43,7 @@ __all__ = [
     "LloydKMeans",
     "PWH_NOISE",
     "PointCloud",
+    "PublicStart",
     "TCMKMeans",
     "TrustSplitSource",
     "WCSS",

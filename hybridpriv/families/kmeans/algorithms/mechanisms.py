@@ -14,6 +14,7 @@ mechanism          ``"tcm"`` users                         ``"lm"`` users
 ``LMKMeans``       epsilon, local, replace-one             epsilon, local, replace-one
 ``HybridKMeans``   epsilon, central, add/remove-one        epsilon, local, replace-one
 ``LloydKMeans``    no promise (inf)                        no promise (inf)
+``PublicStart``    0 (reads no point), central             0 (reads no point), local
 =================  ======================================  =========================================
 
 Central add/remove-one: the counts (L1 sensitivity 1) and sums (``m d``) change so little when a
@@ -45,7 +46,7 @@ from .algorithm import (
 )
 from .data import PointCloud
 
-__all__ = ["BATCH_ELEMENTS", "HybridKMeans", "LMKMeans", "LloydKMeans", "TCMKMeans"]
+__all__ = ["BATCH_ELEMENTS", "HybridKMeans", "LMKMeans", "LloydKMeans", "PublicStart", "TCMKMeans"]
 
 #: Largest number of (trial, point, coordinate-or-centre) elements one batch of runs holds at once.
 BATCH_ELEMENTS = 2_000_000
@@ -301,3 +302,70 @@ class LloydKMeans(_KMeans):
 
     def _split(self, data: PointCloud):
         return _everyone(data), None
+
+
+class PublicStart(Mechanism):
+    """The public start alone: line 1 of Algorithm 1 and no iteration (``tau = 0``).
+
+    It releases the data's public start (the pilot's centres) or, without one, ``k`` centres uniform in the
+    box (from ``rng``, one start per trial), and reads no user's point: it spends nothing, ``epsilon = 0``
+    for both units (central for the TCM users, local for the LM users).  Every iterated candidate must beat
+    it to be worth its budget: a recommendation that spends epsilon where the start alone scores as well
+    is no better than this free one.
+
+    Parameters
+    ----------
+    k
+        Number of centres (>= 1).
+    bounds
+        The box ``[lower, upper]`` of every coordinate (the data's must be the same).
+    d
+        Dimension of the points.
+    """
+
+    data_kind: ClassVar[str] = "points"
+    label = "public-start"
+    #: No iteration, no unit read (the rounds of a release: none).
+    tau = 0
+    epsilon = 0.0
+    _tcm_units: ClassVar[tuple[str, ...] | None] = None
+    _lm_units: ClassVar[tuple[str, ...] | None] = None
+
+    def __init__(self, k: int, bounds: Bounds | tuple[float, float], d: int = 2) -> None:
+        self.k = check_integer(k, "k", 1)
+        self.bounds = Bounds.from_pair(bounds)
+        self.d = check_integer(d, "d", 1)
+
+    @property
+    def privacy(self) -> dict[str, Guarantee]:
+        """Nothing is read, so nothing is spent: ``epsilon = 0`` for each unit, under its usual relation."""
+        return {"tcm": Guarantee(0.0, 0.0, *_CENTRAL), "lm": Guarantee(0.0, 0.0, *_LOCAL)}
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        from ....core import events
+
+        return {u: events.epsilon_delta(0.0) for u in self.privacy}
+
+    def ledger_plan(self) -> list[tuple[str, dict[str, float]]]:
+        """No release of private data: an empty plan."""
+        return []
+
+    def release(self, data: PointCloud, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+        """The start ``trials`` times, ``(trials, K, d)``: the data's public start, else uniform in the box."""
+        trials = check_trials(trials)
+        check_rng(rng)
+        if not isinstance(data, PointCloud):
+            raise TypeError(f"data must be a PointCloud (hybridpriv.families.kmeans.algorithms), got {type(data).__name__}")
+        if data.bounds != self.bounds or data.d != self.d:
+            raise ValueError(f"data box [{data.bounds.lower:g}, {data.bounds.upper:g}]^{data.d} differs from the "
+                             f"mechanism's [{self.bounds.lower:g}, {self.bounds.upper:g}]^{self.d}")
+        if data.init is None:
+            return self.bounds.lower + self.bounds.width * rng.random((trials, self.k, self.d))
+        init = np.asarray(data.init, dtype=float)
+        if init.shape != (self.k, self.d):
+            raise ValueError(f"the data's public start holds {init.shape[0]} centres, the mechanism needs k={self.k}")
+        return np.broadcast_to(init, (trials, self.k, self.d)).copy()
+
+    def __repr__(self) -> str:
+        return f"PublicStart(k={self.k}, bounds={self.bounds!r}, d={self.d})"
