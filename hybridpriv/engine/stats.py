@@ -23,6 +23,13 @@ def _n(x: xr.DataArray, dims: Sequence[str]) -> int:
 
 
 def mcse_mean(da: xr.DataArray, dims: Sequence[str] = ("chain", "draw")) -> xr.DataArray:
+    """:func:`_mcse_mean`, described as what it is (not as the quantity it is the error of)."""
+    out = _mcse_mean(da, tuple(dims))
+    out.attrs = {"description": f"Monte Carlo standard error of the mean (over {', '.join(dims)}) of: {_what(da)}"}
+    return out
+
+
+def _mcse_mean(da: xr.DataArray, dims: Sequence[str] = ("chain", "draw")) -> xr.DataArray:
     """Monte Carlo standard error of the mean over ``dims``.
 
     Over ``("chain", "draw")`` with at least 8 draws: ``arviz_stats.mcse(method="mean")`` (ESS
@@ -46,7 +53,13 @@ def mcse_mean(da: xr.DataArray, dims: Sequence[str] = ("chain", "draw")) -> xr.D
 def mean_with_se(x: xr.DataArray, dims: str | Sequence[str] = "draw") -> tuple[xr.DataArray, xr.DataArray]:
     """Mean over ``dims`` (independent replicates) and its standard error."""
     dims = (dims,) if isinstance(dims, str) else tuple(dims)
-    return x.mean(dims), x.std(dims, ddof=1) / np.sqrt(_n(x, dims))
+    se = x.std(dims, ddof=1) / np.sqrt(_n(x, dims))
+    se.attrs = {"description": f"Monte Carlo standard error (over {', '.join(dims)}) of: {_what(x)}"}
+    return x.mean(dims), se
+
+
+def _what(x: xr.DataArray) -> str:
+    return str(x.attrs.get("description") or x.name or "the mean")
 
 
 def mean_with_ci(x: xr.DataArray, dims: str | Sequence[str] = "draw") -> tuple[xr.DataArray, xr.DataArray, xr.DataArray]:
@@ -83,4 +96,7 @@ def ratio_with_se(num: xr.DataArray, den: xr.DataArray, dim: str = "draw") -> tu
     cab = ((num - a) * (den - b)).sum(dim) / (k - 1)
     v_log = (va / a**2 + vb / b**2 - 2 * cab / (a * b)) / k
     ratio = a / b
-    return ratio, ratio * np.sqrt(np.maximum(v_log, 0.0))
+    ratio.attrs = {"description": f"ratio of the means of ({_what(num)}) to ({_what(den)})"}
+    se = ratio * np.sqrt(np.maximum(v_log, 0.0))
+    se.attrs = {"description": f"Monte Carlo standard error (delta method, over {dim}) of: {ratio.attrs['description']}"}
+    return ratio, se
