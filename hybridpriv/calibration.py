@@ -33,6 +33,8 @@ __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration"
 #: Draws (and the model's tuning steps, ``fit.tune``, where the family's sampler tunes) of the select run's retries,
 #: as multiples of the SPEC's, when the model's convergence check refuses the fit (the refusal's advice).
 RETRIES = (1, 2, 4)
+#: A regret above this is a failure that must not be silent: select must have warned (issue 25).
+SILENT_REGRET = 0.25
 #: Edges of the P(best) bins of the reliability diagram.
 BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
@@ -160,7 +162,8 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
-           "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"]}
+           "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"],
+           "warned": run["warned"]}
     if pythia_share and _has_pythia(truth.family):
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
                            realised_trials, stage, engine))
@@ -218,7 +221,20 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
         realised, se = on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
     return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
             "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
-            "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan))}
+            "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
+            "warned": _warned(selection)}
+
+
+def _warned(selection) -> str:
+    """The assumptions whose sensitivity warning the selection printed (comma-separated; "" for none, or where the
+    family declares no assumption): what the calibration counts against the truths with a large regret."""
+    from .engine.sensitivity import FLIP_WARNING, tipping_points
+
+    if selection.sensitivity is None:
+        return ""
+    tips = tipping_points(selection.sensitivity, str(selection.decision.attrs["recommended"]))
+    return ", ".join(a for a, sides in tips.items()
+                     if any(v is not None and v["share"] <= FLIP_WARNING for v in sides.values()))
 
 
 def _has_pythia(name: str) -> bool:
@@ -285,6 +301,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "oracle_at_edge": [bool(r.get("oracle_at_edge", False)) for r in rows],
         "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
         "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
+        "sensitivity_warning": [r.get("warned", "") for r in rows],
         "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
         "pythia_regret": [r.get("pythia_regret", np.nan) for r in rows],
         "pythia_realised": [r.get("pythia_realised", np.nan) for r in rows],
@@ -301,6 +318,15 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         ds[stat] = ("scope", [summary[s][stat] for s in scopes])
     for stat, values in _pythia_summary(ds, scopes).items():
         ds[stat] = ("scope", values)
+    # never silently wrong (issue 25): how many truths had a regret over 25%, and how many of those were warned
+    big = ds["regret"].fillna(0.0) > SILENT_REGRET
+    warned = ds["sensitivity_warning"] != ""
+    in_scope = [(ds["family"] == s) if s != "overall" else xr.ones_like(big) for s in scopes]
+    ds["regret_over_25pct"] = ("scope", [int((big & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_warned"] = ("scope", [int((big & warned & m).sum()) for m in in_scope])
+    ds["regret_over_25pct"].attrs["description"] = f"truths whose recommendation's regret exceeds {SILENT_REGRET:.0%}"
+    ds["regret_over_25pct_warned"].attrs["description"] = ("of those, the truths where select printed a sensitivity "
+                                                           "warning (sensitivity_warning names the assumption)")
     rel = [reliability(*_scope(ds, s, "reliability")) for s in scopes]
     for k, v in enumerate(("reliability_predicted", "reliability_observed", "reliability_count")):
         ds[v] = (("scope", "bin"), np.array([r[k] for r in rel]))

@@ -190,6 +190,7 @@ def _select(args: argparse.Namespace) -> int:
         # the predictive checks' and the family fallback's warnings are printed as lines of the log already
         warnings.filterwarnings("ignore", message="the model of public knowledge cannot reproduce")
         warnings.filterwarnings("ignore", message="family = auto: ")
+        warnings.filterwarnings("ignore", message="the recommendation flips when")  # printed after the table
         engine = Engine(client=client, checkpoint=args.resume, chunk_size=args.chunk_size, progress=True)
         result = run_selection(problem, engine, log=lambda line: print(line, flush=True))
         dask = describe_client(client)
@@ -200,6 +201,10 @@ def _select(args: argparse.Namespace) -> int:
     print()
     print(result.table())
     print()
+    for line in result.sensitivity_lines():
+        print(line)
+    if result.sensitivity is not None:
+        print()
     if result.summary is not None:
         from .engine.decision import format_summary
 

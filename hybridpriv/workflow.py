@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,10 @@ class Problem:
         ``group_of(coordinate) -> group``: candidates in groups (e.g. one approach at several subset
         sizes); the selection then also summarises the decision by group
         (:func:`hybridpriv.engine.decision.summarize_by`, a dimension named ``group_name``).
+    assumptions
+        What the model assumes that the data may break (:class:`~hybridpriv.core.assumptions.Assumption`): the
+        decision is taken again on the same datasets departed from each (:mod:`hybridpriv.engine.sensitivity`),
+        on ``sensitivity_datasets`` of them (at most ``datasets``), and the tipping points are printed with it.
     widen
         ``widen(decision, posterior) -> {coordinate: mechanism}`` or ``None``: more candidates to
         evaluate when the decision asks for them (e.g. the best ``k`` sits at the edge of the range
@@ -93,6 +97,8 @@ class Problem:
     group_of: Callable[[Any], str] | None = None
     group_name: str = "approach"
     widen: Callable[[xr.Dataset, Any], Mapping[Any, Any] | None] | None = None
+    assumptions: Sequence[Any] = ()
+    sensitivity_datasets: int = 60
 
     def draws_per_chain(self) -> int:
         """Posterior draws per chain to sample."""
@@ -116,6 +122,17 @@ class Selection:
     config: dict[str, Any] | None = None  # the SPEC's configuration, when :func:`select` read one
     #: Each candidate's class and parameters as attributes (:func:`candidate_attrs`), by its coordinate.
     candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The decision again with the data departed from each of the model's assumptions
+    #: (:func:`hybridpriv.engine.sensitivity.sensitivity`), or ``None``.
+    sensitivity: xr.Dataset | None = None
+
+    def sensitivity_lines(self) -> list[str]:
+        """The tipping points in words (:func:`hybridpriv.engine.sensitivity.sensitivity_lines`); ``[]`` without."""
+        if self.sensitivity is None:
+            return []
+        from .engine.sensitivity import sensitivity_lines
+
+        return sensitivity_lines(self.sensitivity, str(self.decision.attrs["recommended"]))
 
     def table(self) -> str:
         from .engine.decision import format_table
@@ -143,6 +160,8 @@ class Selection:
             groups["predictive_checks"] = self.checks
         if self.summary is not None:
             groups["summary"] = self.summary.assign(best=self.summary.best.astype(str))
+        if self.sensitivity is not None:
+            groups["sensitivity"] = self.sensitivity
         if self.candidates:
             groups["candidates"] = xr.Dataset(attrs={
                 "description": "each candidate's class and constructor parameters, one attribute per parameter "
@@ -203,13 +222,13 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
     say = log or (lambda _line: None)
     check_result_size(problem.datasets, problem.trials)  # before the fit: at least one candidate
     if engine.checkpoint is None:
-        posterior, evaluation, lines, attrs, checks, evaluate_more, built = _fit_and_evaluate(problem, engine, say)
+        posterior, evaluation, lines, attrs, checks, evaluate_more, mechanisms = _fit_and_evaluate(problem, engine, say)
     else:
         from .engine.checkpoint import Checkpoint
 
         # opened before the fit, so a folder of another run is refused before any sampling
         with Checkpoint(engine.checkpoint, {"run": "select", "kind": problem.kind}) as checkpoint:
-            posterior, evaluation, lines, attrs, checks, evaluate_more, built = _fit_and_evaluate(
+            posterior, evaluation, lines, attrs, checks, evaluate_more, mechanisms = _fit_and_evaluate(
                 problem, engine.replace(checkpoint=checkpoint), say)
     decision = _mark_plugins(decide(evaluation), attrs)
     while problem.widen is not None:
@@ -222,7 +241,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         say(line)
         lines.append(line)
         attrs["widened"] = ", ".join(filter(None, [attrs.get("widened", ""), *(str(c) for c in extra)]))
-        built.update(candidate_attrs(extra))
+        mechanisms.update(extra)
         evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
                                compat="override", join="outer")
         decision = _mark_plugins(decide(evaluation), attrs)
@@ -231,7 +250,31 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         from .engine.decision import summarize_by
 
         summary = summarize_by(decision, problem.group_of, problem.group_name)
-    return Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary, candidates=built)
+    sens = None
+    if problem.assumptions:
+        from .core.data import ThinnedSource
+        from .engine.sensitivity import sensitivity
+
+        n_sens = min(problem.sensitivity_datasets, problem.datasets)  # never more than the decision's own
+        source = ThinnedSource(posterior, min(math.ceil(n_sens / problem.chains), posterior.shape[1]))
+        say(f"checking the decision against {len(problem.assumptions)} of the model's assumptions "
+            f"({source.shape[0] * source.shape[1]} datasets each departed {len(_shifts())} ways) ...")
+        sens = sensitivity(mechanisms, source, problem.task, problem.assumptions, dim=problem.dim, trials=problem.trials,
+                           seed=problem.seed, requirements=problem.requirements, engine=engine)
+    result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
+                       candidates=candidate_attrs(mechanisms), sensitivity=sens)
+    for line in result.sensitivity_lines():
+        if line.startswith("warning: "):
+            import warnings
+
+            warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
+    return result
+
+
+def _shifts() -> tuple[float, ...]:
+    from .core.assumptions import SHIFTS
+
+    return SHIFTS
 
 
 def select(spec: Any, *, draws: int | None = None, trials: int | None = None, seed: int | None = None,
@@ -345,7 +388,7 @@ def _fit_and_evaluate(problem: Problem, engine: Engine, say):
                                               dim=problem.dim, requirements=problem.requirements,
                                               engine=engine.replace(checkpoint=None)), source)
 
-    return posterior, evaluation, lines, attrs, checks, evaluate_more, candidate_attrs(candidates)
+    return posterior, evaluation, lines, attrs, checks, evaluate_more, dict(candidates)
 
 
 def read_selection(path: Any, spec: Any, problem: Problem) -> tuple[Any, xr.Dataset, dict[str, Any]]:

@@ -244,8 +244,11 @@ def build(v: Config):
         lines = [f"warning: family = auto: {fallback}"] if fallback else []
         return lines, {"model_family": posterior.family.name, "family_fallback": fallback}
 
+    from .assumptions import grouped_assumptions
+
     return Problem(
         kind="grouped", description=v.description, model=model, candidates=candidates,
+        assumptions=grouped_assumptions(v.groups, v.bounds, v.statistic, ev.target),
         task=Statistic(ev.target, ev.loss), dim="estimator", requirements=v.relation,
         chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws, trials=ev.trials,
         seed=ev.seed, header=header, title=f"{v.statistic} release: expected {ev.loss} error",

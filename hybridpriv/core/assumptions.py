@@ -1,0 +1,60 @@
+"""What a family's model of public knowledge takes for granted, and how the data could break it.
+
+A recommendation is only as good as the model's assumptions.  A family declares the ones its model
+makes and the data may well break (:class:`Assumption`: what is assumed, what departs from it, in the
+data's own units, and how to make a dataset that departs by ``delta``).  The engine
+(:func:`hybridpriv.engine.sensitivity.sensitivity`) then evaluates the same candidates on the same
+simulated datasets departed by a grid of ``delta`` and reports the *tipping point*: how far the data may
+depart before the recommendation stops being the best candidate, and which one is better beyond it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SHIFTS", "Assumption"]
+
+#: The departures tried, as fractions of an assumption's ``scale`` (both directions, nearest first).
+SHIFTS = (-0.2, -0.1, -0.05, -0.02, 0.02, 0.05, 0.1, 0.2)
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One assumption of a family's model, and a way to break it.
+
+    Parameters
+    ----------
+    name
+        A short name (a coordinate of the results: ``"panel"``).
+    assumes
+        What the model assumes, in words ("the private groups' records follow the public panel's law").
+    departure
+        What ``delta`` measures, in words ("the private groups' mean minus the panel's").
+    scale
+        The departure's natural range, in data units (e.g. the records' bounds' width): the grid of
+        ``delta`` is :data:`SHIFTS` times it, and tipping points are also shown as a share of it.
+    perturb
+        ``perturb(dataset, delta) -> dataset``: the same dataset, departed by ``delta`` (deterministic:
+        the evaluation keeps its random streams, so the candidates are compared on common numbers).
+    """
+
+    name: str
+    assumes: str
+    departure: str
+    scale: float
+    perturb: Callable[[Any, float], Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or "/" in self.name:
+            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        for key in ("assumes", "departure"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key):
+                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+        if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) or not (
+                math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
+        if not callable(self.perturb):
+            raise TypeError(f"perturb must be callable, got {type(self.perturb).__name__}")

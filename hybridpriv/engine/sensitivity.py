@@ -1,0 +1,136 @@
+"""How far the data may break the model's assumptions before the recommendation changes.
+
+:func:`sensitivity` evaluates the candidates on the same simulated datasets, each departed from one
+:class:`~hybridpriv.core.assumptions.Assumption` by ``delta`` (:data:`~hybridpriv.core.assumptions.SHIFTS`
+times its scale, both directions), and decides again at every ``delta``.  :func:`tipping_points` reads off,
+per assumption and direction, the smallest departure at which another candidate is best, and
+:func:`sensitivity_lines` says it in the data's units: "the recommendation holds unless the private groups'
+mean differs from the panel's by more than 2 (2% of the range); beyond that uniform-mean is better".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..core.assumptions import SHIFTS, Assumption
+from ..core.params import Parametrized
+
+__all__ = ["FLIP_WARNING", "PerturbedSource", "sensitivity", "sensitivity_lines", "tipping_points"]
+
+#: A recommendation that flips within this share of an assumption's scale is printed as a warning.
+FLIP_WARNING = 0.05
+
+
+class PerturbedSource(Parametrized):
+    """Another source's datasets, each departed from an assumption by ``delta``."""
+
+    def __init__(self, source: Any, assumption: Assumption, delta: float) -> None:
+        self.source, self.assumption, self.delta = source, assumption, float(delta)
+        self.data_kind = source.data_kind
+        self.groups = getattr(source, "groups", None)
+        self.bounds = getattr(source, "bounds", None)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.source.shape
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
+        return self.assumption.perturb(self.source.generate(chain, draw, rng), self.delta)
+
+    def describe_params(self) -> dict[str, Any]:
+        return {"source": self.source, "assumption": self.assumption.name, "delta": self.delta}
+
+
+def sensitivity(candidates: Mapping[Any, Any], source: Any, task: Any, assumptions: Sequence[Assumption], *,
+                dim: str, trials: int, seed: int, requirements: Any = None, engine: Any = None) -> xr.Dataset:
+    """Expected loss of every candidate, and the best, with the datasets departed from each assumption.
+
+    Returns a Dataset with dimensions ``(assumption, shift, dim)``: ``expected_loss`` and ``best`` (the coordinate
+    the decision rule picks at that departure), ``delta`` (the departure in data units: ``shift`` times the
+    assumption's scale), and the assumptions' words as coordinates."""
+    from .decision import decide
+    from .evaluate import evaluate
+    from .options import as_engine
+
+    engine = as_engine(engine).replace(checkpoint=None)  # recomputed on a resume, never reused
+    names = [a.name for a in assumptions]
+    if len(set(names)) != len(names):
+        raise ValueError(f"assumptions must have distinct names, got {names}")
+    coords = list(candidates)
+    loss = np.full((len(assumptions), len(SHIFTS), len(coords)), np.nan)
+    best = np.empty((len(assumptions), len(SHIFTS)), dtype=object)
+    for i, a in enumerate(assumptions):
+        for j, shift in enumerate(SHIFTS):
+            ev = evaluate(dict(candidates), PerturbedSource(source, a, shift * a.scale), task, trials=trials, seed=seed,
+                          dim=dim, requirements=requirements, engine=engine)
+            dec = decide(ev)
+            loss[i, j] = dec["expected_loss"].sel({dim: coords}).values
+            best[i, j] = str(dec.attrs["recommended"])
+    return xr.Dataset(
+        {"expected_loss": (("assumption", "shift", dim), loss),
+         "best": (("assumption", "shift"), best.astype(str)),
+         "delta": (("assumption", "shift"), np.array([[s * a.scale for s in SHIFTS] for a in assumptions]))},
+        coords={"assumption": names, "shift": list(SHIFTS), dim: [str(c) for c in coords],
+                "assumes": ("assumption", [a.assumes for a in assumptions]),
+                "departure": ("assumption", [a.departure for a in assumptions]),
+                "scale": ("assumption", [float(a.scale) for a in assumptions])},
+        attrs={"description": "the decision again on the same simulated datasets, each departed from one assumption "
+                              "of the model by delta = shift x scale (data units)", "candidate_dim": dim},
+    )
+
+
+def tipping_points(sens: xr.Dataset, recommended: str) -> dict[str, dict[str, Any]]:
+    """Per assumption and direction (``"below"``: negative departures, ``"above"``: positive), the smallest
+    departure tried at which another candidate is best, and which: ``{"delta", "share", "better", "held"}``
+    (``held``: the largest departure tried before it at which the recommendation was still best, 0 if none;
+    ``None`` when the recommendation stays best over every departure tried in that direction)."""
+    out: dict[str, dict[str, Any]] = {}
+    shifts = sens["shift"].values
+    for a in sens["assumption"].values:
+        row = sens.sel(assumption=a)
+        found: dict[str, Any] = {}
+        for side, order in (("below", np.argsort(-shifts)), ("above", np.argsort(shifts))):
+            idx = [k for k in order if (shifts[k] < 0) == (side == "below")]
+            found[side] = None
+            held = 0.0
+            for k in idx:
+                if str(row["best"].values[k]) != str(recommended):
+                    found[side] = {"delta": float(row["delta"].values[k]), "share": abs(float(shifts[k])),
+                                   "better": str(row["best"].values[k]), "held": held}
+                    break
+                held = float(row["delta"].values[k])
+        out[str(a)] = found
+    return out
+
+
+def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> list[str]:
+    """What :func:`tipping_points` found, in words and in the data's units; a ``warning:`` line for every
+    assumption whose departure by at most :data:`FLIP_WARNING` of its scale changes the recommendation."""
+    lines = [f"sensitivity of the recommendation ({recommended}) to the model's assumptions "
+             f"(departures up to ±{max(abs(s) for s in sens['shift'].values):.0%} of each scale):"]
+    warn = []
+    u = f" {units}" if units else ""
+    for a, sides in tipping_points(sens, recommended).items():
+        row = sens.sel(assumption=a)
+        assumes, departure, scale = str(row["assumes"].values), str(row["departure"].values), float(row["scale"].values)
+        flips = {s: v for s, v in sides.items() if v is not None}
+        if not flips:
+            widest = max(abs(float(d)) for d in row["delta"].values)
+            lines.append(f"  {a}: assumes {assumes}; it holds for {departure} anywhere within ±{widest:.3g}{u}")
+            continue
+        parts = []
+        for side, v in sorted(flips.items(), key=lambda kv: kv[1]["share"]):
+            held = f"it holds at {v['held']:+.3g}{u}, " if v["held"] else ""
+            parts.append(f"{held}at {v['delta']:+.3g}{u} ({v['share']:.0%} of {scale:.3g}) {v['better']} is better")
+        nearest = min(flips.values(), key=lambda v: v["share"])
+        lines.append(f"  {a}: assumes {assumes}; with {departure} departing from 0: {'; '.join(parts)}")
+        if nearest["share"] <= FLIP_WARNING:
+            warn.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
+                        f"{abs(nearest['delta']):.3g}{u} or less ({nearest['share']:.0%} of {scale:.3g}): if "
+                        f"{departure} may be that large, {nearest['better']} is the safer choice (or learn it first, "
+                        "spending some budget)")
+    return lines + warn

@@ -1,0 +1,110 @@
+"""Sensitivity of a decision to the model's assumptions (issue 25, item 2): departures, tipping points, words."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.core.assumptions import SHIFTS, Assumption  # noqa: F401 (Assumption: bad input below)
+from hybridpriv.core.privacy import Bounds, Group
+from hybridpriv.engine.sensitivity import PerturbedSource, sensitivity_lines, tipping_points
+from hybridpriv.families.grouped.assumptions import ShiftGroups, grouped_assumptions
+
+GROUPS = [Group("panel", 200, np.inf), Group("opt-in", 1000, 1.0), Group("strict", 1000, 0.1)]
+BOUNDS = Bounds(0.0, 100.0)
+
+
+def _sens(best_by_shift: dict[float, str]) -> xr.Dataset:
+    best = [[best_by_shift.get(s, "a") for s in SHIFTS]]
+    return xr.Dataset({"best": (("assumption", "shift"), np.array(best)),
+                       "delta": (("assumption", "shift"), [[s * 50.0 for s in SHIFTS]])},
+                      coords={"assumption": ["x"], "shift": list(SHIFTS), "assumes": ("assumption", ["A"]),
+                              "departure": ("assumption", ["D"]), "scale": ("assumption", [50.0])})
+
+
+def test_tipping_points_walk_out_from_zero_on_each_side():
+    tp = tipping_points(_sens({0.05: "b", 0.1: "b", 0.2: "c", -0.2: "c"}), "a")["x"]
+    assert tp["above"] == {"delta": 2.5, "share": 0.05, "better": "b", "held": 1.0}  # 0.02 x 50 held, 0.05 flipped
+    assert tp["below"] == {"delta": -10.0, "share": 0.2, "better": "c", "held": -5.0}
+    assert tipping_points(_sens({}), "a")["x"] == {"below": None, "above": None}
+    lines = sensitivity_lines(_sens({0.05: "b"}), "a")
+    assert any(line.startswith("warning: the recommendation flips") and "by 2.5 or less (5% of 50)" in line
+               for line in lines), lines
+    assert not any(line.startswith("warning") for line in sensitivity_lines(_sens({0.2: "b"}), "a"))
+
+
+def test_shift_groups_moves_each_group_and_the_population_mean():
+    rng = np.random.default_rng(0)
+    from hybridpriv.families.grouped.data import GroupedDataset
+
+    data = GroupedDataset(tuple(np.clip(rng.normal(50, 15, g.size), 0, 100) for g in GROUPS), {"mean": 50.0, "median": 50.0})
+    out = ShiftGroups([0.0, -0.5, 0.5], BOUNDS)(data, 6.0)
+    np.testing.assert_array_equal(out.values[0], data.values[0])
+    np.testing.assert_allclose(out.values[1], np.clip(data.values[1] - 3.0, 0, 100))
+    np.testing.assert_allclose(out.values[2], np.clip(data.values[2] + 3.0, 0, 100))
+    pooled = lambda d: np.concatenate(d.values).mean()  # noqa: E731
+    assert out.population == {"mean": pytest.approx(50.0 + pooled(out) - pooled(data))}  # the median is dropped
+
+
+def test_the_grouped_assumptions_order_the_private_groups_by_strictness():
+    panel, between = grouped_assumptions(GROUPS, BOUNDS, "mean", "population")
+    assert panel.perturb.weights == (0.0, 1.0, 1.0) and between.perturb.weights == (0.0, -0.5, 0.5)
+    assert "strict" in between.departure and panel.scale == between.scale == 100.0
+    assert grouped_assumptions(GROUPS, BOUNDS, "median", "population") == []  # a shift does not tell the median
+    assert [a.name for a in grouped_assumptions(GROUPS[:2], BOUNDS, "mean", "sample")] == ["panel"]
+
+
+def test_a_departure_adds_exactly_the_weighted_means_bias_on_common_random_numbers():
+    """Independent derivation: WeightedMean is linear in the group means, so shifting group g by d_g moves every
+    estimate by sum_g w_g d_g and the pooled truth by the pooled shift; with the same noise (common random
+    numbers), loss_d - loss_0 = 2 b e + b^2 per dataset and trial, b the bias, e the error at 0."""
+    from hybridpriv.engine.evaluate import evaluate
+    from hybridpriv.estimators import WeightedMean
+    from hybridpriv.families.grouped import Statistic, normal_source
+
+    source = normal_source(GROUPS, BOUNDS, 50.0, 5.0, draws=30)  # no record within 9 sd of a bound: none clipped
+    mech = WeightedMean(GROUPS, BOUNDS, 25.0)
+    task = Statistic(target="sample")
+    a = grouped_assumptions(GROUPS, BOUNDS, "mean", "sample")[1]
+    base = evaluate([mech], source, task, trials=4, seed=1)
+    moved = evaluate([mech], PerturbedSource(source, a, 8.0), task, trials=4, seed=1)
+    shifts = np.array(a.perturb.weights) * 8.0
+    n = np.array([g.size for g in GROUPS])
+    b = float(mech.weights @ shifts - (n @ shifts) / n.sum())
+    e = (base["estimate"] - base["truth"].sel(quantity="mean")).values
+    want = base["loss"].values + 2 * b * e + b**2
+    np.testing.assert_allclose(moved["loss"].values, want, rtol=1e-9, atol=1e-9)
+    assert abs(b) > 0.5  # the strict group is down-weighted: a real bias
+
+
+@pytest.mark.slow
+def test_a_grouped_selection_reports_where_its_recommendation_flips(tmp_path):
+    from hybridpriv.spec import parse_spec
+    from hybridpriv.workflow import run_selection
+
+    rng = np.random.default_rng(0)
+    spec = {"bounds": [0, 100], "groups": [
+        {"name": "panel", "size": 200, "epsilon": "inf", "data": np.round(np.clip(rng.normal(50, 15, 200), 0, 100), 2).tolist()},
+        {"name": "opt-in", "size": 1000, "epsilon": 1.0}, {"name": "strict", "size": 1000, "epsilon": 0.1}],
+        "model": {"family": "normal"},
+        "evaluation": {"draws": 60, "trials": 6, "candidates": ["weighted", "uniform-mean", "pdp-opt-expected"]}}
+    with pytest.warns(UserWarning, match="the recommendation flips"):
+        result = run_selection(parse_spec(spec).problem())
+    sens = result.sensitivity
+    assert set(sens.assumption.values) == {"panel", "between"} and sens.sizes["shift"] == len(SHIFTS)
+    tp = tipping_points(sens, str(result.decision.attrs["recommended"]))["between"]
+    # a 10-point spread between the groups (10% of the range) already favours the unbiased uniform mean
+    assert tp["above"] is not None and tp["above"]["share"] <= 0.1 and tp["above"]["better"] == "uniform-mean"
+    tree = result.to_datatree()
+    assert "sensitivity" in tree.children
+    assert any(line.startswith("warning:") for line in result.sensitivity_lines())
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": ""}, "name must be"), ({"name": "a/b"}, "name must be"), ({"assumes": ""}, "assumes must be"),
+    ({"scale": 0.0}, "scale must be a finite number > 0, got 0.0"), ({"scale": float("nan")}, "scale must be"),
+    ({"scale": True}, "scale must be"), ({"perturb": 3}, "perturb must be callable"),
+])
+def test_a_bad_assumption_is_refused_naming_the_field(kwargs, match):
+    good = {"name": "x", "assumes": "A", "departure": "D", "scale": 1.0, "perturb": lambda d, delta: d}
+    with pytest.raises((TypeError, ValueError), match=match):
+        Assumption(**{**good, **kwargs})
