@@ -11,7 +11,7 @@ from hybridpriv.core.model import chain_seeds
 
 from hybridpriv.core.privacy import Guarantee
 from hybridpriv.core.random import rng
-from hybridpriv.families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, TCMKMeans
+from hybridpriv.families.kmeans.algorithms import HybridKMeans, LMKMeans, PointCloud, PublicStart, TCMKMeans
 from hybridpriv.families.kmeans.spec import ALGORITHMS, make_candidates, requirements
 from hybridpriv.spec import builtin_example_path, load_spec, parse_spec, template
 
@@ -110,7 +110,8 @@ def test_candidates_and_requirements():
     v = parse_spec({"kind": "kmeans", "bounds": [0.0, 1.0], "n": 200, "c": 0.3, "epsilon": 4.0, "k": 2,
                     "iterations": [1, 3], "model": {"pilot": PILOT}}).values
     cands = make_candidates(v)
-    assert list(cands) == [f"{a}-T{t}" for a in ALGORITHMS for t in (1, 3)]
+    assert list(cands) == [*(f"{a}-T{t}" for a in ALGORITHMS for t in (1, 3)), "public-start"]
+    assert type(cands["public-start"]) is PublicStart and cands["public-start"].k == 2
     assert type(cands["hybrid-T3"]) is HybridKMeans and cands["hybrid-T3"].tau == 3
     assert type(cands["tcm-T1"]) is TCMKMeans and type(cands["lm-debiased-T3"]) is LMKMeans
     assert cands["lm-debiased-T3"].debias and cands["hybrid-debiased-T1"].debias and not cands["hybrid-T1"].debias
@@ -137,7 +138,7 @@ BAD = [
     ("[knowledge]", '[knowledge]\nstart = "random"', "knowledge.start must be 'pilot' or 'uniform', got 'random'"),
     ("[knowledge]", "[knowledge]\nsmoothing = -0.1", "knowledge.smoothing must be >= 0, got -0.1"),
     ("[knowledge]", "[knowledge]\nfoo = 1", "unknown key(s) ['foo'] in knowledge"),
-    ("[knowledge]", '[evaluation]\nalgorithms = ["magic"]\n[knowledge]', "evaluation.algorithms: unknown algorithm 'magic'"),
+    ("[knowledge]", '[evaluation]\nalgorithms = ["magic"]\n[knowledge]', "evaluation.algorithms: unknown candidate 'magic'"),
     ("[knowledge]", "[evaluation]\ndraws = 1000000\ntrials = 1000\n[knowledge]", "point-operations (hours of CPU)"),
     ("epsilon = 4.0", "epsilon = 1e-320", "model: epsilon=1e-320"),
 ]
@@ -200,5 +201,5 @@ def test_example_in_a_fresh_process_and_on_two_workers_gives_the_same_numbers(tm
     """Two fresh interpreters (their own hash seeds and caches), one of them scoring on a local cluster
     of 2 worker processes: the same table and the same numbers (dask is in the test extra)."""
     one, dec = same_numbers_in_a_fresh_process_and_on_two_workers(_cli, _table, tmp_path)
-    assert dec.sizes["algorithm"] == 20
+    assert dec.sizes["algorithm"] == 20 + 1  # 5 algorithms x 4 iteration counts, and the public start
     assert not bool(dec["meets_requirements"].sel(algorithm="lm-T1")) and bool(dec["meets_requirements"].sel(algorithm="hybrid-T1"))
