@@ -79,20 +79,56 @@ CORRECT["PublicStart (declares 0)"] = _kmeans_run(lambda eps: PublicStart(2, _KM
 COVERS["PublicStart (declares 0)"] = "PublicStart"
 
 
-def _uniform_start_run(seed):
-    """The second setting: no public start in the data, so it draws a uniform start (from ``rng`` only)."""
-    mech, out = PublicStart(3, _KM_BOUNDS, d=1), {}
-    for i, (unit, g) in enumerate(mech.privacy.items()):
-        add = g.relation == "add-remove"
-        pts = ([0.0], [0.0, 1.0] if add else [1.0])
-        pair = tuple(PointCloud(np.array(p)[:, None], np.full(len(p), unit == "tcm"), _KM_BOUNDS, None) for p in pts)
-        out[unit] = audit(lambda d, rng, size: mech.release(d, rng, size), pair, g.epsilon, g.delta, samples=SAMPLES,
-                          confidence=CONFIDENCE, seed=np.random.SeedSequence([seed, i]), statistic=lambda o: o[:, 0, 0])
-    return out
+def _uniform_start_run(bounds: tuple[float, float]) -> Run:
+    """No public start in the data, so it draws a uniform start in ``bounds`` (from ``rng`` only): each unit's
+    user added, removed or moved between the bounds must change nothing."""
+    lo, hi = bounds
+
+    def run(seed):
+        mech, out = PublicStart(3, bounds, d=1), {}
+        for i, (unit, g) in enumerate(mech.privacy.items()):
+            pts = ([lo], [lo, hi] if g.relation == "add-remove" else [hi])
+            pair = tuple(PointCloud(np.array(p)[:, None], np.full(len(p), unit == "tcm"), bounds, None) for p in pts)
+            out[unit] = audit(lambda d, rng, size: mech.release(d, rng, size), pair, g.epsilon, g.delta,
+                              samples=SAMPLES, confidence=CONFIDENCE, seed=np.random.SeedSequence([seed, i]),
+                              statistic=lambda o: o[:, 0, 0])
+        return out
+
+    return run
 
 
-CORRECT["PublicStart uniform, k=3 (declares 0)"] = _uniform_start_run
-COVERS["PublicStart uniform, k=3 (declares 0)"] = "PublicStart"
+def _not_read_run(bounds: tuple[float, float], make: Callable[..., Mechanism] = TCMKMeans) -> Run:
+    """TCM K-means never reads the LM users, so the selection and the release count its promise to them as
+    ``NOT_READ`` (epsilon 0): an LM user added beside two TCM users (add-remove) or moved between the bounds
+    (replace) must leave its release unchanged in law."""
+    from ...core.privacy import NOT_READ
+
+    lo, hi = bounds
+
+    def run(seed):
+        mech = make(2, 1.0, 1, bounds, d=1)
+        out = {}
+        for i, relation in enumerate(("add-remove", "replace")):
+            tcm = [lo, hi]
+            other = ([], [hi]) if relation == "add-remove" else ([lo], [hi])
+            pair = tuple(PointCloud(np.array(tcm + p)[:, None], np.arange(2 + len(p)) < 2, bounds,
+                                    [[lo + 0.25 * (hi - lo)], [lo + 0.75 * (hi - lo)]]) for p in other)
+            out[f"lm ({relation})"] = audit(lambda d, rng, size: mech.release(d, rng, size), pair, NOT_READ.epsilon,
+                                            NOT_READ.delta, samples=SAMPLES, confidence=CONFIDENCE,
+                                            seed=np.random.SeedSequence([seed, i]), statistic=lambda o: o[:, 0, 0])
+        return out
+
+    return run
+
+
+for _bounds in ((0.0, 1.0), (2.0, 3.0)):  # and bounds that exclude 0
+    CORRECT[f"PublicStart uniform, k=3, bounds {_bounds} (declares 0)"] = _uniform_start_run(_bounds)
+    COVERS[f"PublicStart uniform, k=3, bounds {_bounds} (declares 0)"] = "PublicStart"
+    CORRECT[f"TCMKMeans never reads the LM users, bounds {_bounds}"] = _not_read_run(_bounds)
+    COVERS[f"TCMKMeans never reads the LM users, bounds {_bounds}"] = "TCMKMeans"
+# the same audit catches a candidate that does read them (HybridKMeans), taken as if it did not
+BROKEN["HybridKMeans taken as never reading the LM users, bounds (2, 3)"] = (
+    _not_read_run((2.0, 3.0), HybridKMeans), "lm (add-remove)")
 
 
 class _LeakyStart(PublicStart):
