@@ -384,11 +384,10 @@ def _quiet_libraries() -> None:
     """PyMC's sampler chatter goes to the log; the CLI prints its own diagnostics."""
     import logging
 
-    import pymc  # noqa: F401  (pymc sets its logger level on import; override it afterwards)
+    from .core.model import sampler_loggers
 
-    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in ("pymc", "pytensor")]
-    for name in ["pymc", "pytensor", *names]:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    for logger in sampler_loggers():
+        logger.setLevel(logging.CRITICAL)
 
 
 def _fail(exc: BaseException, prefix: str = "") -> int:

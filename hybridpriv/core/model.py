@@ -19,11 +19,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from numbers import Integral
 from typing import Any
 
@@ -89,6 +90,34 @@ def sampling_mode(mode: Any = None) -> Any:
     if isinstance(m.linker, NumbaLinker) and not isinstance(m.linker, StrictNumbaLinker):
         return type(m)(linker=StrictNumbaLinker(allow_gc=m.linker.allow_gc), optimizer=m.provided_optimizer)
     return m
+
+
+def sampler_loggers() -> list[Any]:
+    """The loggers of PyMC and PyTensor (PyMC sets its level on import, so import it first)."""
+    import logging
+
+    import pymc  # noqa: F401
+
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in ("pymc", "pytensor")]
+    return [logging.getLogger(n) for n in dict.fromkeys(["pymc", "pytensor", *names])]
+
+
+@contextlib.contextmanager
+def quiet_sampler() -> Iterator[None]:
+    """PyMC's sampler chatter ("Initializing NUTS", "We recommend running at least 4 chains", its own R-hat
+    notes) silenced inside the block: a fit reports its convergence through :func:`check_convergence`, in the
+    project's words, once.  The levels are restored on leaving."""
+    import logging
+
+    loggers = sampler_loggers()
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def _strict_sample_kwargs(sample_kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -321,7 +350,8 @@ class KnowledgeModel(Parametrized, ABC):
         seed = check_seed(seed)
         random_seed = chain_seeds(seed, chains, sample_kwargs)
         with pytensor.config.change_flags(numba__fastmath=False):  # see Notes (and _sample overrides)
-            idata = self._sample(self.build(), draws, tune, chains, random_seed, progressbar, **sample_kwargs)
+            with quiet_sampler():
+                idata = self._sample(self.build(), draws, tune, chains, random_seed, progressbar, **sample_kwargs)
         posterior = self.posterior_class(self, idata, seed)
         posterior.check_convergence(on_unconverged)
         return posterior

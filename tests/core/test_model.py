@@ -78,3 +78,15 @@ def test_a_refusal_shows_r_hat_to_three_decimals_and_the_posteriors_own_advice()
     assert "tune" not in UserItemPosterior.convergence_advice.replace("no tuning steps", "")
     assert "fit.tune" in Posterior.convergence_advice and "tune" not in KMeansPilotPosterior.convergence_advice
     del info
+
+
+def test_a_fit_prints_none_of_pymcs_chatter_and_restores_its_loggers(caplog):
+    # issue 25 finding: "Initializing NUTS", "We recommend running at least 4 chains" reached Python users raw
+    import logging
+
+    caplog.set_level(logging.INFO, logger="pymc")
+    model = GroupedDataModel([Group("pub", 30, math.inf), Group("a", 50, 1.0)], (0.0, 10.0),
+                             public_data={"pub": np.linspace(1, 9, 30)})
+    model.fit(draws=50, tune=50, chains=2, seed=0, on_unconverged="ignore")
+    assert not [r for r in caplog.records if r.name.startswith(("pymc", "pytensor"))], caplog.records
+    assert logging.getLogger("pymc").level == logging.INFO  # restored

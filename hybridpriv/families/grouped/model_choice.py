@@ -32,19 +32,10 @@ SE_MARGIN = 2.0
 
 
 def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
-    import logging
+    from ...core.model import quiet_sampler
 
-    import arviz_stats
-
-    from ...core.model import _strict_sample_kwargs
-
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # a choice among families, not the fit the user asked for: no chatter
-    try:
+    with quiet_sampler():  # a choice among families, not the fit the user asked for: no chatter
         return _sample_loo(family, records, seed, draws, tune, chains, pit)
-    finally:
-        logger.setLevel(level)
 
 
 def _sample_loo(family, records: np.ndarray, seed, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
