@@ -191,20 +191,6 @@ def candidate_attrs(candidates: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def candidate_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """The attributes where two :func:`candidate_attrs` entries differ: ``"name: OLD there, NEW here"``."""
-    import numpy as np
-
-    out = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key, "(absent)"), new.get(key, "(absent)")
-        same = (np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))) if not (
-            isinstance(a, str) or isinstance(b, str)) else a == b
-        if not same:
-            out.append(f"{key}: {a!r:.40} there, {b!r:.40} here")
-    return out
-
-
 def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[[str], None] | None = None
                   ) -> Selection:
     """Fit ``problem``'s model, evaluate its candidates on datasets from the posterior, decide.
@@ -252,13 +238,14 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         summary = summarize_by(decision, problem.group_of, problem.group_name)
     sens = None
     if problem.assumptions:
+        from .core.assumptions import SHIFTS
         from .core.data import ThinnedSource
         from .engine.sensitivity import sensitivity
 
         n_sens = min(problem.sensitivity_datasets, problem.datasets)  # never more than the decision's own
         source = ThinnedSource(posterior, min(math.ceil(n_sens / problem.chains), posterior.shape[1]))
         say(f"checking the decision against {len(problem.assumptions)} of the model's assumptions "
-            f"({source.shape[0] * source.shape[1]} datasets each departed {len(_shifts())} ways) ...")
+            f"({source.shape[0] * source.shape[1]} datasets each departed {len(SHIFTS)} ways) ...")
         sens = sensitivity(mechanisms, source, problem.task, problem.assumptions, dim=problem.dim, trials=problem.trials,
                            seed=problem.seed, requirements=problem.requirements, engine=engine)
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
@@ -269,12 +256,6 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
 
             warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
     return result
-
-
-def _shifts() -> tuple[float, ...]:
-    from .core.assumptions import SHIFTS
-
-    return SHIFTS
 
 
 def select(spec: Any, *, draws: int | None = None, trials: int | None = None, seed: int | None = None,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Parametrized", "as_attrs", "describe", "differences", "fingerprint"]
+__all__ = ["Parametrized", "as_attrs", "attr_differences", "describe", "differences", "fingerprint"]
 
 
 class Parametrized:
@@ -177,6 +177,21 @@ def as_attrs(described: Any) -> dict[str, Any]:
             out[path or "value"] = value
 
     walk(described, "")
+    return out
+
+
+def attr_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Where two :func:`as_attrs` results differ (read back from a file, or made now), by attribute:
+    ``"name: OLD there, NEW here"``; arrays compared by value."""
+    out = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "(absent)"), new.get(key, "(absent)")
+        if isinstance(a, str) or isinstance(b, str):
+            same = a == b
+        else:
+            same = np.shape(a) == np.shape(b) and bool(np.all(np.asarray(a) == np.asarray(b)))
+        if not same:
+            out.append(f"{key}: {a!r:.40} there, {b!r:.40} here")
     return out
 
 

@@ -315,9 +315,10 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
                          f"(a select run's selection.nc) ({exc})") from None
     coord, mech = _pick(candidates, str(name))
     if evaluated_params is not None and fingerprint(mech.get_params()) != evaluated_params:
-        from ..workflow import candidate_attrs, candidate_differences
+        from ..core.params import attr_differences
+        from ..workflow import candidate_attrs
 
-        changed = candidate_differences(stored_params, candidate_attrs({name: mech})[str(name)]) if stored_params else []
+        changed = attr_differences(stored_params, candidate_attrs({name: mech})[str(name)]) if stored_params else []
         raise ValueError(f"candidate {name!r} rebuilt from the SPEC and selection differs from the one evaluated"
                          + (f" ({'; '.join(changed[:4])})" if changed else "")
                          + " (another hybridpriv version?); rerun select")
