@@ -35,7 +35,18 @@ Each group's records follow ``m * Beta(p_g * kappa_g, (1 - p_g) * kappa_g)`` on 
   (``mu_g (m - mu_g)``, Bhatia-Davis), so ``sigma_g^2 = v_g mu_g (m - mu_g) <= m^2 / 4``:
   every prior draw is a feasible distribution on the bounds and ``sigma_g <= m / 2``.
 
-``homogeneous=True`` is the paper's Sections 4-5 setting (both groups share one
+Whether the two groups share one law is itself uncertain (partial pooling, issue 25): with prior
+probability ``shared_prior`` (default 1/2) the LM group follows the TCM group's law (``p_L =
+p_T``, ``v_L = v_T``: gap 0, equal variances), otherwise its own as above.  The indicator is
+marginalised out of the likelihood (``log(pi L_shared + (1 - pi) L_differ)``, a ``pm.Potential``) so
+NUTS samples the continuous parameters; the deterministic ``shared_logodds`` is the log posterior odds
+of a shared law given a draw's parameters, and the posterior draws the indicator ``shared`` from it
+(stream ``("shared-law",)`` of the fit's seed), so ``mu_L = mu_T``, ``gap = 0`` and ``sigma_L2 =
+sigma_T2`` in a shared draw.  The pilots thus *learn* how alike the groups are: when they agree, the
+posterior puts most of its mass on one law and the weights lean on the TCM group's precision; when
+they differ, on two.  ``shared_prior=0`` is the former heterogeneous model (always two laws).
+
+``homogeneous=True`` (``shared_prior=1``) is the paper's Sections 4-5 setting (both groups share one
 distribution): one ``p0`` and one ``v``, ``gap = 0``, ``sigma_T = sigma_L``.
 
 Deterministic quantities on the data scale: ``mu_T``, ``mu_L``, ``gap = mu_T - mu_L``,
@@ -58,14 +69,17 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from ...core.privacy import Bounds, check_integer, check_positive, check_real_array
+from ...core.privacy import Bounds, check_finite, check_integer, check_positive, check_real_array
 from ...core.random import check_seed
 from ...core.random import rng as named_rng
 from .model_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
 from ...core.model import KnowledgeModel, _check_count, chain_seeds, sampling_mode
 from ..grouped.model import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
 
-__all__ = ["HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
+#: Prior probability that the TCM and LM groups follow one law (``HybridTrustModel.shared_prior``).
+DEFAULT_SHARED_PRIOR = 0.5
+
+__all__ = ["DEFAULT_SHARED_PRIOR", "HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
 
 
 def _check_pair(pair: object, name: str) -> tuple[float, float]:
@@ -109,7 +123,12 @@ class HybridTrustModel(KnowledgeModel):
         Upper bound of the records, which lie in ``[0, m]`` (the paper's convention).
     homogeneous
         ``True``: both groups share one distribution (gap 0, ``sigma_T = sigma_L``), as in the
-        paper's Sections 4-5.  ``False`` (default): separate means and variances.
+        paper's Sections 4-5 (the same as ``shared_prior=1``).  ``False`` (default): whether
+        they share one is learned from the pilots (``shared_prior``).
+    shared_prior
+        Prior probability that both groups follow one law (a number in ``[0, 1]``; default 0.5,
+        or 1 with ``homogeneous``).  0: always separate means and variances (the model before
+        issue 25).
     mean
         ``(alpha, beta)`` of the Beta prior on ``p0``, the central mean on the unit scale.
         Default ``(1, 1)``: uniform.
@@ -149,6 +168,7 @@ class HybridTrustModel(KnowledgeModel):
         mean: tuple[float, float] = (1.0, 1.0),
         variance_fraction: tuple[float, float] = (1.0, 1.0),
         gap_logit_sd: float = 0.5,
+        shared_prior: float | None = None,
         pilot_T: object = None,
         pilot_L: object = None,
         sizes: tuple[int, int] | None = None,
@@ -165,10 +185,26 @@ class HybridTrustModel(KnowledgeModel):
         self.mean = _check_pair(mean, "mean")
         self.variance_fraction = _check_pair(variance_fraction, "variance_fraction")
         self.gap_logit_sd = check_positive(gap_logit_sd, "gap_logit_sd")
+        self.shared_prior = self._check_shared_prior(shared_prior)
         self.pilot_T = self._check_pilot(pilot_T, "pilot_T")
         self.pilot_L = self._check_pilot(pilot_L, "pilot_L")
         self.sizes = _check_sizes(sizes)
         self.released_means = self._check_released(released_means)
+
+    def _check_shared_prior(self, value: object) -> float:
+        if value is None:
+            return 1.0 if self.homogeneous else DEFAULT_SHARED_PRIOR
+        p = check_finite(value, "shared_prior")
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"shared_prior must be a probability in [0, 1], got {value!r}")
+        if self.homogeneous and p != 1.0:
+            raise ValueError(f"shared_prior = {value!r} contradicts homogeneous=True (one shared law: shared_prior 1)")
+        return p
+
+    @property
+    def mixes(self) -> bool:
+        """Whether the model is a mixture of "one shared law" and "two laws" (``0 < shared_prior < 1``)."""
+        return 0.0 < self.shared_prior < 1.0
 
     def _check_released(self, released: object) -> tuple[ReleasedMean, ...]:
         if isinstance(released, (str, bytes)) or not isinstance(released, Sequence):
@@ -194,6 +230,7 @@ class HybridTrustModel(KnowledgeModel):
         return (
             f"HybridTrustModel(m={self.m:g}, homogeneous={self.homogeneous}, mean={self.mean}, "
             f"variance_fraction={self.variance_fraction}, gap_logit_sd={self.gap_logit_sd:g}, "
+            f"shared_prior={self.shared_prior:g}, "
             f"pilot sizes T/L={counts[0]}/{counts[1]}, sizes={self.sizes})"
         )
 
@@ -225,7 +262,7 @@ class HybridTrustModel(KnowledgeModel):
         """Create the variables in the current model context (names prefixed by a named sub-model)."""
         m = self.m
         p0 = pm.Beta("p0", alpha=self.mean[0], beta=self.mean[1])
-        if self.homogeneous:
+        if self.shared_prior == 1.0:
             v = pm.Beta("v", alpha=self.variance_fraction[0], beta=self.variance_fraction[1])
             p_T = p_L = p0
             v_T = v_L = v
@@ -240,21 +277,51 @@ class HybridTrustModel(KnowledgeModel):
         pm.Deterministic("gap", m * (p_T - p_L))
         s_T = pm.Deterministic("sigma_T2", m**2 * v_T * p_T * (1 - p_T))
         s_L = pm.Deterministic("sigma_L2", m**2 * v_L * p_L * (1 - p_L))
+        zs, latents = [], []
         for i, r in enumerate(self.released_means):
-            n_T, n_L = self.sizes  # type: ignore[misc]  (checked: releases need sizes)
-            mean, var = released_mean_moments(r.group, mu_T, mu_L, s_T, s_L, (n_T, n_L))
-            z = pm.Normal(f"released_mean_{i}_z", 0.0, 1.0)
-            latent = pm.Deterministic(f"released_mean_{i}_latent", mean + pt.sqrt(var) * z)
-            pm.Laplace(f"released_mean_{i}", mu=latent, b=r.noise_scale, observed=r.value)
-        for name, p, v, rec in (("pilot_T", p_T, v_T, self.pilot_T), ("pilot_L", p_L, v_L, self.pilot_L)):
+            mean, var = released_mean_moments(r.group, mu_T, mu_L, s_T, s_L, self.sizes)  # type: ignore[arg-type]
+            zs.append(pm.Normal(f"released_mean_{i}_z", 0.0, 1.0))  # the release's sampling error, standardised
+            latents.append(pm.Deterministic(f"released_mean_{i}_latent", mean + pt.sqrt(var) * zs[-1]))
+            if not self.mixes:
+                pm.Laplace(f"released_mean_{i}", mu=latents[-1], b=r.noise_scale, observed=r.value)
+        if not self.mixes:
+            for name, p, v, rec in (("pilot_T", p_T, v_T, self.pilot_T), ("pilot_L", p_L, v_L, self.pilot_L)):
+                if rec is not None:
+                    kappa = 1 / v - 1
+                    pm.Beta(name, alpha=p * kappa, beta=(1 - p) * kappa, observed=self._unit(rec))
+            return
+        # the mixture: the same public records under two laws (apart) and under one (the TCM group's)
+        differ = self._loglik(p_T, p_L, v_T, v_L, latents)
+        # one law: the LM group's records follow the TCM group's law (its records are modelled alike in both
+        # branches, so the branches differ only in what the LM group's public records say).  Giving the one law
+        # its own parameters instead left NUTS in one branch per chain (R-hat 1.6); a centre p0 for it, 1.11.
+        mu0, s0 = mu_T, s_T
+        shared_latents = []
+        for r, z_i in zip(self.released_means, zs):
+            mean, var = released_mean_moments(r.group, mu0, mu0, s0, s0, self.sizes)  # type: ignore[arg-type]
+            shared_latents.append(mean + pt.sqrt(var) * z_i)
+        shared = self._loglik(p_T, p_T, v_T, v_T, shared_latents)
+        log_pi, log_1m = np.log(self.shared_prior), np.log1p(-self.shared_prior)
+        pm.Deterministic("shared_logodds", log_pi - log_1m + shared - differ)
+        pm.Potential("shared_law", pt.logaddexp(log_pi + shared, log_1m + differ))
+
+    def _loglik(self, p_T: Any, p_L: Any, v_T: Any, v_L: Any, latents: list[Any]) -> Any:
+        """Log-likelihood of the public records (pilots, earlier releases) under one branch's law(s)."""
+        total = pt.constant(0.0)
+        for p, v, rec in ((p_T, v_T, self.pilot_T), (p_L, v_L, self.pilot_L)):
             if rec is not None:
                 kappa = 1 / v - 1
-                pm.Beta(name, alpha=p * kappa, beta=(1 - p) * kappa, observed=self._unit(rec))
+                total = total + pm.logp(pm.Beta.dist(alpha=p * kappa, beta=(1 - p) * kappa), self._unit(rec)).sum()
+        for r, latent in zip(self.released_means, latents):
+            total = total + pm.logp(pm.Laplace.dist(mu=latent, b=r.noise_scale), r.value)
+        return total
 
     @property
     def free_names(self) -> tuple[str, ...]:
         """The model's free parameters (checked for convergence with ``sigma_T2``, ``sigma_L2``, ``gap``)."""
-        return ("p0", "v") if self.homogeneous else ("p0", "gap_logit", "v_T", "v_L")
+        if self.shared_prior == 1.0:
+            return ("p0", "v")
+        return ("p0", "gap_logit", "v_T", "v_L")
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
                 **sample_kwargs: Any) -> Any:
@@ -275,12 +342,15 @@ class HybridTrustModel(KnowledgeModel):
         seed = check_seed(seed)
         spec = HybridTrustModel(self.m, homogeneous=self.homogeneous, mean=self.mean,
                                 variance_fraction=self.variance_fraction, gap_logit_sd=self.gap_logit_sd,
-                                sizes=self.sizes)
+                                shared_prior=self.shared_prior, sizes=self.sizes)
         model = spec.build()
         names = (*MOMENTS, "mu_T", "mu_L", *spec.free_names)
         vals = pm.draw([model[k] for k in names], draws=draws, random_seed=named_rng(seed, "prior"),
                        mode=sampling_mode())  # fast-math off: the same bits whatever the compile cache holds
         ds = xr.Dataset({k: (("chain", "draw"), np.asarray(v, dtype=float).reshape(1, draws)) for k, v in zip(names, vals)})
+        if spec.mixes:  # no records: the odds of a shared law are the prior's (the posterior draws the indicator)
+            odds = np.log(spec.shared_prior) - np.log1p(-spec.shared_prior)
+            ds["shared_logodds"] = xr.full_like(ds["p0"], odds)
         # exact independent draws: nothing to converge.  The R-hat check this had refused 13 of 40 seeds'
         # exact priors at draws=50 (split R-hat of a heavy-tailed variance exceeds 1.1 by chance)
         return HybridTrustPosterior(spec, xr.DataTree.from_dict({"posterior": ds}), seed)

@@ -20,7 +20,7 @@ from ...core.model import Posterior, check_convergence
 if TYPE_CHECKING:
     from .model import HybridTrustModel
 
-__all__ = ["HybridTrustPosterior", "bayes_weight_from_moments"]
+__all__ = ["HybridTrustPosterior", "bayes_weight_from_moments", "resolve_shared_law"]
 
 #: The quantities the weight depends on, in the order they are stored.
 MOMENTS = ("sigma_T2", "sigma_L2", "gap")
@@ -84,6 +84,37 @@ def bayes_weight_from_moments(
     return num / den
 
 
+def resolve_shared_law(model: HybridTrustModel, idata: Any, seed: int) -> Any:
+    """The draws of a mixture model with its indicator drawn: ``shared`` (1: one law) and ``p_shared``.
+
+    Each draw's indicator is Bernoulli(``sigmoid(shared_logodds)``), its posterior probability given
+    the draw's parameters (the likelihood marginalised it out), with uniforms from stream
+    ``("shared-law",)`` of ``seed``.  In a shared draw the LM group takes the TCM group's law
+    (``mu_L = mu_T``, ``sigma_L2 = sigma_T2``), so ``gap = 0``; the others keep the two laws of
+    their draw.
+    """
+    from ...core.random import rng as stream_rng
+
+    post = idata["posterior"].to_dataset()
+    if "shared" in post.data_vars:
+        return idata
+    logodds = post["shared_logodds"]
+    p_shared = 1.0 / (1.0 + np.exp(-logodds.clip(-700, 700)))
+    u = stream_rng(seed, "shared-law").random(p_shared.shape)
+    shared = (u < p_shared.values).astype(float)
+    mu0, s0 = post["mu_T"], post["sigma_T2"]
+    is_shared = xr.DataArray(shared.astype(bool), dims=p_shared.dims, coords=p_shared.coords)
+    out = post.assign(
+        shared=(p_shared.dims, shared), p_shared=p_shared,
+        mu_T=xr.where(is_shared, mu0, post["mu_T"]), mu_L=xr.where(is_shared, mu0, post["mu_L"]),
+        gap=xr.where(is_shared, 0.0, post["gap"]),
+        sigma_T2=xr.where(is_shared, s0, post["sigma_T2"]), sigma_L2=xr.where(is_shared, s0, post["sigma_L2"]),
+    )
+    tree = idata.copy()
+    tree["posterior"] = xr.DataTree(out)
+    return tree
+
+
 # --------------------------------------------------------------------------------------
 # the posterior
 # --------------------------------------------------------------------------------------
@@ -113,6 +144,8 @@ class HybridTrustPosterior(Posterior):
     data_kind = "grouped"
 
     def __init__(self, model: HybridTrustModel | None, idata: Any, seed: int = 0) -> None:
+        if model is not None and "shared_logodds" in idata["posterior"].data_vars:
+            idata = resolve_shared_law(model, idata, seed)
         super().__init__(model, idata, seed)  # type: ignore[arg-type]
         post = idata["posterior"]
         free = model.free_names if model is not None else ()

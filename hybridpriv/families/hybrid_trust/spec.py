@@ -82,6 +82,9 @@ MODEL = Table((
     Key("released_means", tables(RELEASE), [], doc="earlier noisy releases of a group's mean (Laplace noise)",
         example='[{ group = "tcm", value = 100.0, noise_scale = 5.0 }]'),
     Key("homogeneous", boolean(), False, doc="true: both groups share one distribution (no mean gap)"),
+    Key("shared_prior", number(0.0, maximum=1.0), None,
+        doc="prior probability that both groups share one law, learned from the pilots (default 0.5; 1 with "
+            "homogeneous = true; 0: always two laws)"),
     Key("mean", pair(number(0.0, strict=True)), [1.0, 1.0],
         doc="(alpha, beta) of the Beta prior on the central mean / m"),
     Key("variance_fraction", pair(number(0.0, strict=True)), [1.0, 1.0],
@@ -159,6 +162,9 @@ def check(v: Config, ctx: Context) -> Config:
             raise SpecError(f"model.{key} holds {bad:g}, outside [0, m = {m:g}] (fix it, or set model.clamp = true)")
     if kn.homogeneous and kn.gap_logit_sd != 0.5:
         raise SpecError(f"model.gap_logit_sd = {kn.gap_logit_sd!r} is not used with model.homogeneous = true")
+    if kn.homogeneous and kn.shared_prior not in (None, 1.0):
+        raise SpecError(f"model.shared_prior = {kn.shared_prior!r} contradicts model.homogeneous = true "
+                        "(one shared law: leave shared_prior out)")
     names = {v.tcm.name: "T", v.lm.name: "L"}
     for k, r in enumerate(kn.released_means):
         if r.group is not None and r.group not in names:
@@ -234,6 +240,14 @@ def context(v: Config, posterior: Any) -> dict[str, Any]:
             "posterior": posterior}
 
 
+def _laws(model: Any) -> str:
+    if model.shared_prior == 1.0:
+        return "one shared distribution"
+    if model.shared_prior == 0.0:
+        return "per-group distributions"
+    return f"one shared law with prior probability {model.shared_prior:g}, else per-group (learned from the pilots)"
+
+
 def build(v: Config):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...models import HybridTrustModel, ReleasedMean
@@ -247,7 +261,7 @@ def build(v: Config):
         releases = [ReleasedMean(r.value, r.noise_scale, names[r.group]) for r in kn.released_means]
         model = HybridTrustModel(v.m, homogeneous=kn.homogeneous, mean=tuple(kn.mean),
                                  variance_fraction=tuple(kn.variance_fraction), gap_logit_sd=kn.gap_logit_sd,
-                                 pilot_T=kn.pilot_tcm, pilot_L=kn.pilot_lm, sizes=v.sizes, clamp=kn.clamp,
+                                 shared_prior=kn.shared_prior, pilot_T=kn.pilot_tcm, pilot_L=kn.pilot_lm, sizes=v.sizes, clamp=kn.clamp,
                                  released_means=releases)
         # the noise can be calibrated for both groups (refuses extreme epsilons and deltas before sampling)
         TCMOnly(_groups(v), (0.0, v.m), noise=v.noise, relation=v.relation)
@@ -266,7 +280,7 @@ def build(v: Config):
     header = [f"records in [0, {v.m:g}], c = {n_T / (n_T + n_L):.3g}, {v.noise} noise, TCM relation {v.relation}",
               unit(t, n_T, "TCM"), unit(l_, n_L, "LM "),
               "public: " + (", ".join(pilots) if pilots else "no pilot records")
-              + f", {len(releases)} earlier release(s), {'one shared' if kn.homogeneous else 'per-group'} distribution"]
+              + f", {len(releases)} earlier release(s), {_laws(model)}"]
     return Problem(
         kind="hybrid-trust", description=v.description, model=model,
         candidates=lambda posterior: make_candidates(v, posterior), task=Statistic("sample", ev.loss),
