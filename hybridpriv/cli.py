@@ -241,11 +241,14 @@ def _advice(decision) -> None:
     """The recommendation and what the table implies: near-ties, ineligible candidates, a choice at the edge."""
     dim = decision.attrs["candidate_dim"]
     best = decision.attrs["recommended"]
-    print(f"recommended: {dim} = {best}  (P(best) = {float(decision.p_best.sel({dim: best})):.2f})")
+    by_regret = decision.attrs.get("criterion") == "regret"
+    rule = "  by expected relative regret" if by_regret else ""
+    print(f"recommended: {dim} = {best}  (P(best) = {float(decision.p_best.sel({dim: best})):.2f}){rule}")
     meets = decision["meets_requirements"]
     coords = list(decision[dim].values)
+    gap, err = (("regret_difference", "regret_difference_mcse") if by_regret else ("difference", "difference_mcse"))
     close = [str(c) for c in coords if c != best and bool(meets.sel({dim: c}))
-             and float(decision.difference.sel({dim: c})) < 2 * float(decision.difference_mcse.sel({dim: c}))]
+             and float(decision[gap].sel({dim: c})) < 2 * float(decision[err].sel({dim: c}))]
     if close:
         print(f"  within 2 Monte Carlo s.e. of it: {', '.join(close)} (more --draws would separate them, or they are equivalent)")
     failing = [str(c) for c in coords if not bool(meets.sel({dim: c}))]

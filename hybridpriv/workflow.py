@@ -70,6 +70,10 @@ class Problem:
         What the model assumes that the data may break (:class:`~hybridpriv.core.assumptions.Assumption`): the
         decision is taken again on the same datasets departed from each (:mod:`hybridpriv.engine.sensitivity`),
         on ``sensitivity_datasets`` of them (at most ``datasets``), and the tipping points are printed with it.
+    criterion
+        What the recommendation minimises (:data:`hybridpriv.engine.decision.CRITERIA`): ``"loss"``, the
+        expected loss, or ``"regret"``, the expected relative regret against the best candidate per dataset
+        (SPEC key ``evaluation.criterion``).
     widen
         ``widen(decision, posterior) -> {coordinate: mechanism}`` or ``None``: more candidates to
         evaluate when the decision asks for them (e.g. the best ``k`` sits at the edge of the range
@@ -97,6 +101,7 @@ class Problem:
     group_of: Callable[[Any], str] | None = None
     group_name: str = "approach"
     widen: Callable[[xr.Dataset, Any], Mapping[Any, Any] | None] | None = None
+    criterion: str = "loss"
     assumptions: Sequence[Any] = ()
     sensitivity_datasets: int = 60
 
@@ -216,7 +221,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         with Checkpoint(engine.checkpoint, {"run": "select", "kind": problem.kind}) as checkpoint:
             posterior, evaluation, lines, attrs, checks, evaluate_more, mechanisms = _fit_and_evaluate(
                 problem, engine.replace(checkpoint=checkpoint), say)
-    decision = _mark_plugins(decide(evaluation), attrs)
+    decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs)
     while problem.widen is not None:
         extra = problem.widen(decision, posterior)
         if not extra:
@@ -230,7 +235,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         mechanisms.update(extra)
         evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
                                compat="override", join="outer")
-        decision = _mark_plugins(decide(evaluation), attrs)
+        decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs)
     summary = None
     if problem.group_of is not None:
         from .engine.decision import summarize_by
@@ -247,7 +252,8 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         say(f"checking the decision against {len(problem.assumptions)} of the model's assumptions "
             f"({source.shape[0] * source.shape[1]} datasets each departed {len(SHIFTS)} ways) ...")
         sens = sensitivity(mechanisms, source, problem.task, problem.assumptions, dim=problem.dim, trials=problem.trials,
-                           seed=problem.seed, requirements=problem.requirements, engine=engine)
+                           seed=problem.seed, requirements=problem.requirements, engine=engine,
+                           criterion=problem.criterion)
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
                        candidates=candidate_attrs(mechanisms), sensitivity=sens)
     for line in result.sensitivity_lines():

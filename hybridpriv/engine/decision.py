@@ -16,7 +16,13 @@ import xarray as xr
 
 from ..core.privacy import Guarantee
 
-__all__ = ["decide", "eligibility", "format_summary", "format_table", "summarize_by"]
+__all__ = ["CRITERIA", "decide", "eligibility", "format_summary", "format_table", "regret_ratio", "summarize_by"]
+
+#: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
+#: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
+CRITERIA = ("loss", "regret")
+#: A dataset's best risk below this share of the smallest expected loss counts as this share (no 0 / 0).
+REGRET_FLOOR = 1e-9
 
 
 def _mcse(da: xr.DataArray) -> xr.DataArray:
@@ -52,7 +58,21 @@ def eligibility(evaluation: xr.Dataset) -> xr.DataArray:
     return xr.DataArray(np.array(ok, dtype=bool), dims=dim, coords={dim: evaluation[dim]})
 
 
-def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float, float] = (0.05, 0.95)) -> xr.Dataset:
+def regret_ratio(risk: xr.DataArray, meets: xr.DataArray, dim: str) -> xr.DataArray:
+    """Per dataset, each candidate's risk over the lowest eligible one (1 for the best): ``(dim, chain, draw)``.
+
+    A dataset whose best risk is 0 (or below :data:`REGRET_FLOOR` times the smallest expected loss) is
+    divided by that floor, so a ratio is always finite; with no eligible candidate, every candidate counts.
+    """
+    pool = risk.where(meets) if bool(meets.any()) else risk
+    best = pool.min(dim)
+    scale = float(pool.mean(("chain", "draw")).min())
+    floor = REGRET_FLOOR * scale if scale > 0 else np.finfo(float).tiny
+    return risk / np.maximum(best, floor)
+
+
+def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float, float] = (0.05, 0.95),
+           criterion: str = "loss") -> xr.Dataset:
     """Summarise an evaluation into a decision over any candidate dimension.
 
     Parameters
@@ -65,6 +85,13 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
         default: the evaluation's ``candidate_dim``.
     interval
         Quantiles of the per-dataset risk reported as the interval over datasets.
+    criterion
+        What the recommendation minimises among eligible candidates (:data:`CRITERIA`): ``"loss"``
+        (default), the posterior expected loss; ``"regret"``, the posterior expected relative regret
+        ``E[risk_c / risk_best - 1]``, where ``risk_best`` is the lowest eligible risk on the same
+        dataset.  The first is the Bayes rule for the loss itself and is dominated by the datasets
+        where every candidate errs much; the second for the ratio to the best candidate, which
+        weighs every dataset alike (the calibration study scores selectors by it).
 
     Returns
     -------
@@ -72,7 +99,9 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
         Per candidate: ``expected_loss`` (posterior expected loss), ``mcse`` (its Monte Carlo
         standard error, from ``arviz_stats`` over chain and draw), ``risk_low``/``risk_high`` (the
         interval over datasets of the per-dataset risk), ``p_best`` (share of datasets on which the
-        candidate has the lowest risk among the eligible ones; ties shared), ``difference`` and
+        candidate has the lowest risk among the eligible ones; ties shared), ``expected_regret`` and
+        ``regret_mcse`` (the posterior expected relative regret and its Monte Carlo error), ``regret_difference``
+        and ``regret_difference_mcse`` (paired against the recommended one), ``difference`` and
         ``difference_mcse`` (expected loss minus the recommended one's, paired over datasets),
         ``meets_requirements`` (its privacy declaration gives every unit at least what the unit
         requires: epsilon, delta, relation and trust; candidates that do not are never
@@ -108,6 +137,8 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     lo, hi = (float(q) for q in interval)
     if not (0.0 <= lo < hi <= 1.0):
         raise ValueError(f"interval must be two quantiles 0 <= low < high <= 1, got {interval!r}")
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {list(CRITERIA)}, got {criterion!r}")
     n_sets = evaluation.sizes["chain"] * evaluation.sizes["draw"]
     if n_sets < 2:
         raise ValueError(f"decide needs at least 2 simulated datasets for a Monte Carlo error, got {n_sets}")
@@ -115,13 +146,17 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     expected = risk.mean(("chain", "draw"))
     meets = eligibility(evaluation.assign_attrs(candidate_dim=dim))
     any_eligible = bool(meets.any())
-    eligible = expected.where(meets) if any_eligible else expected
+    regret = regret_ratio(risk, meets, dim) - 1.0
+    expected_regret = regret.mean(("chain", "draw"))
+    target = expected if criterion == "loss" else expected_regret
+    eligible = target.where(meets) if any_eligible else target
     best = evaluation[dim].values[int(np.nanargmin(eligible.values))]  # keeps the coordinate's dtype (idxmin gives floats)
     best = best.item() if isinstance(best, np.generic) else best
     pool = risk.where(meets) if any_eligible else risk
     is_min = (pool == pool.min(dim)) & (meets if any_eligible else True)
     p_best = (is_min / is_min.sum(dim)).mean(("chain", "draw"))
     diff = risk - risk.sel({dim: best})
+    rdiff = regret - regret.sel({dim: best})
     q = risk.quantile([lo, hi], dim=("chain", "draw"))
     out = xr.Dataset(
         {
@@ -130,6 +165,10 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
             "risk_low": q.sel(quantile=lo, drop=True),
             "risk_high": q.sel(quantile=hi, drop=True),
             "p_best": p_best,
+            "expected_regret": expected_regret,
+            "regret_mcse": _mcse(regret),
+            "regret_difference": rdiff.mean(("chain", "draw")),
+            "regret_difference_mcse": _mcse(rdiff).where(rdiff[dim] != best, 0.0),
             "difference": diff.mean(("chain", "draw")),
             "difference_mcse": _mcse(diff).where(diff[dim] != best, 0.0),
             "risk": risk,
@@ -145,22 +184,29 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     out.attrs["candidate_dim"] = dim
     out.attrs["recommended"] = best.item() if isinstance(best, np.generic) else best
     out.attrs["interval"] = f"{lo:g}-{hi:g} quantiles of the per-dataset risk"
+    what = "lowest expected loss" if criterion == "loss" else "lowest expected relative regret"
+    out.attrs["criterion"] = criterion
     out.attrs["recommendation_rule"] = (
-        "lowest expected loss among candidates that give every unit at least its required protection"
+        f"{what} among candidates that give every unit at least its required protection"
         if any_eligible
-        else "lowest expected loss (no candidate meets every unit's requirement)"
+        else f"{what} (no candidate meets every unit's requirement)"
     )
     return out
 
 
 def format_table(decision: xr.Dataset) -> str:
-    """A plain-text table of a decision, sorted by expected loss, for the terminal (any candidate dimension)."""
+    """A plain-text table of a decision, sorted by what it minimised, for the terminal (any candidate dimension).
+
+    A decision by expected relative regret (``criterion="regret"``) shows it in an ``E[regret]`` column."""
     dim = decision["expected_loss"].dims[0]
-    order = decision["expected_loss"].sortby(decision["expected_loss"])[dim].values
+    by_regret = decision.attrs.get("criterion") == "regret" and "expected_regret" in decision
+    key = decision["expected_regret" if by_regret else "expected_loss"]
+    order = key.sortby(key)[dim].values
     has_meets = "meets_requirements" in decision
     w = max(18, len(dim) + 2, *(len(str(c)) + 2 for c in decision[dim].values))
     head = (f"{dim:<{w}}{'expected loss':>15}{'MC s.e.':>11}{'5%':>11}{'95%':>11}{'P(best)':>9}"
-            f"{'vs best (± MC s.e.)':>24}" + ("  eligible" if has_meets else ""))
+            + (f"{'E[regret]':>11}" if by_regret else "")
+            + f"{'vs best (± MC s.e.)':>24}" + ("  eligible" if has_meets else ""))
     lines = [head, "-" * len(head)]
     plugins = {p.strip() for p in str(decision.attrs.get("unaudited_plugins", "")).split(",") if p.strip()}
     for lab in order:
@@ -171,7 +217,8 @@ def format_table(decision: xr.Dataset) -> str:
         lines.append(
             f"{str(lab):<{w}}{float(r.expected_loss):>15.4g}{float(r.mcse):>11.2g}{float(r.risk_low):>11.3g}"
             f"{float(r.risk_high):>11.3g}{float(r.p_best):>9.2f}"
-            f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{meets}{mark}"
+            + (f"{float(r.expected_regret):>11.0%}" if by_regret else "")
+            + f"{f'{float(r.difference):+.3g} ± {float(r.difference_mcse):.2g}':>24}{meets}{mark}"
         )
     if plugins:
         lines.append("[plugin, unaudited]: a mechanism that does not ship with hybridpriv; its privacy declaration is "

@@ -46,12 +46,14 @@ class PerturbedSource(Parametrized):
 
 
 def sensitivity(candidates: Mapping[Any, Any], source: Any, task: Any, assumptions: Sequence[Assumption], *,
-                dim: str, trials: int, seed: int, requirements: Any = None, engine: Any = None) -> xr.Dataset:
+                dim: str, trials: int, seed: int, requirements: Any = None, engine: Any = None,
+                criterion: str = "loss") -> xr.Dataset:
     """Expected loss of every candidate, and the best, with the datasets departed from each assumption.
 
     Returns a Dataset with dimensions ``(assumption, shift, dim)``: ``expected_loss`` and ``best`` (the coordinate
-    the decision rule picks at that departure), ``delta`` (the departure in data units: ``shift`` times the
-    assumption's scale), and the assumptions' words as coordinates."""
+    the decision rule picks at that departure, by ``criterion`` as :func:`~hybridpriv.engine.decision.decide`),
+    ``delta`` (the departure in data units: ``shift`` times the assumption's scale), and the assumptions' words as
+    coordinates."""
     from .decision import decide
     from .evaluate import evaluate
     from .options import as_engine
@@ -67,7 +69,7 @@ def sensitivity(candidates: Mapping[Any, Any], source: Any, task: Any, assumptio
         for j, shift in enumerate(SHIFTS):
             ev = evaluate(dict(candidates), PerturbedSource(source, a, shift * a.scale), task, trials=trials, seed=seed,
                           dim=dim, requirements=requirements, engine=engine)
-            dec = decide(ev)
+            dec = decide(ev, criterion=criterion)
             loss[i, j] = dec["expected_loss"].sel({dim: coords}).values
             best[i, j] = str(dec.attrs["recommended"])
     return xr.Dataset(

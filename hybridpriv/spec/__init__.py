@@ -127,7 +127,8 @@ class Spec:
         import dataclasses
 
         fam = self.family
-        problem = dataclasses.replace(fam.build(self.values), kind=fam.name)  # the family that built it, by name
+        problem = dataclasses.replace(fam.build(self.values), kind=fam.name,  # the family that built it, by name
+                                      criterion=self.values.evaluation.criterion)
         return attach(problem, fam, self.values.mechanisms,
                       lambda posterior: fam.plugin_context(self.values, posterior), self.base_dir)
 

@@ -396,12 +396,18 @@ def template(top: Table, sub: Sequence[tuple[str, Table, bool]] = ()) -> str:
 
 
 def run_keys(draws: int = 200, trials: int = 20, draws_doc: str = "simulated datasets",
-             trials_doc: str = "mechanism runs per dataset", max_trials: int = 1_000_000) -> tuple[Key, Key, Key]:
-    """The ``draws``, ``trials`` and ``seed`` keys every family's ``[evaluation]`` has, declared once (each family
-    gives its defaults and what a trial means for it)."""
+             trials_doc: str = "mechanism runs per dataset", max_trials: int = 1_000_000,
+             criterion: str = "loss") -> tuple[Key, Key, Key, Key]:
+    """The ``draws``, ``trials``, ``seed`` and ``criterion`` keys every family's ``[evaluation]`` has, declared
+    once (each family gives its defaults, what a trial means for it, and the criterion its calibration favours)."""
+    from ..engine.decision import CRITERIA
+
     return (Key("draws", integer(2, 1_000_000), draws, doc=draws_doc),
             Key("trials", integer(1, max_trials), trials, doc=trials_doc),
-            Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"))
+            Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
+            Key("criterion", choice(*CRITERIA), criterion,
+                doc="what the recommendation minimises: loss (expected loss) or regret (expected relative regret "
+                    "against the best candidate on each dataset)"))
 
 
 def fit_table(chains_doc: str = "MCMC chains", tune: int | None = 500, doc: str = "how the model is fitted") -> Table:

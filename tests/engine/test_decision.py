@@ -156,3 +156,48 @@ def test_summarize_by_adds_the_members_p_best_and_picks_each_groups_best_eligibl
     want = "alg1-n=10" if risk[0].mean() < risk[1].mean() else "alg1-n=50"
     assert s.best.sel(approach="alg1").item() == want
     assert "alg1" in format_summary(s) and "P(best)" in format_summary(s)
+
+
+# -- the criterion: expected loss or expected relative regret ------------------------------------
+
+
+def _two_sets(risks):
+    """An evaluation with the given per-dataset risks, ``(candidate, dataset)``, on one chain."""
+    r = np.asarray(risks, dtype=float)
+    return xr.Dataset({"risk": (("estimator", "chain", "draw"), r[:, None, :])},
+                      coords={"estimator": [f"e{k}" for k in range(len(r))], "chain": [0], "draw": range(r.shape[1])},
+                      attrs={"candidate_dim": "estimator"})
+
+
+def test_regret_criterion_weighs_every_dataset_alike():
+    # e0 errs on the hard dataset (100 against 90) and is exact on the easy one (0.01 against 1); e1 the reverse.
+    # By hand: expected losses 50.005 and 45.5 (loss picks e1); relative regrets
+    # e0: (100/90 - 1 + 0) / 2 = 0.0556, e1: (0 + 1/0.01 - 1) / 2 = 49.5 (regret picks e0).
+    ev = _two_sets([[100.0, 0.01], [90.0, 1.0]])
+    by_loss, by_regret = decide(ev), decide(ev, criterion="regret")
+    assert by_loss.attrs["recommended"] == "e1" and by_regret.attrs["recommended"] == "e0"
+    np.testing.assert_allclose(by_regret.expected_regret, [(100 / 90 - 1) / 2, 99 / 2])
+    np.testing.assert_allclose(by_loss.expected_regret, by_regret.expected_regret)  # reported whichever rule
+    np.testing.assert_allclose(by_regret.expected_loss, [50.005, 45.5])
+    assert by_regret.attrs["criterion"] == "regret" and "relative regret" in by_regret.attrs["recommendation_rule"]
+    table = format_table(by_regret)
+    assert "E[regret]" in table and table.splitlines()[2].startswith("e0") and "E[regret]" not in format_table(by_loss)
+
+
+def test_regret_ignores_ineligible_candidates_and_never_divides_by_zero():
+    ev = _two_sets([[0.0, 2.0], [1.0, 1.0], [0.0, 0.0]])
+    ev["required_epsilon"] = ("unit", [1.0])
+    ev = ev.assign_coords(unit=["u"])
+    ok = xr.DataArray([True, True, False], dims="estimator", coords={"estimator": ev.estimator})
+    from hybridpriv.engine.decision import REGRET_FLOOR, regret_ratio
+
+    ratio = regret_ratio(ev["risk"], ok, "estimator")
+    assert np.isfinite(ratio.values).all()
+    floor = REGRET_FLOOR * 1.0  # the smallest eligible expected loss is 1 (e0: (0 + 2) / 2, e1: 1)
+    np.testing.assert_allclose(ratio.values[:, 0, 0], [0.0, 1.0 / floor, 0.0])  # dataset 0: the best risk is 0
+    np.testing.assert_allclose(ratio.values[:, 0, 1], [2.0, 1.0, 0.0])
+
+
+def test_bad_criterion_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"criterion must be one of \['loss', 'regret'\], got 'median'"):
+        decide(_two_sets([[1.0, 2.0], [2.0, 1.0]]), criterion="median")
