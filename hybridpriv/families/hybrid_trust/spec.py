@@ -253,6 +253,7 @@ def build(v: Config):
     from ...models import HybridTrustModel, ReleasedMean
     from ...workflow import Problem
     from ..grouped import Statistic
+    from .assumptions import hybrid_trust_assumptions
     from .mechanisms import TCMOnly
 
     kn, ev = v.model, v.evaluation
@@ -284,7 +285,8 @@ def build(v: Config):
     return Problem(
         kind="hybrid-trust", description=v.description, model=model,
         candidates=lambda posterior: make_candidates(v, posterior), task=Statistic("sample", ev.loss),
-        dim="estimator", requirements=requirements(v), chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws,
+        dim="estimator", requirements=requirements(v), assumptions=hybrid_trust_assumptions(v.m),
+        chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws,
         trials=ev.trials, seed=ev.seed, header=header,
         title=f"hybrid trust: expected {ev.loss} error of the mean (c = {n_T / (n_T + n_L):.2g})",
     )
