@@ -143,6 +143,10 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
     where the family has none) with that share of the budget, and score its choice against the same
     oracle (``pythia_*`` keys).
     """
+    from .families import family
+
+    cap = family(truth.family).calibration_trials
+    realised_trials = realised_trials if cap is None else min(realised_trials, cap)
     raw = dict(truth.spec)
     for key, value in (settings or {}).items():  # a section's keys are merged into the truth's section
         raw[key] = {**raw[key], **value} if isinstance(value, dict) and isinstance(raw.get(key), dict) else value

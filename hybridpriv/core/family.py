@@ -67,6 +67,9 @@ class Family:
         Names of the real held-out truths :meth:`real_truth` makes (the calibration study).
     quick_calibration
         The calibration study's quick scale for this family: ``{"real": [names], "settings": {SPEC values}}``.
+    calibration_trials
+        At most this many realised-risk releases per draw of a truth (``None``: the study's own number): for a
+        family whose candidates are slow to run (K-means iterates), with a Monte Carlo error still recorded.
     """
 
     name: ClassVar[str] = ""
@@ -84,6 +87,7 @@ class Family:
     renamed: ClassVar[Sequence[tuple[str, str]]] = ()
     real_datasets: ClassVar[Sequence[str]] = ()
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
+    calibration_trials: ClassVar[int | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -154,8 +154,8 @@ def quick():
 def test_quick_study_structure(quick):
     ds = quick
     # every registered family with held-out truths (the sixth, histogram, joined without editing the study)
-    assert ds.sizes["truth"] == 8
-    assert list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "histogram", "overall"]
+    assert ds.sizes["truth"] == 10
+    assert list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "kmeans", "histogram", "overall"]
     assert ds["realised"].dims == ("truth", "candidate") and ds["reliability_observed"].dims == ("scope", "bin")
     assert sorted(set(ds.source.values)) == ["real", "synthetic"]
     for j in range(ds.sizes["truth"]):
@@ -166,14 +166,14 @@ def test_quick_study_structure(quick):
         elig = (row.eligible.values == 1) & have
         names = ds.candidate.values
         best = names[have & elig][np.argmin(row.realised.values[have & elig])]
-        prefix = "k" if row.family.item() == "user-item" else "estimator"
+        prefix = {"user-item": "k", "kmeans": "algorithm"}.get(row.family.item(), "estimator")
         assert best == f"{prefix}:{row.oracle.item()}"
         rec = f"{prefix}:{row.recommended.item()}"
         r = float(row.realised.sel(candidate=rec)) / float(row.realised.sel(candidate=best)) - 1
         assert float(row.regret) == pytest.approx(r, abs=1e-12)
         inside = (row.risk_low <= row.realised) & (row.realised <= row.risk_high)
         np.testing.assert_array_equal(row.covered.values[have], inside.values[have])
-    assert float(ds.truths.sel(scope="overall")) == 8 and not ds.select_refused.any()
+    assert float(ds.truths.sel(scope="overall")) == 10 and not ds.select_refused.any()
     assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
@@ -199,7 +199,7 @@ def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_th
     assert np.isnan(float(ds.pythia_wins.sel(scope="hybrid-trust")))
     for j in np.flatnonzero(spent):
         row = ds.isel(truth=j)
-        prefix = "k" if row.family.item() == "user-item" else "estimator"
+        prefix = {"user-item": "k", "kmeans": "algorithm"}.get(row.family.item(), "estimator")
         oracle = float(row.realised.sel(candidate=f"{prefix}:{row.oracle.item()}"))
         assert float(row.pythia_regret) == pytest.approx(float(row.pythia_realised) / oracle - 1, abs=1e-12)
     for scope in ("grouped", "user-item"):
@@ -282,3 +282,57 @@ def test_dp_items_histogram_is_the_histogram_plus_laplace_noise_of_scale_one_ove
 def test_the_figure_is_written(quick, tmp_path):
     calibration.plot(quick, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 10_000
+
+
+# --- K-means truths -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("i", range(12))
+def test_kmeans_truths_publish_only_the_pilot_the_setting_and_the_start(i):
+    from hybridpriv.families.kmeans.heldout import CLUSTER_LAWS, kmeans_truth
+    from hybridpriv.families.kmeans.model import pilot_start
+    from hybridpriv.spec import parse_spec
+
+    t = kmeans_truth(i, rng(5, "k", i))
+    assert t.family == "kmeans" and t.generator.split("+")[0] == CLUSTER_LAWS[i % 6]
+    assert t.generator.endswith("+trust-by-cluster") == ((i // 6) % 2 == 1)
+    cloud, spec = t.data, t.spec
+    assert set(spec["model"]) == {"pilot"} and 20 <= len(spec["model"]["pilot"]) <= 80
+    assert spec["n"] == cloud.points.shape[0] and 300 <= spec["n"] <= 3000
+    assert round(spec["c"] * spec["n"]) == int(cloud.trusted.sum())  # the model's split has the truth's sizes
+    assert cloud.points.min() >= 0 and cloud.points.max() <= 1
+    np.testing.assert_array_equal(cloud.init, pilot_start(np.array(spec["model"]["pilot"]), spec["k"]))
+    problem = parse_spec(spec).problem()  # a SPEC select runs as it is
+    assert problem.dim == "algorithm" and "public-start" in problem.candidates(None)
+    again = kmeans_truth(i, rng(5, "k", i))
+    np.testing.assert_array_equal(again.data.points, cloud.points) and again.spec == spec
+
+
+def test_trust_by_cluster_concentrates_the_tcm_users_in_one_cluster():
+    """Odd rounds: one cluster's users have 5x the odds of trusting the curator; seen as a TCM share that differs
+    between the points nearest each start centre far more than a random split gives."""
+    from hybridpriv.families.kmeans.heldout import kmeans_truth
+
+    def spread(t):
+        d = ((t.data.points[:, None, :] - t.data.init[None]) ** 2).sum(-1).argmin(1)
+        shares = [t.data.trusted[d == j].mean() for j in np.unique(d) if (d == j).sum() >= 30]
+        return max(shares) - min(shares)
+
+    by_cluster = [spread(kmeans_truth(i, rng(1, "k", i))) for i in range(6, 12)]
+    at_random = [spread(kmeans_truth(i, rng(1, "k", i))) for i in range(6)]
+    assert np.median(by_cluster) > 2 * np.median(at_random) + 0.05
+
+
+def test_real_kmeans_truths_keep_every_point_once_and_split_trust_by_the_attribute():
+    from hybridpriv.families.kmeans.heldout import REAL_KMEANS, real_kmeans_truth
+
+    totals = {"faithful": 272, "iris-petals": 150, "quakes-fiji": 1000, "crabs": 200}
+    tcm = {"iris-petals": 50, "quakes-fiji": 453, "crabs": 100}  # setosa, deep (>= 300 km), blue: in the source
+    for name, (k, _) in REAL_KMEANS.items():
+        t = real_kmeans_truth(name, rng(0, "r"))
+        pilot = np.array(t.spec["model"]["pilot"])
+        assert pilot.shape[0] + t.data.points.shape[0] == totals[name] and t.spec["k"] == k
+        if name in tcm:  # the attribute's users among the private points, the rest in the pilot
+            assert pilot.shape[0] == round(0.2 * totals[name])
+            assert 0 < t.data.trusted.sum() <= tcm[name]
+        else:
+            assert pilot.shape[0] == 40 and t.data.trusted.sum() == round(0.25 * 232)

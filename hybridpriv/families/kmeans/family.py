@@ -7,6 +7,7 @@ from typing import Any
 from ...core.family import Family, NoChecks
 from . import spec as _spec
 from .datakind import POINTS_DATA
+from .heldout import REAL_KMEANS
 
 __all__ = ["FAMILY", "KMeansFamily"]
 
@@ -19,6 +20,9 @@ class KMeansFamily(Family):
     defines = (POINTS_DATA,)
     spec_module = _spec
     examples = {"faithful": "faithful.toml"}
+    real_datasets = tuple(REAL_KMEANS)
+    quick_calibration = {"real": ["faithful"], "settings": {"evaluation": {"draws": 40, "trials": 5}}}
+    calibration_trials = 500  # 8 x 500 runs of 21 iterating candidates per truth (5,000: 40 s a truth)
     context_docs = {"k": "clusters", "epsilon": "each user's epsilon", "bounds": "(low, high) of every coordinate",
                     "d": "the points' dimension"}
 
@@ -49,6 +53,16 @@ class KMeansFamily(Family):
         trusted = np.arange(points.shape[0]) < sizes["tcm"]
         init = pilot_start(pilot, spec.values.k) if spec.values.model.start == "pilot" else None
         return PointCloud(points, trusted, (lo, hi), init)
+
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        from .heldout import kmeans_truth
+
+        return kmeans_truth(i, rng, quick)
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        from .heldout import real_kmeans_truth
+
+        return real_kmeans_truth(name, rng)
 
     def released_meaning(self, spec: Any) -> str:
         return f"the {spec.values.k} final centres (k rows of d coordinates, row by row), after every round"
