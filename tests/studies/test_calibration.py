@@ -154,8 +154,9 @@ def quick():
 def test_quick_study_structure(quick):
     ds = quick
     # every registered family with held-out truths (the sixth, histogram, joined without editing the study)
-    assert ds.sizes["truth"] == 10
-    assert list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "kmeans", "histogram", "overall"]
+    assert ds.sizes["truth"] == 12
+    assert list(ds.scope.values) == ["grouped", "user-item", "hybrid-trust", "public-private", "kmeans", "histogram",
+                                     "overall"]
     assert ds["realised"].dims == ("truth", "candidate") and ds["reliability_observed"].dims == ("scope", "bin")
     assert sorted(set(ds.source.values)) == ["real", "synthetic"]
     for j in range(ds.sizes["truth"]):
@@ -166,14 +167,14 @@ def test_quick_study_structure(quick):
         elig = (row.eligible.values == 1) & have
         names = ds.candidate.values
         best = names[have & elig][np.argmin(row.realised.values[have & elig])]
-        prefix = {"user-item": "k", "kmeans": "algorithm"}.get(row.family.item(), "estimator")
+        prefix = {"user-item": "k", "kmeans": "algorithm", "public-private": "candidate"}.get(row.family.item(), "estimator")
         assert best == f"{prefix}:{row.oracle.item()}"
         rec = f"{prefix}:{row.recommended.item()}"
         r = float(row.realised.sel(candidate=rec)) / float(row.realised.sel(candidate=best)) - 1
         assert float(row.regret) == pytest.approx(r, abs=1e-12)
         inside = (row.risk_low <= row.realised) & (row.realised <= row.risk_high)
         np.testing.assert_array_equal(row.covered.values[have], inside.values[have])
-    assert float(ds.truths.sel(scope="overall")) == 10 and not ds.select_refused.any()
+    assert float(ds.truths.sel(scope="overall")) == 12 and not ds.select_refused.any()
     assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
@@ -199,7 +200,7 @@ def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_th
     assert np.isnan(float(ds.pythia_wins.sel(scope="hybrid-trust")))
     for j in np.flatnonzero(spent):
         row = ds.isel(truth=j)
-        prefix = {"user-item": "k", "kmeans": "algorithm"}.get(row.family.item(), "estimator")
+        prefix = {"user-item": "k", "kmeans": "algorithm", "public-private": "candidate"}.get(row.family.item(), "estimator")
         oracle = float(row.realised.sel(candidate=f"{prefix}:{row.oracle.item()}"))
         assert float(row.pythia_regret) == pytest.approx(float(row.pythia_realised) / oracle - 1, abs=1e-12)
     for scope in ("grouped", "user-item"):
@@ -336,3 +337,49 @@ def test_real_kmeans_truths_keep_every_point_once_and_split_trust_by_the_attribu
             assert 0 < t.data.trusted.sum() <= tcm[name]
         else:
             assert pilot.shape[0] == 40 and t.data.trusted.sum() == round(0.25 * 232)
+
+
+# --- public-private truths ----------------------------------------------------------------------------
+
+def _read(path):
+    import csv
+
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("i", range(6))
+def test_public_private_truths_publish_the_public_records_and_the_cohorts_table_one(i):
+    from hybridpriv.families.public_private.heldout import SHIFT_LAWS, public_private_truth
+    from hybridpriv.spec import parse_spec
+
+    t = public_private_truth(i, rng(5, "p", i))
+    assert t.family == "public-private" and t.generator == SHIFT_LAWS[i]
+    spec = t.spec
+    private = _read(f"{t.data['folder']}/private.csv")
+    assert spec["private"]["n"] == len(private) and "private" not in spec["public_records"]
+    for c in spec["columns"]:  # Table 1 recomputed here from the private file
+        x = np.array([float(r[c]) for r in private])
+        assert spec["private"]["covariate_mean"][c] == pytest.approx(x.mean(), abs=1e-6)
+        assert spec["private"]["covariate_variance"][c] == pytest.approx(x.var(ddof=1), rel=1e-6)
+    assert spec["private"]["outcome_rate"] == pytest.approx(np.mean([r["y"] == "1" for r in private]), abs=1e-6)
+    design = t.dataset()  # read back by the release loader
+    problem = parse_spec(spec).problem()
+    assert design.private.shape[0] == len(private) and problem.dim == "candidate"
+    again = public_private_truth(i, rng(5, "p", i))
+    assert again.spec == spec and again.data["folder"] == t.data["folder"]  # content-addressed: the same files
+
+
+def test_real_public_private_truths_split_by_the_attribute():
+    from hybridpriv.families.public_private.heldout import REAL_PUBLIC_PRIVATE, real_public_private_truth
+
+    sizes = {"pima": (200, 332), "swisslabor": (216, 656), "mroz": (212, 541)}  # (public, private) in the sources
+    for name in REAL_PUBLIC_PRIVATE:
+        t = real_public_private_truth(name)
+        public = _read(t.spec["public_records"])
+        assert (len(public), t.spec["private"]["n"]) == sizes[name]
+    pima = real_public_private_truth("pima")
+    # the pima example's published Table 1 (hybridpriv/examples/pima.toml)
+    assert pima.spec["private"]["covariate_mean"]["glu"] == pytest.approx(119.259, abs=1e-3)
+    assert pima.spec["private"]["covariate_variance"]["glu"] == pytest.approx(930.319, abs=1e-3)
+    assert pima.spec["private"]["outcome_rate"] == pytest.approx(0.328, abs=1e-3)

@@ -7,6 +7,7 @@ from typing import Any
 from ...core.family import Family
 from . import spec as _spec
 from .datakind import DESIGN_DATA
+from .heldout import REAL_PUBLIC_PRIVATE
 
 __all__ = ["FAMILY", "PublicPrivateFamily"]
 
@@ -23,6 +24,26 @@ class PublicPrivateFamily(Family):
                     "epsilon": "the private records' total epsilon"}
 
     release_files = "DIR/private.csv: the private cohort's records, with the SPEC's columns and outcome (header row)"
+    real_datasets = tuple(REAL_PUBLIC_PRIVATE)
+    quick_calibration = {"real": ["pima"], "settings": {"evaluation": {"draws": 40, "trials": 5}}}
+    calibration_trials = 100  # 8 x 100 releases per candidate (each fits a DP logistic regression)
+
+    def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:
+        from .heldout import public_private_truth
+
+        return public_private_truth(i, rng, quick)
+
+    def real_truth(self, name: str, rng: Any) -> Any:
+        from .heldout import real_public_private_truth
+
+        return real_public_private_truth(name, rng)
+
+    def truth_dataset(self, data: Any, groups: Any = None) -> Any:
+        """The truth's private cohort read by the release loader (``private.csv`` of its folder) beside its public records."""
+        from ...spec import parse_spec
+        from .release import load_private_records
+
+        return load_private_records(data["folder"], parse_spec(data["spec"]))
 
     def load_private(self, directory: Any, spec: Any) -> Any:
         from .release import load_private_records
