@@ -271,21 +271,27 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     """Run :func:`calibrate_truth` on every truth and collect the results and their summary.
 
     ``settings``: per family, SPEC values for the select runs.  ``stage(name)``: a resume folder per
-    evaluation.  ``engine``: how the evaluations run (its ``progress``: a line per truth).  ``options``:
-    ``realised_draws``, ``realised_trials``, ``pythia_share``.
+    evaluation.  ``engine``: how the evaluations run (its ``progress``: a line per truth); with a ``client``, the
+    truths themselves run as its tasks, each on one worker (every truth has its own seeds: the same numbers as in
+    one process).  ``options``: ``realised_draws``, ``realised_trials``, ``pythia_share``.
     Returns dims ``truth``, ``candidate`` (``estimator:NAME`` or ``k:K``; NaN where a truth's family
     lacks it), ``scope`` (each family and ``overall``) and ``bin`` (reliability).
     """
     index: dict[str, int] = {}
+    eng = as_engine(engine)
+    inner = eng.replace(client=None)
     rows = []
     for t in truths:
         i = index[t.family] = index.get(t.family, -1) + 1
-        if as_engine(engine).progress:
+        if eng.progress:
             print(f"[calibration] {t.family} {i}: {t.source} {t.generator}", flush=True)
         name = f"{t.family}-{i}"
-        rows.append(calibrate_truth(t, seed, i, (settings or {}).get(t.family),
-                                    stage=lambda part, name=name: stage(f"{name}-{part}"), engine=engine,
-                                    **options))
+        args = (t, seed, i, (settings or {}).get(t.family))
+        kwargs = {"stage": lambda part, name=name: stage(f"{name}-{part}"), "engine": inner, **options}
+        rows.append(eng.client.submit(calibrate_truth, *args, key=f"calibration-{seed}-{name}", pure=False, **kwargs)
+                    if eng.client is not None else calibrate_truth(*args, **kwargs))
+    if eng.client is not None:
+        rows = eng.client.gather(rows)
     cand = list(dict.fromkeys(f"{r['dim']}:{c}" for r in rows if not r["refused"] for c in r["candidates"]))
     grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
             ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",

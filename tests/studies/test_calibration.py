@@ -383,3 +383,25 @@ def test_real_public_private_truths_split_by_the_attribute():
     assert pima.spec["private"]["covariate_mean"]["glu"] == pytest.approx(119.259, abs=1e-3)
     assert pima.spec["private"]["covariate_variance"]["glu"] == pytest.approx(930.319, abs=1e-3)
     assert pima.spec["private"]["outcome_rate"] == pytest.approx(0.328, abs=1e-3)
+
+
+def test_truths_run_as_tasks_of_a_client_give_the_same_numbers():
+    from hybridpriv.calibration import calibrate
+    from hybridpriv.engine.cluster import local_client
+    from hybridpriv.engine.options import Engine
+    from hybridpriv.families.histogram.heldout import histogram_truth
+    from hybridpriv.families.kmeans.heldout import kmeans_truth
+
+    truths = [kmeans_truth(0, rng(2, "k", 0), quick=True), histogram_truth(1, rng(2, "h", 1), quick=True)]
+    settings = {"kmeans": {"evaluation": {"draws": 20, "trials": 3}}, "histogram": {"evaluation": {"draws": 20}}}
+    options = {"realised_draws": 2, "realised_trials": 50}
+    here = calibrate(truths, 3, settings, **options)
+    client = local_client(2)
+    try:
+        there = calibrate(truths, 3, settings, engine=Engine(client), **options)
+    finally:
+        cluster = client.cluster
+        client.close()
+        cluster.close()
+    for v in ("realised", "expected_loss", "p_best", "regret"):
+        np.testing.assert_array_equal(here[v].values, there[v].values)
