@@ -18,6 +18,7 @@ draws it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from numbers import Integral
 from typing import Any
@@ -152,9 +153,12 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
         raw[key] = {**raw[key], **value} if isinstance(value, dict) and isinstance(raw.get(key), dict) else value
     raw["evaluation"] = {**raw.get("evaluation", {}), "seed": _seed(seed, truth.family, i, "select")}
     engine = as_engine(engine).replace(checkpoint=None, progress=False)
+    started = time.perf_counter()
     run = _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, stage, engine)
+    seconds = time.perf_counter() - started
     if run["refused"]:
-        return {"candidates": [], "refused": True, "attempts": run["attempts"], "failures": run["failures"]}
+        return {"candidates": [], "refused": True, "attempts": run["attempts"], "failures": run["failures"],
+                "seconds": seconds}
     dec, dim, realised, se = run["decision"], run["dim"], run["realised"], run["realised_mcse"]
     coords = [str(c) for c in dec[dim].values]
     recommended = coords.index(str(dec.attrs["recommended"]))
@@ -167,10 +171,12 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"],
-           "warned": run["warned"]}
+           "warned": run["warned"], "seconds": seconds}
     if pythia_share and _has_pythia(truth.family):
+        started = time.perf_counter()
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
                            realised_trials, stage, engine))
+        out["pythia_seconds"] = time.perf_counter() - started
     return out
 
 
@@ -317,7 +323,10 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "pythia_realised": [r.get("pythia_realised", np.nan) for r in rows],
         "recommended_realised": [float(r["realised"][r["candidates"].index(r["recommended"])]) if not r["refused"]
                                  else np.nan for r in rows],
-        "select_attempts": [r["attempts"] for r in rows]}
+        "select_attempts": [r["attempts"] for r in rows],
+        # where the time goes (wall seconds in the truth's process; not reproducible, unlike every number above)
+        "seconds": [r.get("seconds", np.nan) for r in rows],
+        "pythia_seconds": [r.get("pythia_seconds", np.nan) for r in rows]}
     ds = xr.Dataset({**{v: (("truth", "candidate"), a) for v, a in grid.items()},
                      **{v: ("truth", np.asarray(a)) for v, a in per_truth.items()}},
                     coords={"truth": [f"{t.family}-{i}" for t, i in zip(truths, _numbering(truths))],
