@@ -159,6 +159,7 @@ def make_candidates(v: Config, posterior: Any, names: Any = None) -> dict[str, A
 def build(v: Config):
     """The selection problem: the model of the shares, the candidates, the task, the requirements."""
     from ...workflow import Problem
+    from .assumptions import histogram_assumptions
     from .model import CategoryModel
     from .task import HistogramError
 
@@ -174,6 +175,7 @@ def build(v: Config):
         kind="histogram", description=v.description, model=model,
         candidates=lambda posterior: make_candidates(v, posterior, ev.candidates),
         task=HistogramError(ev.loss), dim="estimator", requirements=v.relation, chains=2, tune=0,
+        assumptions=histogram_assumptions(v.groups),
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"category shares: expected {ev.loss} error",
     )
