@@ -28,6 +28,7 @@ import xarray as xr
 
 from .core.random import rng, stream
 from .engine.options import Engine, as_engine
+from .engine.sensitivity import MATTERS
 
 __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
 
@@ -35,7 +36,7 @@ __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration"
 #: as multiples of the SPEC's, when the model's convergence check refuses the fit (the refusal's advice).
 RETRIES = (1, 2, 4)
 #: A regret above this is a failure that must not be silent: select must have warned (issue 25).
-SILENT_REGRET = 0.25
+SILENT_REGRET = MATTERS  # the regret a sensitivity warning is about (hybridpriv.engine.sensitivity)
 #: Edges of the P(best) bins of the reliability diagram.
 BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 

@@ -19,10 +19,14 @@ import xarray as xr
 from ..core.assumptions import SHIFTS, Assumption
 from ..core.params import Parametrized
 
-__all__ = ["FLIP_WARNING", "PerturbedSource", "sensitivity", "sensitivity_lines", "tipping_points"]
+__all__ = ["FLIP_WARNING", "MATTERS", "PerturbedSource", "sensitivity", "sensitivity_lines", "tipping_points"]
 
 #: A recommendation that flips within this share of an assumption's scale is printed as a warning.
 FLIP_WARNING = 0.05
+#: ... and only when, at some departure within that share, the recommendation's expected loss is more than this
+#: much above the best candidate's: a flip between near-equals is a tie, not a danger (the calibration study
+#: counts a regret above this as a failure too).
+MATTERS = 0.25
 
 
 class PerturbedSource(Parametrized):
@@ -111,7 +115,8 @@ def tipping_points(sens: xr.Dataset, recommended: str) -> dict[str, dict[str, An
 
 def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> list[str]:
     """What :func:`tipping_points` found, in words and in the data's units; a ``warning:`` line for every
-    assumption whose departure by at most :data:`FLIP_WARNING` of its scale changes the recommendation."""
+    assumption whose departure by at most :data:`FLIP_WARNING` of its scale changes the recommendation and makes
+    its expected loss more than :data:`MATTERS` above the best candidate's (a smaller gap is reported as a near tie)."""
     lines = [f"sensitivity of the recommendation ({recommended}) to the model's assumptions "
              f"(departures up to ±{max(abs(s) for s in sens['shift'].values):.0%} of each scale):"]
     warn = []
@@ -130,9 +135,17 @@ def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> li
             parts.append(f"{held}at {v['delta']:+.3g}{u} ({v['share']:.0%} of {scale:.3g}) {v['better']} is better")
         nearest = min(flips.values(), key=lambda v: v["share"])
         lines.append(f"  {a}: assumes {assumes}; with {departure} departing from 0: {'; '.join(parts)}")
-        if nearest["share"] <= FLIP_WARNING:
+        near = np.abs(sens["shift"].values) <= FLIP_WARNING + 1e-12
+        loss = row["expected_loss"].values[near]  # (departures within the warning share, candidates)
+        rec = [str(c) for c in sens[sens.attrs["candidate_dim"]].values].index(str(recommended))
+        worst = float(np.max(loss[:, rec] / np.nanmin(loss, axis=1) - 1)) if loss.size else 0.0
+        if nearest["share"] <= FLIP_WARNING and worst <= MATTERS:
+            lines.append(f"    (a near tie: within ±{FLIP_WARNING:.0%} of {scale:.3g} the recommendation's expected "
+                         f"loss stays within {worst:.0%} of the best's)")
+        if nearest["share"] <= FLIP_WARNING and worst > MATTERS:
             warn.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
                         f"{abs(nearest['delta']):.3g}{u} or less ({nearest['share']:.0%} of {scale:.3g}): if "
-                        f"{departure} may be that large, {nearest['better']} is the safer choice (or learn it first, "
-                        "spending some budget)")
+                        f"{departure} may be that large, {nearest['better']} is the safer choice (the recommendation's "
+                        f"expected loss is then up to {worst:.0%} above the best's; or learn it first, spending some "
+                        "budget)")
     return lines + warn

@@ -13,12 +13,18 @@ GROUPS = [Group("panel", 200, np.inf), Group("opt-in", 1000, 1.0), Group("strict
 BOUNDS = Bounds(0.0, 100.0)
 
 
-def _sens(best_by_shift: dict[float, str]) -> xr.Dataset:
+def _sens(best_by_shift: dict[float, str], gap: float = 1.0) -> xr.Dataset:
+    """A sensitivity result: at each shift the named candidate is best, and the others' expected loss is
+    ``1 + gap`` times its loss of 1."""
     best = [[best_by_shift.get(s, "a") for s in SHIFTS]]
+    loss = [[[1.0 if best[0][j] == c else 1.0 + gap for c in "abc"] for j in range(len(SHIFTS))]]
     return xr.Dataset({"best": (("assumption", "shift"), np.array(best)),
+                       "expected_loss": (("assumption", "shift", "estimator"), loss),
                        "delta": (("assumption", "shift"), [[s * 50.0 for s in SHIFTS]])},
-                      coords={"assumption": ["x"], "shift": list(SHIFTS), "assumes": ("assumption", ["A"]),
-                              "departure": ("assumption", ["D"]), "scale": ("assumption", [50.0])})
+                      coords={"assumption": ["x"], "shift": list(SHIFTS), "estimator": list("abc"),
+                              "assumes": ("assumption", ["A"]), "departure": ("assumption", ["D"]),
+                              "scale": ("assumption", [50.0])},
+                      attrs={"candidate_dim": "estimator"})
 
 
 def test_tipping_points_walk_out_from_zero_on_each_side():
@@ -30,6 +36,16 @@ def test_tipping_points_walk_out_from_zero_on_each_side():
     assert any(line.startswith("warning: the recommendation flips") and "by 2.5 or less (5% of 50)" in line
                for line in lines), lines
     assert not any(line.startswith("warning") for line in sensitivity_lines(_sens({0.2: "b"}), "a"))
+
+
+def test_a_flip_between_near_equals_is_a_near_tie_not_a_warning():
+    # within 5% of the scale b becomes best, but a's expected loss is only 10% above b's there: no warning
+    lines = sensitivity_lines(_sens({0.05: "b"}, gap=0.10), "a")
+    assert not any(line.startswith("warning") for line in lines), lines
+    assert any("near tie" in line and "within 10% of the best's" in line for line in lines), lines
+    # 30% above: past MATTERS (25%), the warning says by how much
+    lines = sensitivity_lines(_sens({0.05: "b"}, gap=0.30), "a")
+    assert any(line.startswith("warning") and "up to 30% above the best's" in line for line in lines), lines
 
 
 def test_shift_groups_moves_each_group_and_the_population_mean():

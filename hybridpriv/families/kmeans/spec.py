@@ -222,6 +222,7 @@ def build(v: Config):
     from ...models import KMeansPilotModel
     from ...workflow import Problem
     from .algorithms import WCSS
+    from .assumptions import kmeans_assumptions
 
     kn, ev = v.model, v.evaluation
     try:
@@ -248,7 +249,8 @@ def build(v: Config):
     return Problem(
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         diagnostics=diagnostics,
-        task=WCSS(), dim="algorithm", requirements=requirements(v), chains=v.fit.chains, tune=0,
+        task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),
+        chains=v.fit.chains, tune=0,
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"hybrid-trust K-means: expected WCSS (c = {v.c:.2g}, epsilon = {v.epsilon:g})",
     )
