@@ -259,10 +259,17 @@ def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_tr
             ) -> dict[str, Any]:
     from .families import family
 
+    import dataclasses
+
     spec, adjust = family(truth.family).pythia(raw, truth.data, share, rng(seed, "calibration", truth.family, i,
                                                                            "pythia"))
+
+    def no_sensitivity(problem):  # only the recommendation's warnings are scored: the second selector's would be waste
+        problem = adjust(problem) if adjust is not None else problem
+        return dataclasses.replace(problem, assumptions=())
+
     run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, engine,
-                              tag="pythia-", adjust=adjust)
+                              tag="pythia-", adjust=no_sensitivity)
     if run["refused"]:
         return {"pythia_recommended": "", "pythia_realised": np.nan, "pythia_regret": np.nan}
     dec, dim = run["decision"], run["dim"]
