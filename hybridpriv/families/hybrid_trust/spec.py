@@ -84,7 +84,7 @@ MODEL = Table((
     Key("homogeneous", boolean(), False, doc="true: both groups share one distribution (no mean gap)"),
     Key("shared_prior", number(0.0, maximum=1.0), None,
         doc="prior probability that both groups share one law, learned from the pilots (default 0.5; 1 with "
-            "homogeneous = true; 0: always two laws)"),
+            "homogeneous = true; 0: always two laws)", example="0.5"),
     Key("mean", pair(number(0.0, strict=True)), [1.0, 1.0],
         doc="(alpha, beta) of the Beta prior on the central mean / m"),
     Key("variance_fraction", pair(number(0.0, strict=True)), [1.0, 1.0],
