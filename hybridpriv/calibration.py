@@ -172,7 +172,8 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"],
-           "warned": run["warned"], "seconds": seconds}
+           "warned": run["warned"], "flip_share": run["flip_share"], "flip_worst": run["flip_worst"],
+           "seconds": seconds}
     if pythia_share and _has_pythia(truth.family):
         started = time.perf_counter()
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
@@ -233,19 +234,22 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
             "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
-            "warned": _warned(selection)}
+            **_warned(selection)}
 
 
-def _warned(selection) -> str:
-    """The assumptions whose sensitivity warning the selection printed (comma-separated; "" for none, or where the
-    family declares no assumption): what the calibration counts against the truths with a large regret."""
-    from .engine.sensitivity import FLIP_WARNING, tipping_points
+def _warned(selection) -> dict[str, Any]:
+    """What the selection's sensitivity check found: ``warned``, the assumptions whose warning it printed
+    (comma-separated; "" for none, or where the family declares no assumption: what the calibration counts against
+    the truths with a large regret), and over its assumptions the smallest share of a scale at which the
+    recommendation flips (``flip_share``) and the largest expected-loss excess within the warning share
+    (``flip_worst``), from which another threshold's warnings can be recounted (NaN without assumptions)."""
+    from .engine.sensitivity import warnings_of
 
     if selection.sensitivity is None:
-        return ""
-    tips = tipping_points(selection.sensitivity, str(selection.decision.attrs["recommended"]))
-    return ", ".join(a for a, sides in tips.items()
-                     if any(v is not None and v["share"] <= FLIP_WARNING for v in sides.values()))
+        return {"warned": "", "flip_share": np.nan, "flip_worst": np.nan}
+    rule = warnings_of(selection.sensitivity, str(selection.decision.attrs["recommended"]))
+    return {"warned": ", ".join(a for a, r in rule.items() if r["warns"]),
+            "flip_share": min(r["flip"] for r in rule.values()), "flip_worst": max(r["worst"] for r in rule.values())}
 
 
 def _has_pythia(name: str) -> bool:
@@ -326,6 +330,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
         "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
         "sensitivity_warning": [r.get("warned", "") for r in rows],
+        "flip_share": [r.get("flip_share", np.nan) for r in rows],
+        "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
         "pythia_regret": [r.get("pythia_regret", np.nan) for r in rows],
         "pythia_realised": [r.get("pythia_realised", np.nan) for r in rows],

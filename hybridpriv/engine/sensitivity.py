@@ -19,7 +19,8 @@ import xarray as xr
 from ..core.assumptions import SHIFTS, Assumption
 from ..core.params import Parametrized
 
-__all__ = ["FLIP_WARNING", "MATTERS", "PerturbedSource", "sensitivity", "sensitivity_lines", "tipping_points"]
+__all__ = ["FLIP_WARNING", "MATTERS", "PerturbedSource", "sensitivity", "sensitivity_lines", "tipping_points",
+           "warnings_of"]
 
 #: A recommendation that flips within this share of an assumption's scale is printed as a warning.
 FLIP_WARNING = 0.05
@@ -113,6 +114,24 @@ def tipping_points(sens: xr.Dataset, recommended: str) -> dict[str, dict[str, An
     return out
 
 
+def warnings_of(sens: xr.Dataset, recommended: str) -> dict[str, dict[str, Any]]:
+    """Per assumption: ``flip`` (the smallest share of its scale at which another candidate is best, ``inf`` if
+    none), ``worst`` (the recommendation's largest expected loss over the best's, minus 1, at the departures
+    within :data:`FLIP_WARNING`) and ``warns`` (both: a flip within :data:`FLIP_WARNING` and ``worst`` above
+    :data:`MATTERS`): the rule :func:`sensitivity_lines` prints and the calibration study counts."""
+    dim = sens.attrs["candidate_dim"]
+    rec = [str(c) for c in sens[dim].values].index(str(recommended))
+    near = np.abs(sens["shift"].values) <= FLIP_WARNING + 1e-12
+    out = {}
+    for a, sides in tipping_points(sens, recommended).items():
+        flips = [v["share"] for v in sides.values() if v is not None]
+        loss = sens["expected_loss"].sel(assumption=a).values[near]  # (departures within the share, candidates)
+        worst = float(np.max(loss[:, rec] / np.nanmin(loss, axis=1) - 1)) if loss.size else 0.0
+        flip = min(flips) if flips else float("inf")
+        out[a] = {"flip": flip, "worst": worst, "warns": flip <= FLIP_WARNING and worst > MATTERS}
+    return out
+
+
 def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> list[str]:
     """What :func:`tipping_points` found, in words and in the data's units; a ``warning:`` line for every
     assumption whose departure by at most :data:`FLIP_WARNING` of its scale changes the recommendation and makes
@@ -121,6 +140,7 @@ def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> li
              f"(departures up to ±{max(abs(s) for s in sens['shift'].values):.0%} of each scale):"]
     warn = []
     u = f" {units}" if units else ""
+    rule = warnings_of(sens, recommended)
     for a, sides in tipping_points(sens, recommended).items():
         row = sens.sel(assumption=a)
         assumes, departure, scale = str(row["assumes"].values), str(row["departure"].values), float(row["scale"].values)
@@ -135,14 +155,11 @@ def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> li
             parts.append(f"{held}at {v['delta']:+.3g}{u} ({v['share']:.0%} of {scale:.3g}) {v['better']} is better")
         nearest = min(flips.values(), key=lambda v: v["share"])
         lines.append(f"  {a}: assumes {assumes}; with {departure} departing from 0: {'; '.join(parts)}")
-        near = np.abs(sens["shift"].values) <= FLIP_WARNING + 1e-12
-        loss = row["expected_loss"].values[near]  # (departures within the warning share, candidates)
-        rec = [str(c) for c in sens[sens.attrs["candidate_dim"]].values].index(str(recommended))
-        worst = float(np.max(loss[:, rec] / np.nanmin(loss, axis=1) - 1)) if loss.size else 0.0
-        if nearest["share"] <= FLIP_WARNING and worst <= MATTERS:
+        worst = rule[a]["worst"]
+        if nearest["share"] <= FLIP_WARNING and not rule[a]["warns"]:
             lines.append(f"    (a near tie: within ±{FLIP_WARNING:.0%} of {scale:.3g} the recommendation's expected "
                          f"loss stays within {worst:.0%} of the best's)")
-        if nearest["share"] <= FLIP_WARNING and worst > MATTERS:
+        if rule[a]["warns"]:
             warn.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
                         f"{abs(nearest['delta']):.3g}{u} or less ({nearest['share']:.0%} of {scale:.3g}): if "
                         f"{departure} may be that large, {nearest['better']} is the safer choice (the recommendation's "

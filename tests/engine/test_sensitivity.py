@@ -6,7 +6,7 @@ import xarray as xr
 
 from hybridpriv.core.assumptions import SHIFTS, Assumption  # noqa: F401 (Assumption: bad input below)
 from hybridpriv.core.privacy import Bounds, Group
-from hybridpriv.engine.sensitivity import PerturbedSource, sensitivity_lines, tipping_points
+from hybridpriv.engine.sensitivity import PerturbedSource, sensitivity_lines, tipping_points, warnings_of
 from hybridpriv.families.grouped.assumptions import ShiftGroups, grouped_assumptions
 
 GROUPS = [Group("panel", 200, np.inf), Group("opt-in", 1000, 1.0), Group("strict", 1000, 0.1)]
@@ -124,3 +124,12 @@ def test_a_bad_assumption_is_refused_naming_the_field(kwargs, match):
     good = {"name": "x", "assumes": "A", "departure": "D", "scale": 1.0, "perturb": lambda d, delta: d}
     with pytest.raises((TypeError, ValueError), match=match):
         Assumption(**{**good, **kwargs})
+
+
+def test_warnings_of_gives_the_flip_share_the_worst_excess_and_the_rule():
+    assert warnings_of(_sens({0.05: "b"}, gap=0.30), "a")["x"] == {"flip": 0.05, "worst": pytest.approx(0.30),
+                                                                    "warns": True}
+    assert warnings_of(_sens({0.05: "b"}, gap=0.10), "a")["x"]["warns"] is False
+    far = warnings_of(_sens({0.2: "c"}, gap=3.0), "a")["x"]  # flips only at 20%: no warning however large
+    assert far == {"flip": 0.2, "worst": 0.0, "warns": False}
+    assert warnings_of(_sens({}), "a")["x"]["flip"] == float("inf")
