@@ -413,6 +413,18 @@ def _slack_range(kind, a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _keeps_feasible(slack, lo, hi, d):  # pragma: no cover - compiled
+    """Whether a move of :func:`_slack_range` ``(lo, hi, d)`` keeps a feasible h feasible: ``d = +1``, or
+    ``slack[lo..hi] >= 1``."""
+    if d > 0:
+        return True
+    for p in range(lo, hi + 1):
+        if slack[p] < 1:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def _occupied4(x0, x1, x2, x3, i0, i1, i2, i3):  # pragma: no cover - compiled
     """Number of occupied levels among the distinct indices ``i0..i3`` (values ``x0..x3``)."""
     s = 1 if x0 > 0 else 0
@@ -490,14 +502,8 @@ def _h_chain_kernel(  # pragma: no cover - compiled
                 if a < 2 or b >= m or b == a - 1:  # out of range, or the identity in h-space
                     continue
             lo, hi, d = _slack_range(0, a, b)
-            if d < 0:
-                feasible = True
-                for p in range(lo, hi + 1):
-                    if slack[p] < 1:
-                        feasible = False
-                        break
-                if not feasible:
-                    continue
+            if not _keeps_feasible(slack, lo, hi, d):
+                continue
             x0, x1, x2, x3 = h[a - 1], h[a - 2], h[b - 1], h[b]
             q_fwd = x0 * (x2 - 1) if a == b else x0 * x2
             h[a - 1] -= 1
@@ -582,12 +588,7 @@ def _h_chain_kernel(  # pragma: no cover - compiled
             if b >= m:
                 continue
             lo, hi, d = _slack_range(2, 0, b)
-            feasible = True
-            for p in range(lo, hi + 1):
-                if slack[p] < 1:
-                    feasible = False
-                    break
-            if not feasible:
+            if not _keeps_feasible(slack, lo, hi, d):
                 continue
             q_fwd = 0.25 * h[0] / n * (h[b - 1] - (1 if b == 1 else 0)) / (n - 1)
             h[0] -= 1
