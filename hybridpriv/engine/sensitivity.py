@@ -114,16 +114,18 @@ def tipping_points(sens: xr.Dataset, recommended: str) -> dict[str, dict[str, An
     return out
 
 
-def warnings_of(sens: xr.Dataset, recommended: str) -> dict[str, dict[str, Any]]:
+def warnings_of(sens: xr.Dataset, recommended: str, tips: dict[str, dict[str, Any]] | None = None
+                ) -> dict[str, dict[str, Any]]:
     """Per assumption: ``flip`` (the smallest share of its scale at which another candidate is best, ``inf`` if
     none), ``worst`` (the recommendation's largest expected loss over the best's, minus 1, at the departures
     within :data:`FLIP_WARNING`) and ``warns`` (both: a flip within :data:`FLIP_WARNING` and ``worst`` above
-    :data:`MATTERS`): the rule :func:`sensitivity_lines` prints and the calibration study counts."""
+    :data:`MATTERS`): the rule :func:`sensitivity_lines` prints and the calibration study counts.  ``tips``: the
+    :func:`tipping_points` of ``sens`` when the caller has them already."""
     dim = sens.attrs["candidate_dim"]
     rec = [str(c) for c in sens[dim].values].index(str(recommended))
     near = np.abs(sens["shift"].values) <= FLIP_WARNING + 1e-12
     out = {}
-    for a, sides in tipping_points(sens, recommended).items():
+    for a, sides in (tips if tips is not None else tipping_points(sens, recommended)).items():
         flips = [v["share"] for v in sides.values() if v is not None]
         loss = sens["expected_loss"].sel(assumption=a).values[near]  # (departures within the share, candidates)
         worst = float(np.max(loss[:, rec] / np.nanmin(loss, axis=1) - 1)) if loss.size else 0.0
@@ -140,8 +142,9 @@ def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> li
              f"(departures up to ±{max(abs(s) for s in sens['shift'].values):.0%} of each scale):"]
     warn = []
     u = f" {units}" if units else ""
-    rule = warnings_of(sens, recommended)
-    for a, sides in tipping_points(sens, recommended).items():
+    tips = tipping_points(sens, recommended)
+    rule = warnings_of(sens, recommended, tips)
+    for a, sides in tips.items():
         row = sens.sel(assumption=a)
         assumes, departure, scale = str(row["assumes"].values), str(row["departure"].values), float(row["scale"].values)
         flips = {s: v for s, v in sides.items() if v is not None}
