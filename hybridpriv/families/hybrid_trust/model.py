@@ -72,7 +72,7 @@ import xarray as xr
 from ...core.privacy import Bounds, check_finite, check_integer, check_positive, check_real_array
 from ...core.random import check_seed
 from ...core.random import rng as named_rng
-from .model_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments
+from .model_posterior import MOMENTS, HybridTrustPosterior, bayes_weight_from_moments, resolve_shared_law
 from ...core.model import KnowledgeModel, _check_count, chain_seeds, sampling_mode
 from ..grouped.model import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
 
@@ -374,7 +374,8 @@ def fit_many(
     samples fast.  Each returned posterior is what :meth:`HybridTrustModel.fit` returns -- its
     ``idata`` holds its own block only, under its plain names -- and has passed the same
     convergence check (``on_unconverged``).  Arguments as :meth:`HybridTrustModel.fit`; chain
-    ``c`` samples with the seed of stream ``("fit", c)``, as there.  The draws are not those of
+    ``c`` samples with the seed of stream ``("fit", c)``, as there; a mixture model's shared-law indicator of
+    block ``i`` is drawn from stream ``("shared-law", "block", i)``.  The draws are not those of
     separate fits (the sampler adapts to the joint model), only their distribution is.
     """
     if isinstance(models, HybridTrustModel) or not isinstance(models, Sequence) or not models:
@@ -398,7 +399,10 @@ def fit_many(
         prefix = f"k{i}::"
         block = post[[k for k in post.data_vars if str(k).startswith(prefix)]]
         block = block.rename({k: str(k)[len(prefix):] for k in block.data_vars})
-        posterior = HybridTrustPosterior(mod, xr.DataTree.from_dict({"posterior": block}), seed)
+        tree = xr.DataTree.from_dict({"posterior": block})
+        if "shared_logodds" in block.data_vars:  # each block its own indicator stream
+            tree = resolve_shared_law(mod, tree, seed, "block", i)
+        posterior = HybridTrustPosterior(mod, tree, seed)
         posterior.check_convergence(on_unconverged)
         out.append(posterior)
     return out

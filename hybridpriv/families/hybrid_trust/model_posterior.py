@@ -84,12 +84,13 @@ def bayes_weight_from_moments(
     return num / den
 
 
-def resolve_shared_law(model: HybridTrustModel, idata: Any, seed: int) -> Any:
+def resolve_shared_law(model: HybridTrustModel, idata: Any, seed: int, *keys: object) -> Any:
     """The draws of a mixture model with its indicator drawn: ``shared`` (1: one law) and ``p_shared``.
 
     Each draw's indicator is Bernoulli(``sigmoid(shared_logodds)``), its posterior probability given
     the draw's parameters (the likelihood marginalised it out), with uniforms from stream
-    ``("shared-law",)`` of ``seed``.  In a shared draw the LM group takes the TCM group's law
+    ``("shared-law", *keys)`` of ``seed`` (``keys``: a block of :func:`~hybridpriv.families.hybrid_trust.model.fit_many`,
+    so that models fitted together do not share their uniforms).  In a shared draw the LM group takes the TCM group's law
     (``mu_L = mu_T``, ``sigma_L2 = sigma_T2``), so ``gap = 0``; the others keep the two laws of
     their draw.
     """
@@ -100,7 +101,7 @@ def resolve_shared_law(model: HybridTrustModel, idata: Any, seed: int) -> Any:
         return idata
     logodds = post["shared_logodds"]
     p_shared = 1.0 / (1.0 + np.exp(-logodds.clip(-700, 700)))
-    u = stream_rng(seed, "shared-law").random(p_shared.shape)
+    u = stream_rng(seed, "shared-law", *keys).random(p_shared.shape)
     shared = (u < p_shared.values).astype(float)
     mu0, s0 = post["mu_T"], post["sigma_T2"]
     is_shared = xr.DataArray(shared.astype(bool), dims=p_shared.dims, coords=p_shared.coords)

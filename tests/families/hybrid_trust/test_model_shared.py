@@ -142,3 +142,24 @@ def test_spec_key_reaches_the_model_and_contradictions_are_refused():
         load_spec_text(SPEC.format(extra="shared_prior = 0.25\nhomogeneous = true"))
     with pytest.raises(SpecError, match="model.shared_prior"):
         load_spec_text(SPEC.format(extra="shared_prior = 1.2"))
+
+
+def test_models_fitted_together_draw_their_indicators_from_their_own_streams():
+    import xarray as xr
+
+    from hybridpriv.core.random import rng as stream_rng
+    from hybridpriv.families.hybrid_trust.model import fit_many
+    from hybridpriv.families.hybrid_trust.model_posterior import resolve_shared_law
+
+    model = HybridTrustModel(M, pilot_T=SAME[0], pilot_L=SAME[1])
+    a, b = fit_many([model, model], draws=300, tune=300, seed=2)
+    for k, post in enumerate((a, b)):  # block k's indicator: its odds against stream ("shared-law", "block", k)
+        drawn = post.idata["posterior"]
+        u = stream_rng(2, "shared-law", "block", k).random(drawn["p_shared"].shape)
+        np.testing.assert_array_equal(drawn["shared"].values, (u < drawn["p_shared"].values).astype(float))
+    # the keys give other uniforms than the plain stream a single fit uses
+    raw = a.idata["posterior"].to_dataset().drop_vars(["shared", "p_shared"])
+    tree = xr.DataTree.from_dict({"posterior": raw})
+    odds = resolve_shared_law(model, tree, 2)["posterior"]["shared"].values
+    keyed = resolve_shared_law(model, tree, 2, "block", 0)["posterior"]["shared"].values
+    assert not np.array_equal(odds, keyed) or np.all(a.idata["posterior"]["p_shared"].values > 1 - 1e-9)
