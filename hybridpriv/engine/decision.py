@@ -232,7 +232,8 @@ def summarize_by(decision: xr.Dataset, group_of, name: str = "approach") -> xr.D
     ``group_of(coordinate) -> str`` names each candidate's group.  Per group: ``p_best`` (the share
     of datasets on which the best eligible candidate belongs to the group: the sum of its members'
     ``p_best``, since those shares partition the datasets), ``best`` (its member with the lowest
-    expected loss among eligible ones, or among all if none is eligible) with that member's
+    expected loss, or expected relative regret for a decision by ``criterion="regret"``, among eligible
+    ones, or among all if none is eligible) with that member's
     ``expected_loss``, ``risk_low`` and ``risk_high``, and ``eligible`` (any member eligible).
     """
     dim = decision.attrs["candidate_dim"]
@@ -240,12 +241,14 @@ def summarize_by(decision: xr.Dataset, group_of, name: str = "approach") -> xr.D
     labels = [str(group_of(c)) for c in coords]
     names = list(dict.fromkeys(labels))
     meets = decision["meets_requirements"] if "meets_requirements" in decision else None
+    # a group's best by the rule that made the recommendation (expected loss, or expected relative regret)
+    key = "expected_regret" if decision.attrs.get("criterion") == "regret" else "expected_loss"
     rows = []
     for g in names:
         members = [c for c, lab in zip(coords, labels) if lab == g]
         ok = [c for c in members if meets is None or bool(meets.sel({dim: c}))]
         pool = ok or members
-        best = min(pool, key=lambda c: float(decision.expected_loss.sel({dim: c})))
+        best = min(pool, key=lambda c: float(decision[key].sel({dim: c})))
         sel = decision.sel({dim: best})
         rows.append((float(decision.p_best.sel({dim: members}).sum()), str(best), float(sel.expected_loss),
                      float(sel.risk_low), float(sel.risk_high), bool(ok)))

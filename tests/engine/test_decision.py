@@ -201,3 +201,12 @@ def test_regret_ignores_ineligible_candidates_and_never_divides_by_zero():
 def test_bad_criterion_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"criterion must be one of \['loss', 'regret'\], got 'median'"):
         decide(_two_sets([[1.0, 2.0], [2.0, 1.0]]), criterion="median")
+
+
+def test_summaries_by_group_pick_each_groups_best_by_the_decisions_criterion():
+    from hybridpriv.engine.decision import summarize_by
+
+    ev = _two_sets([[100.0, 0.01], [90.0, 1.0]])  # e0 best by regret, e1 by loss (see above)
+    group = lambda c: "all"  # noqa: E731
+    assert summarize_by(decide(ev), group)["best"].values[0] == "e1"
+    assert summarize_by(decide(ev, criterion="regret"), group)["best"].values[0] == "e0"
