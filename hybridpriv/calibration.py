@@ -174,6 +174,13 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"],
            "warned": run["warned"], "flip_share": run["flip_share"], "flip_worst": run["flip_worst"],
            "seconds": seconds}
+    if "plan_pays" in run:  # the two-stage plan carried out; the recommendation is the plan when it pays
+        oracle_risk = realised[s["oracle"]]
+        plan = run["plan_realised"]
+        plan_regret = 0.0 if plan == oracle_risk else (np.inf if oracle_risk == 0 else plan / oracle_risk - 1.0)
+        out.update({k: run[k] for k in ("plan_pays", "plan_choice", "plan_realised", "plan_realised_mcse",
+                                        "plan_difference")}, plan_regret=plan_regret)
+    out["final_regret"] = out["plan_regret"] if out.get("plan_pays") else out["regret"]
     if pythia_share and _has_pythia(truth.family):
         started = time.perf_counter()
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
@@ -234,7 +241,36 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
             "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
-            **_warned(selection)}
+            **_warned(selection),
+            **_carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine)}
+
+
+def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine
+                    ) -> dict[str, Any]:
+    """The selection's two-stage plan carried out on the truth (:mod:`hybridpriv.engine.plan`): its probe's
+    features of the truth released with Laplace noise (stream ``"plan"`` of the truth), the second stage's choice
+    from them, and that choice's realised risk at the rest of the budget (the same realised-risk seed)."""
+    if selection.plan is None:
+        return {}
+    from .core.data import FixedSource
+    from .engine.evaluate import evaluate
+    from .engine.plan import choose_later
+    from .engine.stats import mean_with_se
+
+    plan, probe = selection.plan, problem.probe
+    noise = rng(seed, "calibration", truth.family, i, "plan").laplace(0.0, probe.scales)
+    choice = choose_later(plan, probe.exact(data) + noise)
+    key = next(c for c in selection.later if str(c) == choice)
+    ev = evaluate({key: selection.later[key]}, FixedSource(data, draws, groups=groups), problem.task, trials=trials,
+                  seed=_seed(seed, truth.family, i, "realised"), dim=problem.dim, requirements=problem.requirements,
+                  engine=engine.replace(checkpoint=stage(f"{tag}plan")))
+    if "loss" in ev and not bool(ev["exact"].all()):
+        value, se = (float(x.squeeze()) for x in mean_with_se(ev["loss"], ("chain", "draw", "trial")))
+    else:
+        value, se = float(ev["risk"].mean()), 0.0
+    return {"plan_pays": bool(plan.attrs["pays"]), "plan_choice": choice, "plan_realised": value,
+            "plan_realised_mcse": se,
+            "plan_difference": float(plan["regret_difference" if plan.attrs["criterion"] == "regret" else "difference"])}
 
 
 def _warned(selection) -> dict[str, Any]:
@@ -270,7 +306,7 @@ def _pythia(raw, truth, seed, i, share, oracle_risk, realised_draws, realised_tr
 
     def no_sensitivity(problem):  # only the recommendation's warnings are scored: the second selector's would be waste
         problem = adjust(problem) if adjust is not None else problem
-        return dataclasses.replace(problem, assumptions=())
+        return dataclasses.replace(problem, assumptions=(), probe=None)
 
     run = _select_and_realise(spec, truth, seed, i, realised_draws, realised_trials, stage, engine,
                               tag="pythia-", adjust=no_sensitivity)
@@ -332,6 +368,11 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "sensitivity_warning": [r.get("warned", "") for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
+        "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
+        "plan_choice": [r.get("plan_choice", "") for r in rows],
+        "plan_regret": [r.get("plan_regret", np.nan) for r in rows],
+        "plan_difference": [r.get("plan_difference", np.nan) for r in rows],
+        "final_regret": [r.get("final_regret", np.nan) for r in rows],
         "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
         "pythia_regret": [r.get("pythia_regret", np.nan) for r in rows],
         "pythia_realised": [r.get("pythia_realised", np.nan) for r in rows],

@@ -205,6 +205,10 @@ def _select(args: argparse.Namespace) -> int:
         print(line)
     if result.sensitivity is not None:
         print()
+    for line in result.plan_lines():
+        print(line)
+    if result.plan is not None:
+        print()
     if result.summary is not None:
         from .engine.decision import format_summary
 

@@ -70,6 +70,10 @@ class Problem:
         What the model assumes that the data may break (:class:`~hybridpriv.core.assumptions.Assumption`): the
         decision is taken again on the same datasets departed from each (:mod:`hybridpriv.engine.sensitivity`),
         on ``sensitivity_datasets`` of them (at most ``datasets``), and the tipping points are printed with it.
+    probe
+        A two-stage plan's first stage (:class:`hybridpriv.engine.plan.Probe`: DP features bought with a share of
+        the budget) or ``None``: the selection then also says whether spending that share to choose pays
+        (:mod:`hybridpriv.engine.plan`, on the same datasets).
     criterion
         What the recommendation minimises (:data:`hybridpriv.engine.decision.CRITERIA`): ``"loss"``, the
         expected loss, or ``"regret"``, the expected relative regret against the best candidate per dataset
@@ -104,6 +108,7 @@ class Problem:
     criterion: str = "loss"
     assumptions: Sequence[Any] = ()
     sensitivity_datasets: int = 60
+    probe: Any = None
 
     def draws_per_chain(self) -> int:
         """Posterior draws per chain to sample."""
@@ -130,6 +135,18 @@ class Selection:
     #: The decision again with the data departed from each of the model's assumptions
     #: (:func:`hybridpriv.engine.sensitivity.sensitivity`), or ``None``.
     sensitivity: xr.Dataset | None = None
+    #: The two-stage plan against choosing now (:func:`hybridpriv.engine.plan.preposterior`), or ``None``.
+    plan: xr.Dataset | None = None
+    #: The plan's second-stage candidates (at the rest of the budget), by coordinate.
+    later: dict[Any, Any] = field(default_factory=dict)
+
+    def plan_lines(self) -> list[str]:
+        """The two-stage plan's verdict in words (:func:`hybridpriv.engine.plan.plan_lines`); ``[]`` without."""
+        if self.plan is None:
+            return []
+        from .engine.plan import plan_lines
+
+        return plan_lines(self.plan)
 
     def sensitivity_lines(self) -> list[str]:
         """The tipping points in words (:func:`hybridpriv.engine.sensitivity.sensitivity_lines`); ``[]`` without."""
@@ -167,6 +184,8 @@ class Selection:
             groups["summary"] = self.summary.assign(best=self.summary.best.astype(str))
         if self.sensitivity is not None:
             groups["sensitivity"] = self.sensitivity
+        if self.plan is not None:
+            groups["plan"] = self.plan
         if self.candidates:
             groups["candidates"] = xr.Dataset(attrs={
                 "description": "each candidate's class and constructor parameters, one attribute per parameter "
@@ -254,8 +273,16 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         sens = sensitivity(mechanisms, source, problem.task, problem.assumptions, dim=problem.dim, trials=problem.trials,
                            seed=problem.seed, requirements=problem.requirements, engine=engine,
                            criterion=problem.criterion)
+    plan, later = None, {}
+    if problem.probe is not None:
+        from .engine.plan import run_plan
+
+        say(f"judging a two-stage plan: {problem.probe.share:.0%} of the budget on {problem.probe.what} first ...")
+        plan, later = run_plan(problem.probe, mechanisms, _source(problem, posterior), evaluation, problem, posterior,
+                                engine)
+        attrs["plan_pays"] = plan.attrs["pays"]
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
-                       candidates=candidate_attrs(mechanisms), sensitivity=sens)
+                       candidates=candidate_attrs(mechanisms), sensitivity=sens, plan=plan, later=later)
     for line in result.sensitivity_lines():
         if line.startswith("warning: "):
             import warnings
@@ -314,8 +341,14 @@ def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any]) -> xr.Dataset:
     return decision
 
 
-def _fit_and_evaluate(problem: Problem, engine: Engine, say):
+def _source(problem: Problem, posterior: Any) -> Any:
+    """The datasets a selection evaluates: ``ceil(datasets / chains)`` per chain, spread evenly over the draws."""
     from .core.data import ThinnedSource
+
+    return ThinnedSource(posterior, min(math.ceil(problem.datasets / problem.chains), posterior.shape[1]))
+
+
+def _fit_and_evaluate(problem: Problem, engine: Engine, say):
     from .engine.evaluate import evaluate
 
     per_chain = problem.draws_per_chain()
@@ -356,8 +389,7 @@ def _fit_and_evaluate(problem: Problem, engine: Engine, say):
         attrs.update(more_attrs)
     for line in lines:
         say(f"  {line}")
-    datasets = math.ceil(problem.datasets / problem.chains)
-    source = ThinnedSource(posterior, min(datasets, posterior.shape[1]))
+    source = _source(problem, posterior)
     candidates = problem.candidates(posterior)
     from .auditing import is_shipped
 

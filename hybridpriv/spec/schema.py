@@ -23,7 +23,7 @@ import numpy as np
 from ..core.io import iter_rows, read_rows
 
 __all__ = ["REQUIRED", "Config", "Context", "Key", "SpecError", "Table", "boolean", "choice", "epsilon", "integer", "read_csv_rows",
-           "fit_table", "run_keys", "spec_groups",
+           "fit_table", "plan_key", "run_keys", "spec_groups",
            "integer_range", "list_of", "name_tables", "number", "pair", "string", "table", "tables", "template", "values"]
 
 
@@ -408,6 +408,16 @@ def run_keys(draws: int = 200, trials: int = 20, draws_doc: str = "simulated dat
             Key("criterion", choice(*CRITERIA), criterion,
                 doc="what the recommendation minimises: loss (expected loss) or regret (expected relative regret "
                     "against the best candidate on each dataset)"))
+
+
+def plan_key(what: str) -> Key:
+    """``plan_share``: the share of each unit's budget a two-stage plan spends on ``what`` before choosing
+    (:mod:`hybridpriv.engine.plan`; 0: do not consider one), for the families that have a probe."""
+    from ..engine.plan import DEFAULT_SHARE
+
+    return Key("plan_share", number(0.0, maximum=0.9), DEFAULT_SHARE,
+               doc=f"share of each unit's budget a two-stage plan would spend on {what} before choosing; "
+                   "select says whether that pays (0: do not consider it)")
 
 
 def fit_table(chains_doc: str = "MCMC chains", tune: int | None = 500, doc: str = "how the model is fitted") -> Table:

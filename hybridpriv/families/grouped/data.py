@@ -19,8 +19,13 @@ from ...core.data import _check_draws
 from ...core.params import Parametrized
 from ...core.privacy import Bounds, Group, check_groups
 
-__all__ = ["BetaSampler", "GroupedDataset", "IIDSource", "NormalSampler", "STATISTICS", "UniformSampler",
+__all__ = ["GROUP_SHIFT", "BetaSampler", "GroupedDataset", "IIDSource", "NormalSampler", "STATISTICS", "UniformSampler",
            "clamped_normal_moments", "normal_source", "sample_statistic"]
+
+#: ``groups_may_differ``: the prior scale of a private group's shift against the public law, as a share of the
+#: bounds' width (``group_shift_sd ~ HalfNormal(GROUP_SHIFT x width)``; the model's default, the SPEC's
+#: ``model.group_shift``).
+GROUP_SHIFT = 0.05
 
 #: Statistics a dataset's truth is computed for.
 STATISTICS = ("mean", "median")

@@ -45,6 +45,7 @@ __all__ = [
     "MixtureFamily",
     "NormalFamily",
     "RELEASE_TAIL",
+    "GROUP_SHIFT",
     "choose_family",
     "ReleasedMean",
 ]
@@ -52,6 +53,7 @@ __all__ = [
 #: How many noise scales a released mean may lie outside the bounds before it is refused as
 #: contradictory (Laplace noise exceeds it with probability e^-50).
 RELEASE_TAIL = 50.0
+from .data import GROUP_SHIFT  # noqa: E402
 
 from .model_choice import choose_family  # noqa: E402
 from .model_families import (
@@ -133,6 +135,16 @@ class GroupedPosterior(Posterior):
         post = idata["posterior"]
         self._draws = {n: np.asarray(post[n].transpose("chain", "draw", ...).values, dtype=float)
                        for n in self.free_params}
+        #: per private group (``spec.shifted``), its records' location shift at each draw: ``(chain, draw, group)``
+        self._shift = (np.asarray(post["group_shift"].transpose("chain", "draw", ...).values, dtype=float)
+                       if spec.shifted else None)
+
+    def shifts(self, chain: int, draw: int) -> dict[str, float]:
+        """Each shifted group's location shift at draw ``(chain, draw)`` (``{}`` when the groups share one law)."""
+        if self._shift is None:
+            return {}
+        c, d = self._check_index(chain, draw)
+        return {self.groups[k].name: float(v) for k, v in zip(self.spec.shifted, self._shift[c, d])}
 
     def __repr__(self) -> str:
         return f"GroupedPosterior(family={self.family!r}, groups={[g.name for g in self.groups]}, shape={self.shape})"
@@ -144,22 +156,40 @@ class GroupedPosterior(Posterior):
         out.update({n: float(a[c, d]) if a.ndim == 2 else a[c, d].copy() for n, a in self._draws.items()})
         return {n: out[n] for n in self.param_names}
 
+    def group_records(self, params: Params, shift: float, size: int, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``size`` records of a group from the family's law at ``params``, and the same records moved by
+        ``shift`` and clipped into the bounds (``shift = 0``: the same array twice)."""
+        x = self.family.simulate(params, size, rng)
+        return x, (np.clip(x + shift, self.bounds.lower, self.bounds.upper) if shift else x)
+
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> GroupedDataset:
         """The simulated dataset at ``(chain, draw)``.
 
         Public groups with data keep their observed records; every other group gets
-        ``family.simulate(params, group.size, rng)``.  ``population`` holds the clamped
-        distribution's mean, median and variance at these parameters (Monte Carlo families
-        draw it from ``rng`` after the records, so the records do not depend on it).
+        ``family.simulate(params, group.size, rng)``, a private group's moved by its shift at the draw when the
+        groups may differ (clipped into the bounds).  ``population`` holds the clamped distribution's mean, median
+        and variance at these parameters (Monte Carlo families draw it from ``rng`` after the records, so the
+        records do not depend on it); with shifts only its mean, moved by the records' mean shift (clipping
+        included, as :class:`~hybridpriv.families.grouped.assumptions.ShiftGroups` moves it).
         """
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {rng!r}")
         p = self.params(chain, draw)
         public = self.spec.public_data
-        values = tuple(
-            public[g.name] if g.name in public else self.family.simulate(p, g.size, rng) for g in self.groups
-        )
-        return GroupedDataset(values, self.family.population(p, rng))
+        shifts = self.shifts(chain, draw)
+        moved, values = 0.0, []
+        for g in self.groups:
+            if g.name in public:
+                values.append(public[g.name])
+                continue
+            x, y = self.group_records(p, shifts.get(g.name, 0.0), g.size, rng)
+            moved += float(y.sum() - x.sum())
+            values.append(y)
+        population = self.family.population(p, rng)
+        if shifts:
+            population = {"mean": float(population["mean"]) + moved / sum(g.size for g in self.groups)}
+        return GroupedDataset(tuple(values), population)
 
     def predictive_checks(self, seed: int = 0, draws: int = 400):
         """Posterior predictive checks of the public knowledge (:mod:`hybridpriv.criticism`).
@@ -262,9 +292,16 @@ class GroupedDataModel(KnowledgeModel):
         known_variance: float | None = None,
         released_means: Sequence[ReleasedMean] = (),
         clamp: bool = False,
+        group_shift: float = 0.0,
     ) -> None:
         self.groups = check_groups(groups)
         self.bounds = Bounds.from_pair(bounds)
+        if not isinstance(group_shift, (int, float)) or isinstance(group_shift, bool) or not 0 <= group_shift <= 1:
+            raise ValueError(f"group_shift must be a number in [0, 1] (a share of the bounds' width), got {group_shift!r}")
+        self.group_shift = float(group_shift)
+        #: the groups whose law may move against the public one: the private groups, when ``group_shift > 0``
+        self.shifted: tuple[int, ...] = tuple(k for k, g in enumerate(self.groups) if not g.is_public) \
+            if self.group_shift > 0 else ()
         if not isinstance(clamp, bool):
             raise TypeError(f"clamp must be True or False, got {clamp!r}")
         self.clamp = clamp
@@ -414,6 +451,12 @@ class GroupedDataModel(KnowledgeModel):
         """
         with pm.Model() as model:
             params = self.family.priors(self.fixed)
+            shift = {}
+            if self.shifted:  # groups_may_differ: each private group's law moved by its own shift (non-centred)
+                sd = pm.HalfNormal("group_shift_sd", sigma=self.group_shift * self.bounds.width)
+                z = pm.Normal("group_shift_z", 0.0, 1.0, shape=len(self.shifted))
+                moved = pm.Deterministic("group_shift", sd * z)
+                shift = {self.groups[k].name: moved[j] for j, k in enumerate(self.shifted)}
             for g in self.groups:
                 if g.name in self.public_data:
                     self.family.observe(f"public_{g.name}", params, self.public_data[g.name])
@@ -426,8 +469,10 @@ class GroupedDataModel(KnowledgeModel):
                     continue  # the averaged records are all observed: no information
                 mean, var = self.family.clamped_moments(params)
                 z = pm.Normal(f"released_mean_{i}_z", 0.0, 1.0)
+                # a shifted group's records move its sum by size x shift (the clipping at the bounds neglected)
+                moved_sum = sum((g.size * shift[g.name] for g in members if g.name in shift), 0.0)
                 latent = pm.Deterministic(
-                    f"released_mean_{i}_latent", (known_sum + n_u * mean + pt.sqrt(n_u * var) * z) / n
+                    f"released_mean_{i}_latent", (known_sum + n_u * mean + moved_sum + pt.sqrt(n_u * var) * z) / n
                 )
                 pm.Laplace(f"released_mean_{i}", mu=latent, b=r.noise_scale, observed=r.value)
         self.param_names: tuple[str, ...] = tuple(params)

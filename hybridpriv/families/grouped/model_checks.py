@@ -46,7 +46,9 @@ def grouped_predictive_checks(posterior: Any, rng: np.random.Generator, draws: i
                 replicated[f"{name}.{stat}"].append(v)
         for i, r in enumerate(spec.released_means):
             members = [g for g in spec.groups if r.group is None or g.name == r.group]
-            total = sum(float(family.simulate(p, g.size, rng).sum()) for g in members)
+            shifts = posterior.shifts(c, d)
+            total = sum(float(posterior.group_records(p, shifts.get(g.name, 0.0), g.size, rng)[1].sum())
+                        for g in members)
             mean = total / sum(g.size for g in members)
             replicated[f"release_{i}({r.group or 'all'})"].append(mean + rng.laplace(0.0, r.noise_scale))
     # a statistic that cannot vary (e.g. a share at a bound no record can reach) is not a check

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.privacy import NEIGHBOUR_RELATIONS, Bounds
+from .data import GROUP_SHIFT
 from ...spec.schema import (
     Config,
     Context,
@@ -25,6 +26,7 @@ from ...spec.schema import (
     list_of,
     number,
     pair,
+    plan_key,
     run_keys,
     spec_groups,
     string,
@@ -72,6 +74,11 @@ MODEL = Table((
     Key("known_variance", number(0.0, strict=True), None, doc="the records' variance if it is public"),
     Key("released_means", tables(RELEASE), [], doc="earlier noisy releases of means",
         example='[{ group = "default", value = 23.1, noise_scale = 0.5 }]'),
+    Key("groups_may_differ", boolean(), False,
+        doc="the private groups' laws may be moved against the public one and each other, each by its own shift "
+            "(false: they share the public law, as when people were put in groups at random)"),
+    Key("group_shift", number(0.0, strict=True, maximum=1.0), GROUP_SHIFT,
+        doc="prior scale of a private group's shift, as a share of the bounds' width (half-normal)"),
 ), doc="the PyMC model of public knowledge")
 
 FIT = fit_table()
@@ -80,6 +87,7 @@ EVALUATION = Table((
     Key("candidates", list_of(string()), None, doc="candidates by name (default: every built-in one)",
         example='["weighted", "pdp-opt-expected"]'),
     *run_keys(200, 20),
+    plan_key("each private group's mean"),
     Key("target", choice("population", "sample"), "population", doc="score against the population or sample statistic"),
     Key("loss", choice("squared", "absolute"), "squared", doc="squared or absolute error"),
 ), doc="how the candidates are evaluated")
@@ -198,6 +206,13 @@ def context(v: Config, posterior: Any) -> dict[str, Any]:
             "clamp": v.clamp, "sigma2": 1.0 if posterior is None else posterior, "posterior": posterior}
 
 
+def _group_shift(v: Config) -> float:
+    """The model's ``group_shift``: 0 when the SPEC says the groups share one law, or for a median scored against
+    the population's (a shift does not tell the median)."""
+    shifts_tell = v.statistic == "mean" or v.evaluation.target == "sample"
+    return v.model.group_shift if v.model.groups_may_differ and shifts_tell else 0.0
+
+
 def build(v: Config):
     """The selection problem: the model (built and validated now), candidates, task, requirements."""
     from ...estimators import default_estimators, make_estimator
@@ -214,19 +229,22 @@ def build(v: Config):
     try:
         model = GroupedDataModel(v.groups, v.bounds, family=_family(v), public_data=v.public_data or None,
                                  known_variance=v.model.known_variance, released_means=releases,
-                                 clamp=v.clamp)
+                                 clamp=v.clamp, group_shift=_group_shift(v))
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
     ev = v.evaluation
 
-    def candidates(posterior) -> dict:
+    def for_groups(groups, posterior) -> dict:
         kw = {"sigma2": posterior, "relation": v.relation}
         if ev.candidates is None:
-            ests = default_estimators(v.groups, v.bounds, v.statistic, **kw)
+            ests = default_estimators(groups, v.bounds, v.statistic, **kw)
         else:
-            ests = [make_estimator(n, v.groups, v.bounds, **kw) for n in ev.candidates]
+            ests = [make_estimator(n, groups, v.bounds, **kw) for n in ev.candidates]
         return {e.label: e for e in ests}
+
+    def candidates(posterior) -> dict:
+        return for_groups(v.groups, posterior)
 
     # every named candidate can be built: fail before sampling
     for name in ev.candidates or []:
@@ -245,6 +263,7 @@ def build(v: Config):
         return lines, {"model_family": posterior.family.name, "family_fallback": fallback}
 
     from .assumptions import grouped_assumptions
+    from .plan import grouped_probe
 
     return Problem(
         kind="grouped", description=v.description, model=model, candidates=candidates,
@@ -253,6 +272,7 @@ def build(v: Config):
         chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws, trials=ev.trials,
         seed=ev.seed, header=header, title=f"{v.statistic} release: expected {ev.loss} error",
         diagnostics=diagnostics,
+        probe=grouped_probe(v, ev.plan_share, for_groups) if ev.plan_share > 0 else None,
     )
 
 

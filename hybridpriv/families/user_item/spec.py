@@ -23,6 +23,7 @@ from ...spec.schema import (
     fit_table,
     integer,
     integer_range,
+    plan_key,
     run_keys,
     string,
     table,
@@ -84,6 +85,7 @@ def _n(value: Any, path: str, ctx: Context) -> int | tuple[int, int]:
 EVALUATION = Table((
     *run_keys(400, 200, draws_doc="posterior draws = sampled matrices (over all chains)",
               trials_doc="Monte Carlo runs per matrix for the max and top10 losses"),
+    plan_key("a histogram of items per user"),
 ), doc="how the candidates are evaluated")
 
 FIT = fit_table("chains of the row-sum sampler", tune=None)
@@ -173,6 +175,7 @@ def build(v: Config):
     from ...models import UserItemModel
     from ...workflow import Problem
     from .mechanisms import ItemCounts
+    from .plan import user_item_probe
 
     try:
         model = UserItemModel(v.column_sums, v.n, trades_per_row=v.trades_per_row, block=v.block,
@@ -221,4 +224,5 @@ def build(v: Config):
         seed=ev.seed, header=header,
         title=f"Choosing k: {v.loss} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,
         widen=widen,
+        probe=user_item_probe(eps, model.m, ev.plan_share) if ev.plan_share > 0 else None,
     )

@@ -172,3 +172,25 @@ BROKEN["LMOnly, the strict LM users' local noise at the loose TCM group's epsilo
     "strict",
 )
 
+
+
+# The two-stage plan's group means: the neighbour adds one record at the upper bound to the strict group (its size,
+# public, divides the sum either way); the statistic is the strict group's released mean.
+def _means_probe_run(eps: tuple[float, float], share: float) -> Run:
+    from ...families.grouped.plan import GroupMeansProbe
+    from ..core import audit
+
+    probe = GroupMeansProbe(_groups(*eps), BOUNDS, "add-remove", share)
+    base = [np.zeros(N)] * 3
+    plus = [np.append(np.zeros(N), 1.0), np.zeros(N), np.zeros(N)]
+
+    def mech(d, rng, size):
+        return probe.release(d, rng, size)
+
+    return lambda seed: {"strict": audit(mech, (base, plus), share * eps[0], samples=SAMPLES, confidence=CONFIDENCE,
+                                         seed=seed, statistic=lambda out: out[:, 0])}
+
+
+for _label, _eps in SETTINGS.items():
+    CORRECT[f"GroupMeansProbe share=0.5 {_label}"] = _means_probe_run(_eps, 0.5)
+    COVERS[f"GroupMeansProbe share=0.5 {_label}"] = "GroupMeansProbe"

@@ -14,6 +14,7 @@ import numpy as np
 from ... import noise as M
 from ...core.privacy import Bounds
 from ...families.user_item.mechanisms import ContributionBoundedCounts
+from ...families.user_item.plan import ItemsHistogramProbe
 from ..core import audit
 from ._registry import BROKEN, CONFIDENCE, CORRECT, COVERS, SAMPLES, Run, one
 
@@ -128,3 +129,21 @@ for _eps, _delta in ((0.5, 1e-3), (2.0, 1e-5)):
     COVERS[f"gaussian eps={_eps:g} delta={_delta:g}"] = "gaussian"
 BROKEN["gaussian, half the sensitivity, eps=0.5 delta=0.001"] = (_gaussian_run(0.5, 1e-3, 0.5), "mechanism")
 
+
+
+# The two-stage plan's items-per-user histogram: the neighbour adds a user with 3 items, who adds 1 to bin 3-4
+# (index 2); the statistic is that bin (post-processing of the released vector).
+def _histogram_probe_run(epsilon: float, share: float) -> Run:
+    probe = ItemsHistogramProbe(8, epsilon, share)
+    base, plus_user, _ = _cbc_pair(1)
+
+    def mech(d, rng, size):
+        return probe.release(d, rng, size)
+
+    return lambda seed: one(audit(mech, (base, plus_user), share * epsilon, samples=SAMPLES, confidence=CONFIDENCE,
+                                  seed=seed, statistic=lambda out: out[:, 2]))
+
+
+for _eps, _share in ((1.0, 0.5), (4.0, 0.25)):
+    CORRECT[f"ItemsHistogramProbe eps={_eps:g} share={_share:g}"] = _histogram_probe_run(_eps, _share)
+    COVERS[f"ItemsHistogramProbe eps={_eps:g} share={_share:g}"] = "ItemsHistogramProbe"

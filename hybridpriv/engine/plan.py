@@ -1,0 +1,280 @@
+"""Whether to spend budget to choose: a two-stage plan judged from public knowledge alone (preposterior analysis).
+
+Choosing now spends every unit's whole budget on the chosen candidate.  A two-stage plan first spends a
+``share`` of each unit's budget on DP features of the private data (a :class:`Probe`: e.g. each group's mean, a
+histogram of items per user), then chooses among the same candidates at the rest of the budget.  Whether that
+pays is decided before any budget is spent, on the datasets the fitted model simulates:
+
+1. every candidate is evaluated again at ``(1 - share)`` of the budget on the same datasets (the same streams);
+2. for each simulated dataset ``n``, the features are released as the plan would release them (Laplace noise of
+   the probe's scales, :data:`REPLICATES` times), and the second stage's choice is the candidate with the lowest
+   expected risk over the simulated datasets of the *other half* (cross-fitting: the datasets alternate between
+   two halves), each weighted by the likelihood of the noisy features given its exact features (the posterior
+   given the release, by importance weighting).  Keeping dataset ``n`` out keeps the truth out of its own answer;
+   taking the whole other half, not every other dataset, keeps the reference the same for every ``n`` of a half
+   (leaving one out would tilt the reference against ``n``'s own kind, which near a tie decides the choice);
+3. the plan's loss on dataset ``n`` is the risk of that choice there; its average over datasets and replicates
+   is the plan's expected loss, compared pairwise with choosing now.
+
+The plan is recommended when it lowers the decision's criterion by more than :data:`PAYS_Z` Monte Carlo
+standard errors.  :func:`second_stage` is the rule the plan then follows on the real release (the release of
+the features, the weights, the choice): the same rule the analysis scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["DEFAULT_SHARE", "PAYS_Z", "REPLICATES", "Probe", "choose_later", "plan_lines", "preposterior",
+           "run_plan", "second_stage"]
+
+#: The share of each unit's budget a two-stage plan spends on its probe by default.
+DEFAULT_SHARE = 0.1
+#: Simulated releases of the features per simulated dataset.
+REPLICATES = 8
+#: The plan is recommended when its paired gain over choosing now exceeds this many Monte Carlo standard errors.
+PAYS_Z = 2.0
+#: Rows of the (dataset x dataset) weight matrix computed at once (a size guard: ``ROWS x datasets`` floats).
+ROWS = 256
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the first stage of a two-stage plan buys: Laplace-noised features of the private data.
+
+    Parameters
+    ----------
+    share
+        The share of each unit's budget spent on the features (in ``(0, 1)``).
+    what
+        The features in words ("each central group's mean").
+    mechanism
+        The features' release (a :class:`~hybridpriv.core.mechanism.Mechanism`, released and charged like any
+        candidate): ``mechanism.exact(dataset)``, the noiseless features of a dataset the family's mechanisms
+        read; ``mechanism.scales``, the Laplace scale of each (what makes them ``share x epsilon``-DP);
+        ``mechanism.release``, the features plus that noise.
+    later
+        ``later(mechanisms, posterior) -> {coordinate: mechanism}``: the same candidates at ``(1 - share)`` of the
+        budget (candidates it cannot rebudget, e.g. a SPEC's plugins, are left out).
+    """
+
+    share: float
+    what: str
+    mechanism: Any
+    later: Callable[[Mapping[Any, Any], Any], Mapping[Any, Any]]
+
+    def __post_init__(self) -> None:
+        share = float(self.share)
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"share must be in (0, 1), got {self.share!r}")
+        scales = np.atleast_1d(np.asarray(self.mechanism.scales, dtype=float))
+        if scales.ndim != 1 or scales.size == 0 or not (np.isfinite(scales).all() and (scales > 0).all()):
+            raise ValueError(f"the probe's scales must be positive finite numbers, one per feature, got {scales!r}")
+        object.__setattr__(self, "share", share)
+
+    @property
+    def scales(self) -> np.ndarray:
+        """The Laplace noise scale of each feature."""
+        return np.atleast_1d(np.asarray(self.mechanism.scales, dtype=float))
+
+    def exact(self, data: Any) -> np.ndarray:
+        """The exact features of ``data``, checked against :attr:`scales`."""
+        f = np.asarray(self.mechanism.exact(data), dtype=float)
+        if f.shape != self.scales.shape or not np.isfinite(f).all():
+            raise RuntimeError(f"probe features must be {self.scales.size} finite numbers, got shape {f.shape}")
+        return f
+
+
+def _weights(observed: np.ndarray, features: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Normalised Laplace likelihoods ``p(observed_i | features_k)``: ``(len(observed), len(features))``."""
+    logw = -(np.abs(observed[:, None, :] - features[None, :, :]) / scales).sum(-1)
+    logw -= logw.max(axis=1, keepdims=True)
+    w = np.exp(logw)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def _score(risk: np.ndarray, eligible: np.ndarray, criterion: str) -> np.ndarray:
+    """What the second stage minimises per dataset and candidate: the risk, or the relative regret against the
+    lowest eligible risk on the dataset; ineligible candidates never chosen (``inf``)."""
+    pool = risk[:, eligible] if eligible.any() else risk
+    if criterion == "regret":
+        from .decision import REGRET_FLOOR
+
+        floor = REGRET_FLOOR * max(float(pool.mean(0).min()), np.finfo(float).tiny)
+        out = risk / np.maximum(pool.min(1, keepdims=True), floor) - 1.0
+    else:
+        out = risk.copy()
+    if eligible.any():
+        out[:, ~eligible] = np.inf
+    return out
+
+
+def second_stage(observed: np.ndarray, features: np.ndarray, scales: np.ndarray, later_risk: np.ndarray,
+                 eligible: np.ndarray, criterion: str = "loss") -> tuple[np.ndarray, np.ndarray]:
+    """The plan's choice after its release: per row of ``observed`` (noisy features), the candidate (column of
+    ``later_risk``, ``(datasets, candidates)``) with the lowest expected ``criterion`` over the simulated datasets
+    weighted by the likelihood of the observation (:func:`_weights`).  Returns the choices and each row's
+    effective number of datasets (``1 / sum w^2``)."""
+    observed = np.atleast_2d(np.asarray(observed, dtype=float))
+    score = _score(np.asarray(later_risk, dtype=float), np.asarray(eligible, dtype=bool), criterion)
+    finite = np.where(np.isfinite(score), score, 0.0)
+    choice = np.empty(len(observed), dtype=np.int64)
+    ess = np.empty(len(observed))
+    for start in range(0, len(observed), ROWS):
+        rows = slice(start, start + ROWS)
+        w = _weights(observed[rows], features, scales)
+        expected = w @ finite
+        expected[:, ~np.isfinite(score).all(0)] = np.inf
+        choice[rows] = np.argmin(expected, axis=1)
+        ess[rows] = 1.0 / (w**2).sum(1)
+    return choice, ess
+
+
+def _flat(risk: xr.DataArray, dim: str) -> np.ndarray:
+    return risk.transpose("chain", "draw", dim).values.reshape(-1, risk.sizes[dim])
+
+
+def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe: Probe, *, seed: int,
+                 criterion: str = "loss", replicates: int = REPLICATES) -> xr.Dataset:
+    """The expected loss of the two-stage plan against choosing now, on the same simulated datasets.
+
+    ``now``, ``later``: evaluations (:func:`hybridpriv.engine.evaluate.evaluate`) at the whole budget and at
+    ``(1 - share)`` of it, on the same datasets; ``features``: ``(chain, draw, feature)``, the exact features of
+    each dataset.  Returns the scalars ``plan_loss``, ``now_loss``, ``difference`` (plan minus now, paired) and
+    ``difference_mcse``, the same for the relative regret against the best candidate at the whole budget on each
+    dataset (``plan_regret``, ``now_regret``, ``regret_difference(_mcse)``), ``ess`` (the median effective number
+    of datasets behind a second-stage choice), ``chosen`` (how often the second stage picks each candidate), and
+    what :func:`second_stage` needs on a real release (``features``, ``scale``, ``later_risk``,
+    ``later_eligible``); attrs ``pays`` (the plan lowers the criterion by more than :data:`PAYS_Z` errors),
+    ``share``, ``what``, ``criterion``, ``recommended_now``."""
+    from ..core.random import rng
+    from .decision import decide, eligibility
+    from .stats import mcse_mean
+
+    if not isinstance(replicates, int) or replicates < 1:
+        raise ValueError(f"replicates must be a positive integer, got {replicates!r}")
+    dim = now.attrs.get("candidate_dim", "estimator")
+    chains, draws = now.sizes["chain"], now.sizes["draw"]
+    feats = np.asarray(features, dtype=float)
+    if feats.shape != (chains, draws, probe.scales.size):
+        raise ValueError(f"features must have shape {(chains, draws, probe.scales.size)}, got {feats.shape}")
+    if (later.sizes["chain"], later.sizes["draw"]) != (chains, draws):
+        raise ValueError("now and later must be evaluated on the same datasets")
+    n = chains * draws
+    if n < 4:
+        raise ValueError(f"a two-stage plan needs at least 4 simulated datasets, got {n}")
+    decision = decide(now, criterion=criterion)
+    coords_now = [str(c) for c in now[dim].values]
+    r_now = _flat(now["risk"], dim)
+    c_now = coords_now.index(str(decision.attrs["recommended"]))
+    meets_now = eligibility(now).values
+    best_now = (r_now[:, meets_now] if meets_now.any() else r_now).min(1)
+    r_later = _flat(later["risk"], dim)
+    meets_later = eligibility(later).values
+    flat = feats.reshape(n, -1)
+    gen = rng(seed, "plan")
+    loss = np.empty((replicates, n))
+    counts = np.zeros(r_later.shape[1])
+    ess = np.empty((replicates, n))
+    half = np.arange(n) % 2
+    for r in range(replicates):
+        observed = flat + gen.laplace(0.0, probe.scales, size=flat.shape)
+        choice = np.empty(n, dtype=np.int64)
+        for h in (0, 1):  # cross-fitting: each half's releases are answered by the other half's datasets
+            rows, ref = half == h, half != h
+            choice[rows], ess[r, rows] = second_stage(observed[rows], flat[ref], probe.scales, r_later[ref],
+                                                      meets_later, criterion)
+        loss[r] = r_later[np.arange(n), choice]
+        counts += np.bincount(choice, minlength=r_later.shape[1])
+    plan = loss.mean(0)
+    floor = np.maximum(best_now, np.finfo(float).tiny)
+
+    def per_dataset(x: np.ndarray) -> xr.DataArray:
+        return xr.DataArray(x.reshape(chains, draws), dims=("chain", "draw"))
+
+    stats = {}
+    for name, p, c in (("", plan, r_now[:, c_now]),
+                       ("regret", (loss / floor).mean(0) - 1.0, r_now[:, c_now] / floor - 1.0)):
+        d = per_dataset(p - c)
+        prefix = f"{name}_" if name else ""
+        stats[f"plan_{name or 'loss'}"] = float(p.mean())
+        stats[f"now_{name or 'loss'}"] = float(c.mean())
+        stats[f"{prefix}difference"] = float(d.mean())
+        stats[f"{prefix}difference_mcse"] = float(mcse_mean(d))
+    key = "difference" if criterion == "loss" else "regret_difference"
+    pays = bool(stats[key] < -PAYS_Z * stats[f"{key}_mcse"])
+    later_dim = f"later_{dim}"
+    coords_later = [str(c) for c in later[dim].values]
+    out = xr.Dataset(
+        {**{k: ((), v) for k, v in stats.items()},
+         "ess": ((), float(np.median(ess))),
+         "chosen": ((later_dim,), counts / counts.sum()),
+         "features": (("chain", "draw", "feature"), feats),
+         "scale": (("feature",), probe.scales),
+         "later_risk": ((later_dim, "chain", "draw"), r_later.T.reshape(-1, chains, draws)),
+         "later_eligible": ((later_dim,), meets_later)},
+        coords={later_dim: coords_later},
+        attrs={"pays": int(pays), "share": probe.share, "what": probe.what, "criterion": criterion,
+               "recommended_now": coords_now[c_now], "replicates": replicates, "candidate_dim": dim,
+               "description": "a two-stage plan (spend share of each unit's budget on the probe's features, then "
+                              "choose at the rest) against choosing now, on the selection's simulated datasets"})
+    return out
+
+
+def choose_later(plan: xr.Dataset, observed: np.ndarray) -> str:
+    """The second stage on a real release: the candidate the plan picks given the noisy ``observed`` features."""
+    dim = plan.attrs["candidate_dim"]
+    feats = plan["features"].values.reshape(-1, plan.sizes["feature"])
+    risk = plan["later_risk"].transpose(f"later_{dim}", "chain", "draw").values.reshape(plan.sizes[f"later_{dim}"], -1).T
+    choice, _ = second_stage(np.asarray(observed, dtype=float)[None, :], feats, plan["scale"].values, risk,
+                             plan["later_eligible"].values.astype(bool), plan.attrs["criterion"])
+    return str(plan[f"later_{dim}"].values[choice[0]])
+
+
+def run_plan(probe: Probe, mechanisms: Mapping[Any, Any], source: Any, now: xr.Dataset, problem: Any,
+             posterior: Any, engine: Any = None) -> tuple[xr.Dataset, dict[Any, Any]]:
+    """Evaluate the candidates at the rest of the budget on ``now``'s datasets (the same seed: the same datasets),
+    compute each dataset's features and run :func:`preposterior`.  Returns the plan and the later candidates."""
+    from ..core.random import rng
+    from .evaluate import evaluate
+    from .options import as_engine
+
+    later = dict(probe.later(mechanisms, posterior))
+    if not later:
+        raise ValueError("the probe rebudgets none of the candidates")
+    engine = as_engine(engine).replace(checkpoint=None)  # recomputed on a resume, never reused
+    ev = evaluate(later, source, problem.task, trials=problem.trials, seed=problem.seed, dim=problem.dim,
+                  requirements=problem.requirements, engine=engine)
+    chains, draws = source.shape
+    feats = np.array([[probe.exact(source.generate(c, d, rng(problem.seed, "dataset", c, d))) for d in range(draws)]
+                      for c in range(chains)])
+    return preposterior(now, ev, feats, probe, seed=problem.seed, criterion=problem.criterion), later
+
+
+def plan_lines(plan: xr.Dataset) -> list[str]:
+    """The plan's verdict in words."""
+    by_regret = plan.attrs["criterion"] == "regret"
+    p, c = (float(plan["plan_regret"]), float(plan["now_regret"])) if by_regret else (
+        float(plan["plan_loss"]), float(plan["now_loss"]))
+    d, se = (float(plan["regret_difference"]), float(plan["regret_difference_mcse"])) if by_regret else (
+        float(plan["difference"]), float(plan["difference_mcse"]))
+    what = "expected relative regret" if by_regret else "expected loss"
+    fmt = (lambda x: f"{100 * x:.0f}%") if by_regret else (lambda x: f"{x:.4g}")
+    share = float(plan.attrs["share"])
+    head = (f"two-stage plan: spend {share:.0%} of each unit's budget on {plan.attrs['what']} (Laplace), then choose "
+            f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
+            f"{plan.attrs['recommended_now']} now (difference {fmt(d)} ± {fmt(se)})")
+    ess = float(plan["ess"])
+    tail = (f"  the plan pays: release the probe first, then let its result choose "
+            f"({-d / c if c else 0:.0%} lower)" if plan.attrs["pays"] else
+            "  choosing now is at least as good: the plan does not pay")
+    lines = [head, tail]
+    if ess < 10:
+        lines.append(f"  note: a second-stage choice rests on {ess:.1f} simulated datasets (median effective "
+                     "number): more evaluation.draws would make this analysis steadier")
+    return lines

@@ -1,0 +1,106 @@
+"""The families' two-stage plan probes: their features, their noise scales against a brute-force sensitivity, and
+the second stage's candidates at the rest of the budget (the two stages charge each unit its whole epsilon)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from hybridpriv.spec import parse_spec
+
+GROUPED = {"kind": "grouped", "bounds": [-20, 100], "relation": "add-remove",
+           "groups": [{"name": "panel", "size": 30, "epsilon": "inf", "data": list(np.linspace(0, 90, 30))},
+                      {"name": "a", "size": 50, "epsilon": 1.0},
+                      {"name": "b", "size": 20, "epsilon": 0.2, "trust": "local"},
+                      {"name": "c", "size": 40, "epsilon": 0.5}],
+           "model": {"family": "normal"}}
+
+
+def _grouped(**kw):
+    raw = {**GROUPED, **kw}
+    raw["groups"] = [{**g, "epsilon": math.inf} if g["epsilon"] == "inf" else g for g in raw["groups"]]
+    return parse_spec(raw)
+
+
+def test_grouped_probe_features_scales_and_later_budget():
+    from hybridpriv.families.grouped import GroupedDataset
+
+    spec = _grouped()
+    problem = spec.problem()
+    probe = problem.probe
+    assert probe.share == 0.1 and "a, c" in probe.what  # the local group b is not probed
+    # add-remove: one record more or less moves a group's sum by at most max(|lower|, |upper|) = 100
+    np.testing.assert_allclose(probe.scales, [100 / (50 * 0.1 * 1.0), 100 / (40 * 0.1 * 0.5)])
+    rng = np.random.default_rng(0)
+    values = (np.linspace(0, 90, 30), rng.uniform(-20, 100, 50), rng.uniform(-20, 100, 20), rng.uniform(-20, 100, 40))
+    data = GroupedDataset(values)
+    np.testing.assert_allclose(probe.exact(data), [values[1].sum() / 50, values[3].sum() / 40])
+    # brute force: the largest move of a feature over adding or removing one extreme record
+    for j, (k, size) in enumerate(((1, 50), (3, 40))):
+        base = values[k].sum() / size
+        moves = [abs((values[k].sum() + x) / size - base) for x in (-20.0, 100.0)]
+        moves += [abs((values[k].sum() - v) / size - base) for v in values[k]]
+        assert max(moves) <= probe.scales[j] * 0.1 * spec.groups[k].epsilon + 1e-12
+    post = problem.model.fit(draws=50, tune=50, chains=1, seed=0, on_unconverged="ignore")
+    now = problem.candidates(post)
+    later = probe.later(now, post)
+    assert set(later) == set(now)
+    eps = {g.name: g.epsilon for g in spec.groups}
+    for label, mech in later.items():
+        for unit, g in mech.privacy.items():
+            if unit in ("a", "c") and g.relation == "add-remove":
+                # the probe's share plus the second stage's charge fit in the unit's epsilon
+                assert 0.1 * eps[unit] + g.epsilon <= eps[unit] * (1 + 1e-12), (label, unit)
+            elif unit in ("a", "c"):  # Jorgensen's estimators declare under replace (never eligible here)
+                assert g.epsilon <= now[label].privacy[unit].epsilon * (1 + 1e-12), (label, unit)
+            else:  # a unit the probe does not read is charged no more than choosing now charges it
+                assert g.epsilon <= now[label].privacy[unit].epsilon * (1 + 1e-12), (label, unit)
+    for unit in ("a", "c"):  # the weighted mean spends each group's whole epsilon: 90% of it after the probe
+        assert later["weighted"].privacy[unit].epsilon == pytest.approx(0.9 * now["weighted"].privacy[unit].epsilon)
+    assert later["weighted"].privacy["b"].epsilon == pytest.approx(now["weighted"].privacy["b"].epsilon)
+
+
+def test_grouped_no_probe_when_switched_off_or_nothing_to_probe():
+    assert _grouped(evaluation={"plan_share": 0}).problem().probe is None
+    only_local = {**GROUPED, "groups": [GROUPED["groups"][0] | {"epsilon": math.inf}, GROUPED["groups"][2]]}
+    assert parse_spec(only_local).problem().probe is None
+
+
+def test_plan_share_refused_out_of_range():
+    from hybridpriv.spec import SpecError
+
+    with pytest.raises(SpecError, match="plan_share must be <= 0.9, got 0.95"):
+        _grouped(evaluation={"plan_share": 0.95})
+
+
+def test_user_item_bins_histogram_and_sensitivity():
+    from hybridpriv.families.user_item.plan import item_bins, items_histogram
+
+    assert item_bins(1).tolist() == [1]
+    assert item_bins(8).tolist() == [1, 2, 3, 5]
+    assert item_bins(9).tolist() == [1, 2, 3, 5, 9]
+    rng = np.random.default_rng(1)
+    dense = (rng.uniform(size=(60, 12)) < rng.uniform(0, 0.6, (60, 1))).astype(np.int8)
+    edges = item_bins(12)
+    hist = items_histogram(sp.csr_matrix(dense), edges)
+    counts = dense.sum(1)
+    brute = [sum(1 for c in counts if lo <= c < hi) for lo, hi in zip(edges, [*edges[1:], 13])]
+    assert hist.tolist() == brute
+    # a user more or less moves the histogram by exactly 1 in L1 (or 0 for a user with no item)
+    for u in range(dense.shape[0]):
+        less = items_histogram(sp.csr_matrix(np.delete(dense, u, axis=0)), edges)
+        assert np.abs(hist - less).sum() == (1 if counts[u] else 0)
+
+
+def test_user_item_probe_scales_and_later_budget():
+    spec = parse_spec({"kind": "user-item", "column_sums": [30, 20, 10, 5], "n": 40, "epsilon": 2.0,
+                       "evaluation": {"plan_share": 0.25}})
+    probe = spec.problem().probe
+    np.testing.assert_allclose(probe.scales, np.full(3, 1 / (0.25 * 2.0)))
+    from hybridpriv.families.user_item.mechanisms import ContributionBoundedCounts
+
+    later = probe.later({1: ContributionBoundedCounts(1, 2.0), 3: ContributionBoundedCounts(3, 2.0)}, None)
+    assert {k: m.epsilon for k, m in later.items()} == {1: 1.5, 3: 1.5}
