@@ -50,7 +50,7 @@ import hmac
 import math
 import os
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from hashlib import sha256
 from pathlib import Path
 from typing import Any
@@ -167,6 +167,22 @@ class LedgerState:
                          if (d.relation, d.trust) != (c.relation, c.trust)]
             note = f" (charges converted to the budgets' terms: {'; '.join(converted)})" if converted else ""
             raise BudgetExceededError(f"{exc}{note}; ledger {self.ledger.path}") from None
+
+    def check_all(self, releases: Sequence[tuple[Mapping[str, Guarantee], str]]) -> None:
+        """:meth:`check` for releases made one after the other (a two-stage plan's): their charges, converted to
+        each unit's relation, summed (basic composition, what the ledger charges pure releases) must fit every
+        unit's budget now (nothing is recorded)."""
+        eps: dict[str, float] = {}
+        delta: dict[str, float] = {}
+        for privacy, _ in releases:
+            for u, (_, c) in self.charges(privacy).items():
+                eps[u] = eps.get(u, 0.0) + c.epsilon
+                delta[u] = delta.get(u, 0.0) + c.delta
+        label = " then ".join(lab for _, lab in releases)
+        try:
+            self.accountant().spend(eps, delta, label=label)
+        except BudgetExceededError as exc:
+            raise BudgetExceededError(f"{exc} (the whole plan: {label}); ledger {self.ledger.path}") from None
 
     def check_budgets(self, spec_budgets: Mapping[str, Guarantee], allow_above: bool = False) -> list[dict[str, Any]]:
         """Compare the ledger's budgets with those a SPEC gives its units (its requirements).

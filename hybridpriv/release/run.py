@@ -260,7 +260,7 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     audit_record
         An audit record (``hybridpriv audit --record``) that may already vouch for a plugin.
     """
-    from ..core.params import describe, fingerprint
+    from ..core.params import fingerprint
     from ..spec import load_spec
 
     spec = load_spec(spec_path)
@@ -278,12 +278,16 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         raise ValueError(f"--data must be a folder, got {str(data_dir)!r}")
     problem = spec.problem()
     decision_info: dict[str, Any] = {"chosen_by": "named on the command line (--candidate)"}
-    posterior = None
+    posterior = plan = None
     evaluated_params = stored_params = None
     if selection is not None:
         from ..workflow import read_selection
 
         posterior, decision, attrs = read_selection(selection, spec, problem)
+        if candidate is None and int(attrs.get("plan_pays", 0)) == 1:  # the selection recommends its two-stage plan
+            from .plan import read_plan
+
+            plan = read_plan(selection)
         dim = decision.attrs["candidate_dim"]
         name = candidate if candidate is not None else str(attrs["recommended"])
         coords = [str(c) for c in decision[dim].values]
@@ -322,6 +326,47 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         raise ValueError(f"candidate {name!r} rebuilt from the SPEC and selection differs from the one evaluated"
                          + (f" ({'; '.join(changed[:4])})" if changed else "")
                          + " (another hybridpriv version?); rerun select")
+    if plan is not None:
+        from .plan import release_plan
+
+        return release_plan(plan, posterior, decision_info, _Job(spec, fam, problem, imports, stand_in, data_dir,
+                                                                   ledger_path, out, budgets, allow_budget_above_spec,
+                                                                   data_changed, audit_record, target_delta, log))
+    return _release_mech(_Job(spec, fam, problem, imports, stand_in, data_dir, ledger_path, out, budgets,
+                              allow_budget_above_spec, data_changed, audit_record, target_delta, log),
+                         mech, coord, name, decision_info)
+
+
+@dataclass
+class _Job:
+    """What every release of one ``run_release`` call shares (a two-stage plan makes two releases)."""
+
+    spec: Any
+    fam: Any
+    problem: Any
+    imports: list[str]
+    stand_in: Any
+    data_dir: Any
+    ledger_path: Any
+    out: Path
+    budgets: Any
+    allow_budget_above_spec: bool
+    data_changed: bool
+    audit_record: Any
+    target_delta: float
+    log: Callable[[str], None]
+
+
+def _release_mech(job: _Job, mech: Any, coord: Any, name: Any, decision_info: dict[str, Any],
+                  precheck: Callable[[Any], None] | None = None) -> ReleaseResult:
+    """Steps 3-6 of the module docstring for ``mech`` (its checks, the ledger, the data, the release, the record).
+    ``precheck(state)``: a further check on the locked ledger before its own (a two-stage plan's whole charge)."""
+    spec, fam, problem, imports, stand_in = job.spec, job.fam, job.problem, job.imports, job.stand_in
+    data_dir, ledger_path, out, budgets = job.data_dir, job.ledger_path, job.out, job.budgets
+    allow_budget_above_spec, data_changed, audit_record = job.allow_budget_above_spec, job.data_changed, job.audit_record
+    target_delta, log = job.target_delta, job.log
+    from ..core.params import describe
+
     units = spec_budgets(spec, problem)
     label = str(getattr(mech, "label", name))
     params = json.dumps(describe(mech.get_params()), sort_keys=True)
@@ -333,6 +378,8 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     if ledger.path.exists() and not resuming:  # refuse an overspending release before a plugin's audit
         with ledger.locked(new_budgets, log=log) as state:
             state.check_budgets(units, allow_budget_above_spec)
+            if precheck is not None:
+                precheck(state)
             state.check(mech.privacy, label)
     if resuming:
         log(f"going on with the release of {label} in rounds ({out / ROUNDS_FILE})")
@@ -359,6 +406,8 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
             for r in raised:
                 log(f"warning: unit {r['unit']!r}: releasing against a ledger budget above the SPEC's "
                     "(--allow-budget-above-spec; recorded in the entry)")
+            if precheck is not None:
+                precheck(state)
             state.check(mech.privacy, label)  # before the data are read
             noted = _write_pointer(pointer, ledger, log)
             data = fam.load_private(data_dir, spec) if proto is None else proto.load(data_dir)

@@ -1,0 +1,80 @@
+"""A selection's two-stage plan carried out (:mod:`hybridpriv.engine.plan`): the probe's features released and
+charged first, then the candidate they choose, released at the rest of the budget and charged to the same ledger.
+
+Before the first release the ledger must hold the whole plan: the probe's charge plus that of the costliest
+second-stage candidate the plan may choose, for every unit.  The probe's release is written to ``OUT/probe/``
+(its own ``release.json`` and ledger entry); the chosen candidate's to ``OUT/release.json``, which records the
+plan (``decision.plan``: the probe's release id, its released features and the choice they made).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["read_plan", "release_plan"]
+
+
+def read_plan(selection: Any) -> xr.Dataset:
+    """The ``plan`` group of a select run's ``selection.nc``."""
+    with xr.open_datatree(selection) as tree:
+        if "plan" not in tree.children:
+            raise ValueError(f"the selection {selection} recommends a two-stage plan but holds none (its 'plan' group "
+                             "is missing): rerun select")
+        return tree["plan"].to_dataset().load()
+
+
+def release_plan(plan: xr.Dataset, posterior: Any, decision_info: dict[str, Any], job: Any) -> Any:
+    """Carry out ``plan`` (the selection's) with the release job ``job`` (:func:`hybridpriv.release.run.run_release`'s
+    settings): release the probe, choose from its features (:func:`hybridpriv.engine.plan.choose_later`), release
+    the choice.  Returns the second release's :class:`~hybridpriv.release.run.ReleaseResult`."""
+    from ..engine.plan import choose_later
+    from .run import _pick, _release_mech
+
+    probe = job.problem.probe
+    if probe is None:
+        raise ValueError("the selection recommends a two-stage plan, but this SPEC makes no probe (is "
+                         "evaluation.plan_share 0?): rerun select")
+    if not (np.isclose(probe.share, float(plan.attrs["share"]))
+            and probe.scales.shape == plan["scale"].shape and np.allclose(probe.scales, plan["scale"].values)):
+        raise ValueError(f"the SPEC's probe (share {probe.share:g}) differs from the selection's plan "
+                         f"(share {float(plan.attrs['share']):g}): rerun select")
+    later = dict(probe.later(job.problem.candidates(posterior), posterior))
+    dim = plan.attrs["candidate_dim"]
+    names = [str(c) for c in plan[f"later_{dim}"].values]
+    missing = [n for n in names if n not in {str(c) for c in later}]
+    if missing:
+        raise ValueError(f"the plan's second-stage candidates {missing} cannot be rebuilt from this SPEC: rerun select")
+    eligible = [n for n, ok in zip(names, plan["later_eligible"].values) if ok] or names
+    second = [_pick(later, n)[1] for n in eligible]
+
+    def whole_plan(state) -> None:  # the probe plus the costliest second stage, before anything is spent
+        for mech in second:
+            state.check_all([(probe.mechanism.privacy, probe.mechanism.label), (mech.privacy, mech.label)])
+
+    share = float(plan.attrs["share"])
+    job.log(f"carrying out the selection's two-stage plan: {share:.0%} of each unit's budget on {plan.attrs['what']} "
+            "first")
+    first_out = Path(job.out) / "probe"
+    info = {**decision_info, "chosen_by": "the first stage of the selection's two-stage plan"}
+    first = _release_mech(_replace(job, out=first_out), probe.mechanism, "probe", probe.mechanism.label, info,
+                          precheck=whole_plan)
+    observed = np.asarray(first.record["released"], dtype=float).ravel()
+    name = choose_later(plan, observed)
+    coord, mech = _pick(later, name)
+    job.log(f"the probe's release chose {dim} = {name}; releasing it at the other {1 - share:.0%}")
+    info = {**decision_info, "chosen_by": "the second stage of the selection's two-stage plan, chosen from the probe's "
+                                          "release",
+            "plan": {"share": share, "probe": plan.attrs["what"], "probe_release_id": first.record["release_id"],
+                     "probe_output": str(first.output), "probe_released": [float(x) for x in observed],
+                     "chosen": name, "recommended_now": str(plan.attrs["recommended_now"])}}
+    return _release_mech(job, mech, coord, name, info)
+
+
+def _replace(job: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(job, **changes)

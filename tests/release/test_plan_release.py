@@ -1,0 +1,100 @@
+"""`hybridpriv release` carrying out a selection's two-stage plan on one ledger: the probe released and charged
+first, the candidate its features choose released at the rest of the budget, the whole plan checked against the
+budget before anything is spent."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.cli import main
+
+pytestmark = pytest.mark.slow  # end-to-end runs
+
+EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory):
+    """The grouped example selected with few draws; a copy of its selection.nc recommending its plan (as a select
+    run whose plan pays writes it), and the real private records."""
+    d = tmp_path_factory.mktemp("plan")
+    shutil.copy(EXAMPLES / "grouped.toml", d / "grouped.toml")
+    shutil.copy(EXAMPLES / "panel.csv", d / "panel.csv")
+    data = d / "data"
+    data.mkdir()
+    rows = list(csv.DictReader((EXAMPLES / "acs12-hours.csv").open()))
+    for group in ("opt-in", "default", "strict"):
+        (data / f"{group}.csv").write_text("hours\n" + "".join(f"{r['hours']}\n" for r in rows if r["group"] == group))
+    assert main(["select", str(d / "grouped.toml"), "--draws", "8", "--trials", "2", "--out", str(d / "sel"),
+                 "--quiet"]) == 0
+    tree = xr.open_datatree(d / "sel" / "selection.nc").load()
+    assert "plan" in tree.children
+    tree.attrs["plan_pays"] = 1
+    tree.to_netcdf(d / "sel" / "planned.nc")
+    return d
+
+
+def fresh_data(planned: Path, tmp_path: Path) -> Path:
+    """A copy of the private records (no ledger noted), as another dataset."""
+    d = tmp_path / "data"
+    d.mkdir()
+    for f in (planned / "data").glob("*.csv"):
+        shutil.copy(f, d / f.name)
+    return d
+
+
+def test_the_plan_is_released_on_one_ledger(planned, tmp_path, capsys):
+    spec, sel, ledger = planned / "grouped.toml", planned / "sel" / "planned.nc", tmp_path / "ledger.json"
+    code, out, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--ledger", ledger,
+                         "--out", tmp_path / "r")
+    assert code == 0, err
+    probe = json.loads((tmp_path / "r" / "probe" / "release.json").read_text())
+    rec = json.loads((tmp_path / "r" / "release.json").read_text())
+    assert probe["candidate"]["label"] == "probe:group-means" and len(probe["released"]) == 3
+    plan = rec["decision"]["plan"]
+    assert plan["probe_release_id"] == probe["release_id"] and plan["probe_released"] == probe["released"]
+    # the choice is the plan's rule on the released features, recomputed from the selection
+    from hybridpriv.engine.plan import choose_later
+    from hybridpriv.release.plan import read_plan
+
+    assert plan["chosen"] == choose_later(read_plan(sel), np.array(probe["released"])) == rec["candidate"]["coordinate"]
+    entries = json.loads(ledger.read_text())["releases"]
+    assert [e["id"] for e in entries] == [probe["release_id"], rec["release_id"]]
+    eps = {"opt-in": 1.0, "default": 0.3, "strict": 0.05}
+    for unit, whole in eps.items():  # 10% on the probe, at most the rest on the chosen estimator
+        assert probe["charged"][unit]["epsilon"] == pytest.approx(0.1 * whole)
+        assert rec["charged"][unit]["epsilon"] <= 0.9 * whole * (1 + 1e-9)
+    assert "two-stage plan" in out or "two-stage plan" in err
+
+
+def test_a_plan_the_budget_cannot_hold_is_refused_before_anything_is_spent(planned, tmp_path, capsys):
+    spec, sel, ledger = planned / "grouped.toml", planned / "sel" / "planned.nc", tmp_path / "ledger.json"
+    # a budget for the strict group that holds the probe (0.005) but not the probe and a second stage (0.045)
+    code, out, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--ledger", ledger,
+                         "--budget", "strict=0.02:0", "--out", tmp_path / "r")
+    assert code == 2 and "the whole plan" in err and "strict" in err, err
+    assert not (tmp_path / "r" / "probe" / "release.json").exists()
+    assert not ledger.exists() or json.loads(ledger.read_text())["releases"] == []
+
+
+def test_naming_a_candidate_releases_it_now(planned, tmp_path, capsys):
+    spec, sel = planned / "grouped.toml", planned / "sel" / "planned.nc"
+    code, out, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--candidate",
+                         "weighted", "--ledger", tmp_path / "l.json", "--out", tmp_path / "r")
+    assert code == 0, err
+    assert not (tmp_path / "r" / "probe").exists()
+    assert json.loads((tmp_path / "r" / "release.json").read_text())["candidate"]["label"] == "weighted"
