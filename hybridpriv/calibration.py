@@ -371,6 +371,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
         "plan_choice": [r.get("plan_choice", "") for r in rows],
         "plan_regret": [r.get("plan_regret", np.nan) for r in rows],
+        "plan_realised": [r.get("plan_realised", np.nan) for r in rows],
         "plan_difference": [r.get("plan_difference", np.nan) for r in rows],
         "final_regret": [r.get("final_regret", np.nan) for r in rows],
         "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
@@ -391,6 +392,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     for stat in next(iter(summary.values())):
         ds[stat] = ("scope", [summary[s][stat] for s in scopes])
     for stat, values in _pythia_summary(ds, scopes).items():
+        ds[stat] = ("scope", values)
+    for stat, values in _plan_summary(ds, scopes).items():
         ds[stat] = ("scope", values)
     # never silently wrong (issue 25): how many truths had a regret over 25%, and how many of those were warned
     big = ds["regret"].fillna(0.0) > SILENT_REGRET
@@ -431,6 +434,30 @@ def _pythia_summary(ds: xr.Dataset, scopes: Sequence[str]) -> dict[str, list[flo
             out[f"{name}_regret_median"].append(np.nan if none else float(np.quantile(v, 0.5)))
             out[f"{name}_regret_p90"].append(np.nan if none else float(np.quantile(v, 0.9)))
         out["pythia_wins"].append(np.nan if none else float(np.mean((a < b) + 0.5 * (a == b))))
+    return out
+
+
+def _plan_summary(ds: xr.Dataset, scopes: Sequence[str]) -> dict[str, list[float]]:
+    """Per scope, over the truths whose selection judged a two-stage plan (:mod:`hybridpriv.engine.plan`): how many,
+    on how many it paid, the plan's realised regret carried out (median, p90) beside choosing now's on the same
+    truths, the share where carrying it out beat choosing now (ties half), and the regret of what select
+    recommended, the plan where it paid (``final_regret``: median, mean, p90)."""
+    keys = ("plan_truths", "plan_paid", "plan_regret_median", "plan_regret_p90", "plan_better",
+            "final_regret_median", "final_regret_mean", "final_regret_p90")
+    out: dict[str, list[float]] = {k: [] for k in keys}
+    for scope in scopes:
+        keep = np.isfinite(ds["plan_regret"].values) & np.isfinite(ds["regret"].values)
+        if scope != "overall":
+            keep &= ds["family"].values == scope
+        p, m, f = (ds[v].values[keep] for v in ("plan_regret", "regret", "final_regret"))
+        none = not keep.any()
+        out["plan_truths"].append(float(keep.sum()))
+        out["plan_paid"].append(float(ds["plan_pays"].values[keep].sum()))
+        for name, v in (("plan_regret", p), ("final_regret", f)):
+            out[f"{name}_median"].append(np.nan if none else float(np.quantile(v, 0.5)))
+            out[f"{name}_p90"].append(np.nan if none else float(np.quantile(v, 0.9)))
+        out["final_regret_mean"].append(np.nan if none else float(np.mean(f)))
+        out["plan_better"].append(np.nan if none else float(np.mean((p < m) + 0.5 * (p == m))))
     return out
 
 

@@ -263,15 +263,16 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
         float(plan["plan_loss"]), float(plan["now_loss"]))
     d, se = (float(plan["regret_difference"]), float(plan["regret_difference_mcse"])) if by_regret else (
         float(plan["difference"]), float(plan["difference_mcse"]))
+    se = 0.0 if se <= 1e-9 * max(abs(d), abs(c)) else se  # a constant difference (every dataset alike): no error
     what = "expected relative regret" if by_regret else "expected loss"
     fmt = (lambda x: f"{100 * x:.0f}%") if by_regret else (lambda x: f"{x:.4g}")
     share = float(plan.attrs["share"])
     head = (f"two-stage plan: spend {share:.0%} of each unit's budget on {plan.attrs['what']} (Laplace), then choose "
             f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
-            f"{plan.attrs['recommended_now']} now (difference {fmt(d)} ± {fmt(se)})")
+            f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d)} ± {fmt(se)})")
     ess = float(plan["ess"])
-    tail = (f"  the plan pays: release the probe first, then let its result choose "
-            f"({-d / c if c else 0:.0%} lower)" if plan.attrs["pays"] else
+    tail = (f"  the plan pays ({-d / c if c else 0:.0%} lower): hybridpriv release carries it out, the probe first, "
+            "then the candidate its features choose" if plan.attrs["pays"] else
             "  choosing now is at least as good: the plan does not pay")
     lines = [head, tail]
     if ess < 10:

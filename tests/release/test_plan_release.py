@@ -84,7 +84,7 @@ def test_the_plan_is_released_on_one_ledger(planned, tmp_path, capsys):
 def test_a_plan_the_budget_cannot_hold_is_refused_before_anything_is_spent(planned, tmp_path, capsys):
     spec, sel, ledger = planned / "grouped.toml", planned / "sel" / "planned.nc", tmp_path / "ledger.json"
     # a budget for the strict group that holds the probe (0.005) but not the probe and a second stage (0.045)
-    code, out, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--ledger", ledger,
+    code, _, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--ledger", ledger,
                          "--budget", "strict=0.02:0", "--out", tmp_path / "r")
     assert code == 2 and "the whole plan" in err and "strict" in err, err
     assert not (tmp_path / "r" / "probe" / "release.json").exists()
@@ -93,7 +93,7 @@ def test_a_plan_the_budget_cannot_hold_is_refused_before_anything_is_spent(plann
 
 def test_naming_a_candidate_releases_it_now(planned, tmp_path, capsys):
     spec, sel = planned / "grouped.toml", planned / "sel" / "planned.nc"
-    code, out, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--candidate",
+    code, _, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--candidate",
                          "weighted", "--ledger", tmp_path / "l.json", "--out", tmp_path / "r")
     assert code == 0, err
     assert not (tmp_path / "r" / "probe").exists()

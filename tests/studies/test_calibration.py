@@ -211,6 +211,24 @@ def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_th
         assert float(ds.pythia_regret_median.sel(scope=scope)) == pytest.approx(np.median(ds.pythia_regret.values[keep]))
 
 
+def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_probe(quick):
+    """Every grouped and user-item truth's selection judged a plan and the study carried it out on the truth; what
+    select recommended is the plan where it paid, else the choice now; the plan is scored on the same oracle."""
+    ds = quick
+    judged = np.isin(ds.family.values, ["grouped", "user-item"])
+    assert np.isfinite(ds.plan_regret.values[judged]).all() and np.isnan(ds.plan_regret.values[~judged]).all()
+    pays = ds.plan_pays.values
+    np.testing.assert_array_equal(ds.final_regret.values[~pays], ds.regret.values[~pays])
+    np.testing.assert_array_equal(ds.final_regret.values[pays], ds.plan_regret.values[pays])
+    for j in np.flatnonzero(judged):
+        row = ds.isel(truth=j)
+        prefix = "k" if row.family.item() == "user-item" else "estimator"
+        oracle = float(row.realised.sel(candidate=f"{prefix}:{row.oracle.item()}"))
+        assert float(row.plan_regret) == pytest.approx(float(row.plan_realised) / oracle - 1, abs=1e-12)
+        assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values
+    assert float(ds.plan_truths.sel(scope="overall")) == judged.sum()
+
+
 def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):
     """TCM-only releases mean(TCM) + Laplace(m / (n_T epsilon_T)) (replace neighbours): its risk on a
     truth is (mean(TCM) - mean of all records)^2 + 2 b^2; the study's Monte Carlo within 5 of its

@@ -398,10 +398,18 @@ class UserItemModel(KnowledgeModel):
         self.n_prior = n_prior
         if items_prior == "negative-binomial":
             items_prior = negative_binomial_items(self.m)
+        elif items_prior == "exchangeable":
+            if not self.n_known:
+                raise ValueError(f"items_prior='exchangeable' needs n (the number of users), got n in "
+                                 f"[{self.n_range[0]}, {self.n_range[1]}]: without it the split of the reports "
+                                 "would decide n too; give n, or use the uniform prior (None)")
+            items_prior = FixedItems(np.zeros(self.m))
         elif isinstance(items_prior, str):
-            raise ValueError(f"items_prior must be None, 'negative-binomial' or a callable, got {items_prior!r}")
+            raise ValueError(f"items_prior must be None, 'negative-binomial', 'exchangeable' or a callable, "
+                             f"got {items_prior!r}")
         elif items_prior is not None and not callable(items_prior):
-            raise TypeError(f"items_prior must be None, 'negative-binomial' or a callable, got {items_prior!r}")
+            raise TypeError(f"items_prior must be None, 'negative-binomial', 'exchangeable' or a callable, "
+                            f"got {items_prior!r}")
         if isinstance(items_prior, FixedItems) and items_prior.log_pmf.size != self.m:
             raise ValueError(f"items_prior: a FixedItems log pmf needs one entry per item count 1..m = {self.m}, "
                              f"got {items_prior.log_pmf.size}")
