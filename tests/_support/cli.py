@@ -39,3 +39,22 @@ def same_numbers_in_a_fresh_process_and_on_two_workers(cli, table, tmp_path):
     assert (tmp_path / "a" / "selection.png").stat().st_size > 10_000
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["selection.nc", "selection.png"]
     return one, trees[0]["decision"].to_dataset()
+
+
+def grouped_example_with_private_data(d):
+    """Folder ``d`` with the built-in grouped example (``grouped.toml``, ``panel.csv``) and its real private
+    records as per-group CSVs in ``d/data`` (what a release reads)."""
+    import csv
+    import shutil
+    from importlib import resources
+    from pathlib import Path
+
+    examples = Path(str(resources.files("hybridpriv") / "examples"))
+    shutil.copy(examples / "grouped.toml", d / "grouped.toml")
+    shutil.copy(examples / "panel.csv", d / "panel.csv")
+    data = d / "data"
+    data.mkdir()
+    rows = list(csv.DictReader((examples / "acs12-hours.csv").open()))
+    for group in ("opt-in", "default", "strict"):
+        (data / f"{group}.csv").write_text("hours\n" + "".join(f"{r['hours']}\n" for r in rows if r["group"] == group))
+    return d

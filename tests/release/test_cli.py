@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import shutil
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from hybridpriv.cli import main
+from _support.cli import grouped_example_with_private_data
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -32,14 +32,7 @@ def run(capsys, *argv):
 @pytest.fixture(scope="module")
 def grouped(tmp_path_factory):
     """The grouped example selected with few draws, and its real private records as per-group CSVs."""
-    d = tmp_path_factory.mktemp("grouped")
-    shutil.copy(EXAMPLES / "grouped.toml", d / "grouped.toml")
-    shutil.copy(EXAMPLES / "panel.csv", d / "panel.csv")
-    data = d / "data"
-    data.mkdir()
-    rows = list(csv.DictReader((EXAMPLES / "acs12-hours.csv").open()))
-    for group in ("opt-in", "default", "strict"):
-        (data / f"{group}.csv").write_text("hours\n" + "".join(f"{r['hours']}\n" for r in rows if r["group"] == group))
+    d = grouped_example_with_private_data(tmp_path_factory.mktemp("grouped"))
     assert main(["select", str(d / "grouped.toml"), "--draws", "4", "--trials", "2", "--out", str(d / "sel"),
                  "--quiet"]) == 0
     return d

@@ -4,10 +4,8 @@ budget before anything is spent."""
 
 from __future__ import annotations
 
-import csv
 import json
 import shutil
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -15,30 +13,15 @@ import pytest
 import xarray as xr
 
 from hybridpriv.cli import main
+from _support.cli import grouped_example_with_private_data, run_cli as run
 
 pytestmark = pytest.mark.slow  # end-to-end runs
-
-EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
     """The grouped example selected with few draws; a copy of its selection.nc recommending its plan (as a select
     run whose plan pays writes it), and the real private records."""
-    d = tmp_path_factory.mktemp("plan")
-    shutil.copy(EXAMPLES / "grouped.toml", d / "grouped.toml")
-    shutil.copy(EXAMPLES / "panel.csv", d / "panel.csv")
-    data = d / "data"
-    data.mkdir()
-    rows = list(csv.DictReader((EXAMPLES / "acs12-hours.csv").open()))
-    for group in ("opt-in", "default", "strict"):
-        (data / f"{group}.csv").write_text("hours\n" + "".join(f"{r['hours']}\n" for r in rows if r["group"] == group))
+    d = grouped_example_with_private_data(tmp_path_factory.mktemp("plan"))
     assert main(["select", str(d / "grouped.toml"), "--draws", "8", "--trials", "2", "--out", str(d / "sel"),
                  "--quiet"]) == 0
     tree = xr.open_datatree(d / "sel" / "selection.nc").load()
