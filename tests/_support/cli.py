@@ -58,3 +58,15 @@ def grouped_example_with_private_data(d):
     for group in ("opt-in", "default", "strict"):
         (data / f"{group}.csv").write_text("hours\n" + "".join(f"{r['hours']}\n" for r in rows if r["group"] == group))
     return d
+
+
+def fresh_data(example, tmp_path, name: str = "data"):
+    """A copy of ``example/data``'s private records (CSV files only: no ledger, no note of one) in
+    ``tmp_path/name``, as another dataset."""
+    import shutil
+
+    d = tmp_path / name
+    d.mkdir()
+    for f in (example / "data").glob("*.csv"):
+        shutil.copy(f, d / f.name)
+    return d

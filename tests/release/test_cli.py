@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from hybridpriv.cli import main
-from _support.cli import grouped_example_with_private_data
+from _support.cli import fresh_data, grouped_example_with_private_data
 
 pytestmark = pytest.mark.slow  # end-to-end runs (minutes on 2 cores)
 
@@ -35,15 +35,6 @@ def grouped(tmp_path_factory):
     d = grouped_example_with_private_data(tmp_path_factory.mktemp("grouped"))
     assert main(["select", str(d / "grouped.toml"), "--draws", "4", "--trials", "2", "--out", str(d / "sel"),
                  "--quiet"]) == 0
-    return d
-
-
-def fresh_data(grouped: Path, tmp_path: Path, name: str = "data") -> Path:
-    """A copy of the private records (CSV files only: no ledger, no note of one), as another dataset."""
-    d = tmp_path / name
-    d.mkdir()
-    for f in (grouped / "data").glob("*.csv"):
-        shutil.copy(f, d / f.name)
     return d
 
 

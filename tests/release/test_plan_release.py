@@ -5,15 +5,13 @@ budget before anything is spent."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
 
 from hybridpriv.cli import main
-from _support.cli import grouped_example_with_private_data, run_cli as run
+from _support.cli import fresh_data, grouped_example_with_private_data, run_cli as run
 
 pytestmark = pytest.mark.slow  # end-to-end runs
 
@@ -28,15 +26,6 @@ def planned(tmp_path_factory):
     assert "plan" in tree.children
     tree.attrs["plan_pays"] = 1
     tree.to_netcdf(d / "sel" / "planned.nc")
-    return d
-
-
-def fresh_data(planned: Path, tmp_path: Path) -> Path:
-    """A copy of the private records (no ledger noted), as another dataset."""
-    d = tmp_path / "data"
-    d.mkdir()
-    for f in (planned / "data").glob("*.csv"):
-        shutil.copy(f, d / f.name)
     return d
 
 
