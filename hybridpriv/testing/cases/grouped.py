@@ -174,15 +174,38 @@ BROKEN["LMOnly, the strict LM users' local noise at the loose TCM group's epsilo
 
 
 
-# The two-stage plan's group means: the neighbour adds one record at the upper bound to the strict group (its size,
-# public, divides the sum either way); the statistic is the strict group's released mean.
-def _means_probe_run(eps: tuple[float, float], share: float) -> Run:
+# The two-stage plan's group means, under each relation the probe offers and with bounds that exclude 0 (where
+# max(|lower|, |upper|) and the width differ): add-remove, the neighbour holds one more record at the upper bound
+# (its size, public, divides the sum either way); replace, one record moves from the lower to the upper bound.
+# The statistic is the strict group's released mean.
+_PROBE_BOUNDS = {"[-1, 1]": BOUNDS, "[10, 20]": Bounds(10.0, 20.0)}
+
+
+class ReplaceNoiseUnderAddRemove:
+    """Broken: the probe's noise calibrated to the width (replace) while it promises add-remove: with bounds
+    [10, 20] one added record moves a sum by 20, the noise covers 10."""
+
+    def __new__(cls, groups, bounds, share):
+        from ...families.grouped.plan import GroupMeansProbe
+
+        probe = GroupMeansProbe(groups, bounds, "add-remove", share)
+        probe.scales = probe.scales * (bounds.width / bounds.sum_sensitivity("add-remove"))
+        return probe
+
+
+def _means_probe_run(eps: tuple[float, float], share: float, relation: str = "add-remove", bounds: Bounds = BOUNDS,
+                     make=None) -> Run:
     from ...families.grouped.plan import GroupMeansProbe
     from ..core import audit
 
-    probe = GroupMeansProbe(_groups(*eps), BOUNDS, "add-remove", share)
-    base = [np.zeros(N)] * 3
-    plus = [np.append(np.zeros(N), 1.0), np.zeros(N), np.zeros(N)]
+    groups = _groups(*eps)
+    probe = (make or (lambda g, b, s: GroupMeansProbe(g, b, relation, s)))(groups, bounds, share)
+    lo, hi = bounds.lower, bounds.upper
+    base = [np.full(N, lo)] * 3
+    if relation == "add-remove":
+        plus = [np.append(np.full(N, lo), hi), np.full(N, lo), np.full(N, lo)]
+    else:
+        plus = [np.append(np.full(N - 1, lo), hi), np.full(N, lo), np.full(N, lo)]
 
     def mech(d, rng, size):
         return probe.release(d, rng, size)
@@ -192,5 +215,10 @@ def _means_probe_run(eps: tuple[float, float], share: float) -> Run:
 
 
 for _label, _eps in SETTINGS.items():
-    CORRECT[f"GroupMeansProbe share=0.5 {_label}"] = _means_probe_run(_eps, 0.5)
-    COVERS[f"GroupMeansProbe share=0.5 {_label}"] = "GroupMeansProbe"
+    for _rel in ("add-remove", "replace"):
+        for _bname, _b in _PROBE_BOUNDS.items():
+            _case = f"GroupMeansProbe share=0.5 {_rel} bounds={_bname} {_label}"
+            CORRECT[_case] = _means_probe_run(_eps, 0.5, _rel, _b)
+            COVERS[_case] = "GroupMeansProbe"
+    BROKEN[f"GroupMeansProbe, replace noise under add-remove, bounds=[10, 20], {_label}"] = (
+        _means_probe_run(_eps, 0.5, "add-remove", _PROBE_BOUNDS["[10, 20]"], ReplaceNoiseUnderAddRemove), "strict")
