@@ -196,7 +196,6 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     common random numbers); ``tag`` prefixes the resume folders."""
     from .core.data import FixedSource
     from .engine.evaluate import evaluate
-    from .engine.stats import mean_with_se
     from .core.model import ConvergenceError
     from .spec import parse_spec
     from .workflow import run_selection
@@ -230,19 +229,28 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     on_truth = evaluate(problem.candidates(selection.posterior), FixedSource(data, draws, groups=groups), problem.task,
                         trials=trials, seed=_seed(seed, truth.family, i, "realised"), dim=dim,
                         requirements=problem.requirements, engine=engine.replace(checkpoint=stage(f"{tag}realised")))
+    realised, se = _realised(on_truth)
+    return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
+            "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
+            "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
+            **_warned(selection),
+            **_carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine)}
+
+
+def _realised(on_truth: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
+    """Each candidate's realised risk on a truth (an evaluation on its :class:`~hybridpriv.core.data.FixedSource`)
+    and its Monte Carlo error: the mean loss over every release where a candidate is run, its exact risk (error 0)
+    where the task scores it exactly."""
+    from .engine.stats import mean_with_se
+
     if "loss" in on_truth and not bool(on_truth["exact"].all()):
         realised, se = mean_with_se(on_truth["loss"], ("chain", "draw", "trial"))
         if bool(on_truth["exact"].any()):  # candidates scored exactly beside run ones: their exact risk
             exact_risk = on_truth["risk"].mean(("chain", "draw"))
             realised = realised.where(~on_truth["exact"], exact_risk)
             se = se.where(~on_truth["exact"], 0.0)
-    else:
-        realised, se = on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
-    return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
-            "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
-            "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
-            **_warned(selection),
-            **_carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine)}
+        return realised, se
+    return on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
 
 
 def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine
@@ -255,7 +263,6 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
     from .core.data import FixedSource
     from .engine.evaluate import evaluate
     from .engine.plan import choose_later
-    from .engine.stats import mean_with_se
 
     plan, probe = selection.plan, problem.probe
     noise = rng(seed, "calibration", truth.family, i, "plan").laplace(0.0, probe.scales)
@@ -264,10 +271,7 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
     ev = evaluate({key: selection.later[key]}, FixedSource(data, draws, groups=groups), problem.task, trials=trials,
                   seed=_seed(seed, truth.family, i, "realised"), dim=problem.dim, requirements=problem.requirements,
                   engine=engine.replace(checkpoint=stage(f"{tag}plan")))
-    if "loss" in ev and not bool(ev["exact"].all()):
-        value, se = (float(x.squeeze()) for x in mean_with_se(ev["loss"], ("chain", "draw", "trial")))
-    else:
-        value, se = float(ev["risk"].mean()), 0.0
+    value, se = (float(x.squeeze()) for x in _realised(ev))
     return {"plan_pays": bool(plan.attrs["pays"]), "plan_choice": choice, "plan_realised": value,
             "plan_realised_mcse": se,
             "plan_difference": float(plan["regret_difference" if plan.attrs["criterion"] == "regret" else "difference"])}

@@ -181,16 +181,14 @@ BROKEN["LMOnly, the strict LM users' local noise at the loose TCM group's epsilo
 _PROBE_BOUNDS = {"[-1, 1]": BOUNDS, "[10, 20]": Bounds(10.0, 20.0)}
 
 
-class ReplaceNoiseUnderAddRemove:
-    """Broken: the probe's noise calibrated to the width (replace) while it promises add-remove: with bounds
-    [10, 20] one added record moves a sum by 20, the noise covers 10."""
+def _replace_noise_under_add_remove(groups, bounds, share):
+    """Broken: a probe promising add-remove whose noise is calibrated to the width (replace's sensitivity): with
+    bounds [10, 20] one added record moves a sum by 20, the noise covers 10."""
+    from ...families.grouped.plan import GroupMeansProbe
 
-    def __new__(cls, groups, bounds, share):
-        from ...families.grouped.plan import GroupMeansProbe
-
-        probe = GroupMeansProbe(groups, bounds, "add-remove", share)
-        probe.scales = probe.scales * (bounds.width / bounds.sum_sensitivity("add-remove"))
-        return probe
+    probe = GroupMeansProbe(groups, bounds, "add-remove", share)
+    probe.scales = probe.scales * (bounds.width / bounds.sum_sensitivity("add-remove"))
+    return probe
 
 
 def _means_probe_run(eps: tuple[float, float], share: float, relation: str = "add-remove", bounds: Bounds = BOUNDS,
@@ -221,4 +219,4 @@ for _label, _eps in SETTINGS.items():
             CORRECT[_case] = _means_probe_run(_eps, 0.5, _rel, _b)
             COVERS[_case] = "GroupMeansProbe"
     BROKEN[f"GroupMeansProbe, replace noise under add-remove, bounds=[10, 20], {_label}"] = (
-        _means_probe_run(_eps, 0.5, "add-remove", _PROBE_BOUNDS["[10, 20]"], ReplaceNoiseUnderAddRemove), "strict")
+        _means_probe_run(_eps, 0.5, "add-remove", _PROBE_BOUNDS["[10, 20]"], _replace_noise_under_add_remove), "strict")
