@@ -134,6 +134,11 @@ def warnings_of(sens: xr.Dataset, recommended: str, tips: dict[str, dict[str, An
     return out
 
 
+def _of(scale: float) -> str:
+    """`` of 12.5`` after a share of a scale in data units; nothing when the departure is itself a share (scale 1)."""
+    return "" if scale == 1 else f" of {scale:.3g}"
+
+
 def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> list[str]:
     """What :func:`tipping_points` found, in words and in the data's units; a ``warning:`` line for every
     assumption whose departure by at most :data:`FLIP_WARNING` of its scale changes the recommendation and makes
@@ -155,16 +160,16 @@ def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> li
         parts = []
         for side, v in sorted(flips.items(), key=lambda kv: kv[1]["share"]):
             held = f"it holds at {v['held']:+.3g}{u}, " if v["held"] else ""
-            parts.append(f"{held}at {v['delta']:+.3g}{u} ({v['share']:.0%} of {scale:.3g}) {v['better']} is better")
+            parts.append(f"{held}at {v['delta']:+.3g}{u} ({v['share']:.0%}{_of(scale)}) {v['better']} is better")
         nearest = min(flips.values(), key=lambda v: v["share"])
         lines.append(f"  {a}: assumes {assumes}; with {departure} departing from 0: {'; '.join(parts)}")
         worst = rule[a]["worst"]
         if nearest["share"] <= FLIP_WARNING and not rule[a]["warns"]:
-            lines.append(f"    (a near tie: within ±{FLIP_WARNING:.0%} of {scale:.3g} the recommendation's expected "
+            lines.append(f"    (a near tie: within ±{FLIP_WARNING:.0%}{_of(scale)} the recommendation's expected "
                          f"loss stays within {worst:.0%} of the best's)")
         if rule[a]["warns"]:
             warn.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
-                        f"{abs(nearest['delta']):.3g}{u} or less ({nearest['share']:.0%} of {scale:.3g}): if "
+                        f"{abs(nearest['delta']):.3g}{u} or less ({nearest['share']:.0%}{_of(scale)}): if "
                         f"{departure} may be that large, {nearest['better']} is the safer choice (the recommendation's "
                         f"expected loss is then up to {worst:.0%} above the best's; or learn it first, spending some "
                         "budget)")

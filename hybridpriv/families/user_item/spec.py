@@ -184,6 +184,7 @@ def build(v: Config):
     from ...estimators import ContributionBoundedCounts
     from ...models import UserItemModel
     from ...workflow import Problem
+    from .assumptions import user_item_assumptions
     from .mechanisms import ItemCounts
     from .plan import user_item_probe
 
@@ -235,6 +236,6 @@ def build(v: Config):
         trials=1 if v.loss == "squared" else ev.trials,  # the squared loss is exact: no releases
         seed=ev.seed, header=header,
         title=f"Choosing k: {v.loss} error, epsilon = {eps:g} (numbers: P(best k))", diagnostics=diagnostics,
-        widen=widen,
+        widen=widen, assumptions=user_item_assumptions(model.m, hi),
         probe=user_item_probe(eps, model.m, ev.plan_share) if ev.plan_share > 0 else None,
     )
