@@ -10,10 +10,17 @@ The Beta family cannot put mass on a bound, so it is left out when a record sits
 
 The simplest family (normal, then beta, then mixture) is kept unless a more flexible one improves
 the ELPD by more than :data:`SE_MARGIN` standard errors of the pointwise difference.
+
+The choice is a function of its arguments (the records, the bounds, the seed, the candidates and the
+sampler's sizes): the last :data:`CACHE_SIZE` choices of a process are kept, keyed by all of them, and a
+repeated call returns a copy of the same table without sampling again (the calibration study asks twice
+per truth: its select run and its budget-spending selector share the public records).
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,12 +30,15 @@ import xarray as xr
 from ...core.privacy import Bounds
 from ...core.random import stream
 
-__all__ = ["FAMILY_ORDER", "SE_MARGIN", "choose_family"]
+__all__ = ["CACHE_SIZE", "FAMILY_ORDER", "SE_MARGIN", "choose_family"]
 
 #: Candidate families, simplest first.
 FAMILY_ORDER = ("normal", "beta", "mixture")
 #: A more flexible family must beat the chosen one by this many standard errors of the ELPD difference.
 SE_MARGIN = 2.0
+#: How many choices a process keeps (:func:`choose_family`).
+CACHE_SIZE = 8
+_CACHE: OrderedDict[tuple, tuple[str, xr.Dataset]] = OrderedDict()
 
 
 def _fit_loo(family, records: np.ndarray, seed: int, draws: int, tune: int, chains: int, pit: np.random.SeedSequence):
@@ -104,17 +114,30 @@ def choose_family(records: np.ndarray, bounds: Bounds, seed: int = 0, candidates
         even when it is the best of those compared), ``chosen``; families left out
         (the Beta with records on a bound) are absent.
     """
-    from .model_families import BetaFamily, NormalFamily
-    from .model_mixture import MixtureFamily
-
-    families = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}
-
     x = np.asarray(records, dtype=float).ravel()
     if x.size < 5:
         raise ValueError(f"choosing a family needs at least 5 public records, got {x.size}")
     unknown = [c for c in candidates if c not in FAMILY_ORDER]
     if unknown or not candidates:
         raise ValueError(f"candidates must be among {FAMILY_ORDER}, got {list(candidates)!r}")
+    key = (hashlib.sha256(x.tobytes()).hexdigest(), x.size, float(bounds.lower), float(bounds.upper), int(seed),
+           tuple(candidates), int(draws), int(tune), int(chains))
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        chosen, table = _CACHE[key]
+    else:
+        chosen, table = _CACHE[key] = _choose(x, bounds, seed, candidates, draws, tune, chains)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return chosen, table.copy(deep=True)
+
+
+def _choose(x: np.ndarray, bounds: Bounds, seed: int, candidates: Sequence[str], draws: int, tune: int,
+            chains: int) -> tuple[str, xr.Dataset]:
+    from .model_families import BetaFamily, NormalFamily
+    from .model_mixture import MixtureFamily
+
+    families = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}
     on_bound = bool(np.any((x <= bounds.lower) | (x >= bounds.upper)))
     names = [c for c in FAMILY_ORDER if c in candidates and not (c == "beta" and on_bound)]
     results, pit_p = {}, {}

@@ -7,6 +7,7 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+import xarray as xr
 from hybridpriv.models import GroupedDataModel, MixtureFamily, choose_family
 from scipy import integrate
 
@@ -137,3 +138,43 @@ def test_auto_falls_back_to_the_next_family_when_the_chosen_one_does_not_converg
     model = GroupedDataModel(groups, BOUNDS, family="auto", public_data={"panel": clamped_bimodal})
     with pytest.raises(ConvergenceError, match="never"), pytest.warns(UserWarning):
         model.fit(draws=50, tune=50, seed=1)
+
+
+def test_a_repeated_choice_is_served_from_the_cache_keyed_by_every_argument(monkeypatch):
+    from hybridpriv.families.grouped import model_choice
+
+    calls = []
+
+    def fake(x, bounds, seed, candidates, draws, tune, chains):
+        calls.append((x.sum(), bounds.upper, seed, tuple(candidates), draws))
+        return "normal", xr.Dataset({"elpd": ("family", [float(len(calls))])}, coords={"family": ["normal"]})
+
+    monkeypatch.setattr(model_choice, "_choose", fake)
+    monkeypatch.setattr(model_choice, "_CACHE", type(model_choice._CACHE)())
+    x = np.linspace(1, 99, 20)
+    _, first = choose_family(x, BOUNDS)
+    first["elpd"][:] = -1.0  # a caller's change to its copy does not reach the cache
+    _, again = choose_family(x.copy(), BOUNDS)
+    assert len(calls) == 1 and float(again.elpd[0]) == 1.0
+    for changed in ({"records": x + 1e-9}, {"bounds": Bounds(0.0, 101.0)}, {"seed": 1}, {"draws": 400},
+                    {"candidates": ("normal", "mixture")}):
+        args = {"records": x, "bounds": BOUNDS, **changed}
+        choose_family(args.pop("records"), args.pop("bounds"), **args)
+    assert len(calls) == 6  # every argument is part of the key
+    for k in range(model_choice.CACHE_SIZE + 1):  # the oldest entries leave
+        choose_family(x + k + 1, BOUNDS)
+    choose_family(x, BOUNDS)
+    assert len(calls) == 6 + model_choice.CACHE_SIZE + 2
+
+
+@pytest.mark.slow
+def test_the_choice_is_a_function_of_its_arguments_so_the_cache_changes_nothing(monkeypatch):
+    from hybridpriv.families.grouped import model_choice
+
+    x = np.clip(np.random.default_rng(5).normal(30, 20, 60), 0, 100)
+    monkeypatch.setattr(model_choice, "_CACHE", type(model_choice._CACHE)())
+    name, table = choose_family(x, BOUNDS, draws=150, tune=150)
+    monkeypatch.setattr(model_choice, "_CACHE", type(model_choice._CACHE)())  # computed again from scratch
+    name2, table2 = choose_family(x, BOUNDS, draws=150, tune=150)
+    assert name == name2
+    xr.testing.assert_identical(table, table2)
