@@ -11,7 +11,9 @@ Chunks are sized from the CPU time of a few items of every section, measured in 
 (``time.thread_time``, so a busy machine does not shrink them): every task gets the same work,
 the run's total cut into :data:`MIN_CHUNKS` tasks but at least :data:`MIN_SECONDS` (per-task
 overhead) and at most :data:`TARGET_SECONDS` (checkpoint granularity, memory) of CPU, unless the
-caller sets ``chunk_size``.  Seeds are keyed per item, never per chunk or worker, so the numbers
+caller sets ``chunk_size``.  In this process without a checkpoint, chunks only pace the progress
+and nothing is measured (the measured items would be computed twice, up to 17 of them per run): a section
+is cut into :data:`MIN_CHUNKS` chunks.  Seeds are keyed per item, never per chunk or worker, so the numbers
 do not depend on any of this.
 
 ``run_sections(..., stats={})`` fills the dict with counts for profiling: tasks, items, bytes
@@ -166,6 +168,8 @@ def run_sections(
         if checkpoint is not None:
             layouts.append(checkpoint.layout(sec.name, sec.engine, chunks,
                                              make=lambda s=sec, i=index: split(s.n_items, measured(i))))
+        elif chunks is None and client is None:  # in this process chunks only pace progress: not worth measuring
+            layouts.append(split(sec.n_items, max(1, math.ceil(sec.n_items / MIN_CHUNKS))))
         else:
             layouts.append(chunks if chunks is not None else split(sec.n_items, measured(index)))
     results: list[list[dict | None]] = [[None] * len(lay) for lay in layouts]
