@@ -19,7 +19,7 @@ import xarray as xr
 from ..core.assumptions import SHIFTS, Assumption
 from ..core.params import Parametrized
 
-__all__ = ["FLIP_WARNING", "MATTERS", "PerturbedSource", "sensitivity", "sensitivity_lines", "tipping_points",
+__all__ = ["FLIP_WARNING", "MATTERS", "PerturbedSource", "RememberedSource", "sensitivity", "sensitivity_lines", "tipping_points",
            "warnings_of"]
 
 #: A recommendation that flips within this share of an assumption's scale is printed as a warning.
@@ -50,6 +50,37 @@ class PerturbedSource(Parametrized):
         return {"source": self.source, "assumption": self.assumption.name, "delta": self.delta}
 
 
+class RememberedSource(Parametrized):
+    """Another source whose datasets are generated once and then handed out again: the departures of one
+    sensitivity check all start from the same datasets.  Keyed by ``(chain, draw)`` and the generator's state
+    (so a dataset is reused only for the very call that made it); the remembered datasets stay in this process
+    (not pickled to workers).  The departures (``Assumption.perturb``) return new datasets and never change
+    the one they are given."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.data_kind = source.data_kind
+        self.groups = getattr(source, "groups", None)
+        self.bounds = getattr(source, "bounds", None)
+        self._memo: dict[tuple, Any] = {}
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.source.shape
+
+    def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
+        key = (int(chain), int(draw), repr(rng.bit_generator.state))
+        if key not in self._memo:
+            self._memo[key] = self.source.generate(chain, draw, rng)
+        return self._memo[key]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_memo": {}}
+
+    def describe_params(self) -> dict[str, Any]:
+        return {"source": self.source}
+
+
 def sensitivity(candidates: Mapping[Any, Any], source: Any, task: Any, assumptions: Sequence[Assumption], *,
                 dim: str, trials: int, seed: int, requirements: Any = None, engine: Any = None,
                 criterion: str = "loss") -> xr.Dataset:
@@ -68,6 +99,7 @@ def sensitivity(candidates: Mapping[Any, Any], source: Any, task: Any, assumptio
     if len(set(names)) != len(names):
         raise ValueError(f"assumptions must have distinct names, got {names}")
     coords = list(candidates)
+    source = RememberedSource(source)  # every departure starts from the same datasets: generated once
     loss = np.full((len(assumptions), len(SHIFTS), len(coords)), np.nan)
     best = np.empty((len(assumptions), len(SHIFTS)), dtype=object)
     for i, a in enumerate(assumptions):

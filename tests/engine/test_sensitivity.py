@@ -133,3 +133,84 @@ def test_warnings_of_gives_the_flip_share_the_worst_excess_and_the_rule():
     far = warnings_of(_sens({0.2: "c"}, gap=3.0), "a")["x"]  # flips only at 20%: no warning however large
     assert far == {"flip": 0.2, "worst": 0.0, "warns": False}
     assert warnings_of(_sens({}), "a")["x"]["flip"] == float("inf")
+
+
+def test_remembered_datasets_give_the_same_sensitivity_and_are_generated_once(monkeypatch):
+    from hybridpriv.engine import sensitivity as sens_mod
+    from hybridpriv.estimators import UniformMean, WeightedMean
+    from hybridpriv.families.grouped import Statistic, normal_source
+
+    source = normal_source(GROUPS, BOUNDS, 50.0, 15.0, draws=12)
+    calls = []
+    real = source.generate
+    monkeypatch.setattr(source, "generate", lambda c, d, rng: calls.append((c, d)) or real(c, d, rng))
+    cands = {"weighted": WeightedMean(GROUPS, BOUNDS, 25.0), "uniform-mean": UniformMean(GROUPS, BOUNDS)}
+    assumptions = grouped_assumptions(GROUPS, BOUNDS, "mean", "sample")
+    kw = {"dim": "estimator", "trials": 3, "seed": 4}
+    remembered = sens_mod.sensitivity(cands, source, Statistic(target="sample"), assumptions, **kw)
+    n = source.shape[0] * source.shape[1]
+    assert len(calls) == n  # once per dataset, not once per dataset, departure and assumption
+    calls.clear()
+    monkeypatch.setattr(sens_mod, "RememberedSource", lambda s: s)  # generated afresh for every departure
+    fresh = sens_mod.sensitivity(cands, source, Statistic(target="sample"), assumptions, **kw)
+    assert len(calls) == n * len(SHIFTS) * len(assumptions)
+    xr.testing.assert_identical(remembered, fresh)
+
+
+def test_a_remembered_source_ships_without_its_datasets():
+    import pickle
+
+    from hybridpriv.core.random import rng
+    from hybridpriv.engine.sensitivity import RememberedSource
+    from hybridpriv.families.grouped import normal_source
+
+    src = RememberedSource(normal_source(GROUPS, BOUNDS, 50.0, 15.0, draws=4))
+    a = src.generate(0, 1, rng(1, "dataset", 0, 1))
+    assert src.generate(0, 1, rng(1, "dataset", 0, 1)) is a  # the same call: the same dataset
+    assert src.generate(0, 1, rng(2, "dataset", 0, 1)) is not a  # another generator state: generated again
+    assert len(src._memo) == 2 and pickle.loads(pickle.dumps(src))._memo == {}
+
+
+def test_no_declared_departure_changes_the_dataset_it_is_given():
+    """The sensitivity check hands every departure the same remembered dataset: none may modify it."""
+    import copy
+
+    import scipy.sparse as sp
+
+    from hybridpriv.families.grouped.data import GroupedDataset
+    from hybridpriv.families.histogram.assumptions import histogram_assumptions
+    from hybridpriv.families.histogram.data import CategoryCounts
+    from hybridpriv.families.hybrid_trust.assumptions import hybrid_trust_assumptions
+    from hybridpriv.families.kmeans.algorithms import PointCloud
+    from hybridpriv.families.kmeans.assumptions import kmeans_assumptions
+    from hybridpriv.families.user_item.assumptions import user_item_assumptions
+
+    rng = np.random.default_rng(0)
+    grouped = GroupedDataset(tuple(np.clip(rng.normal(50, 15, g.size), 0, 100) for g in GROUPS), {"mean": 50.0})
+    cases = [(a, grouped) for a in grouped_assumptions(GROUPS, BOUNDS, "mean", "sample")]
+    cases += [(a, GroupedDataset((rng.uniform(0, 5, 30), rng.uniform(0, 5, 40)), {"mean": 2.5}))
+              for a in hybrid_trust_assumptions(5.0)]
+    cases += [(a, CategoryCounts(np.array([[20, 20, 10], [80, 80, 40], [50, 30, 20]])))
+              for a in histogram_assumptions(GROUPS)]
+    cloud = PointCloud(rng.uniform(0, 1, (50, 2)), rng.random(50) < 0.5, (0, 1), init=rng.uniform(0, 1, (3, 2)))
+    cases += [(a, cloud) for a in kmeans_assumptions((0, 1))]
+    ui = sp.csr_array((rng.random((40, 6)) < 0.4).astype(float))
+    cases += [(a, ui) for a in user_item_assumptions(6, 40)]
+    for a, data in cases:
+        before = copy.deepcopy(data)
+        for shift in SHIFTS:
+            a.perturb(data, shift * a.scale)
+        for x, y in zip(_leaves(before), _leaves(data)):
+            np.testing.assert_array_equal(x, y, err_msg=a.name)
+
+
+def _leaves(data):
+    import scipy.sparse as sp
+
+    if sp.issparse(data):
+        return [data.toarray()]
+    if hasattr(data, "values") and isinstance(data.values, tuple):
+        return [*data.values, np.array(sorted(data.population.items()), dtype=object)]
+    if hasattr(data, "counts"):
+        return [data.counts]
+    return [data.points, data.trusted, data.init]
