@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import platform
 import subprocess
+import textwrap
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -101,14 +102,17 @@ def _figure(ax, size: tuple[float, float]):
     return fig, fig.add_subplot()
 
 
-def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None):
+def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes: Sequence[str] = ()):
     """Expected loss of every candidate with its 5-95% interval over datasets, ±2 MC s.e. and P(best).
 
     Works for any candidate dimension: categorical candidates (estimators) as rows, numeric ones
     (``k``, ``subset_size``, ``tau``) as a curve with its band.  Candidates that do not meet every
-    unit's requirement are marked.  Draws on ``ax`` if given, else on a new figure; returns the
-    figure (save it with ``fig.savefig(path)``).
+    unit's requirement are marked.  ``notes``: lines printed under the plot (a selection's warnings and
+    two-stage plan), wrapped; on a new figure they add to its height.  Draws on ``ax`` if given, else on a
+    new figure; returns the figure (save it with ``fig.savefig(path)``).
     """
+    blocks = [textwrap.wrap(str(note), 110, subsequent_indent="    ") for note in notes]
+    extra = 0.125 * sum(len(b) for b in blocks) + (0.1 if blocks else 0.0)
     dim = decision.attrs.get("candidate_dim", decision["expected_loss"].dims[0])
     rec = decision.attrs.get("recommended")
     loss = decision.attrs.get("loss", "loss")
@@ -116,7 +120,7 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None):
     numeric = values.dtype.kind in "iuf" and values.size > 1
     meets = decision["meets_requirements"] if "meets_requirements" in decision else None
     if numeric:
-        fig, ax = _figure(ax, (7.0, 4.2))
+        fig, ax = _figure(ax, (7.0, 4.2 + extra))
         d = decision.sortby(dim)
         x = d[dim].values
         ax.fill_between(x, d.risk_low, d.risk_high, color="tab:blue", alpha=0.2, label="5-95% over simulated datasets")
@@ -137,7 +141,7 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None):
         ax.legend(fontsize=8)
     else:
         n = len(values)
-        fig, ax = _figure(ax, (7.5, 0.6 * n + 2.0))
+        fig, ax = _figure(ax, (7.5, 0.6 * n + 2.0 + extra))
         d = decision.sortby("expected_loss")
         labels = [str(v) for v in d[dim].values]
         y = np.arange(n)
@@ -156,7 +160,16 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None):
         ax.set_xlabel(f"{loss}" + (" (log scale)" if ax.get_xscale() == "log" else ""))
         ax.set_title(title or f"Mechanism selection: recommended {rec}")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.3 / n), ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout()
+    if blocks:
+        height = fig.get_figheight()
+        fig.tight_layout(rect=(0, extra / height, 1, 1))
+        y = 0.05 / height  # from the bottom up: the last note lowest; warnings in red
+        for block, note in reversed(list(zip(blocks, notes))):
+            fig.text(0.01, y, "\n".join(block), fontsize=7, va="bottom", ha="left", family="monospace",
+                     color="tab:red" if str(note).startswith("warning") else "0.15")
+            y += 0.125 * len(block) / height
+    else:
+        fig.tight_layout()
     return fig
 
 

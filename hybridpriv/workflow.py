@@ -194,10 +194,30 @@ class Selection:
                 groups[f"candidates/{coord}"] = xr.Dataset(attrs=values)
         return result_tree(groups, attrs)
 
+    def figure_notes(self) -> list[str]:
+        """What the figure says under the plot: each sensitivity warning, short, and the two-stage plan's verdict."""
+        notes = []
+        if self.sensitivity is not None:
+            from .engine.sensitivity import tipping_points, warnings_of
+
+            rec = str(self.decision.attrs["recommended"])
+            tips = tipping_points(self.sensitivity, rec)
+            for a, rule in warnings_of(self.sensitivity, rec, tips).items():
+                if rule["warns"]:
+                    better = min((v for v in tips[a].values() if v is not None), key=lambda v: v["share"])["better"]
+                    assumes = str(self.sensitivity["assumes"].sel(assumption=a).values)
+                    notes.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
+                                 f"{rule['flip']:.0%} of its scale ({better} is then better; up to "
+                                 f"{rule['worst']:.0%} worse)")
+        if self.plan is not None:
+            head, verdict = self.plan_lines()[:2]
+            notes.append(f"{head}; {verdict.strip()}")
+        return notes
+
     def figure(self, ax=None):
         from .report import plot_decision
 
-        return plot_decision(self.decision, ax=ax, title=self.problem.title)
+        return plot_decision(self.decision, ax=ax, title=self.problem.title, notes=self.figure_notes())
 
 
 def candidate_attrs(candidates: Mapping[Any, Any]) -> dict[str, dict[str, Any]]:

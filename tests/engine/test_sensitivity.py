@@ -113,6 +113,13 @@ def test_a_grouped_selection_reports_where_its_recommendation_flips(tmp_path):
     tree = result.to_datatree()
     assert "sensitivity" in tree.children
     assert any(line.startswith("warning:") for line in result.sensitivity_lines())
+    # the figure says it too, under the plot: the warning (in red) and the two-stage plan's verdict
+    notes = result.figure_notes()
+    assert notes[0].startswith("warning:") and "share one law" in notes[0] and "uniform-mean is then better" in notes[0]
+    assert notes[-1].startswith("two-stage plan:") and "the plan does not pay" in notes[-1]
+    texts = {t.get_text().replace("\n", " "): t.get_color() for t in result.figure().texts}
+    assert any(t.startswith("warning:") and c == "tab:red" for t, c in texts.items()), texts
+    assert any(t.startswith("two-stage plan:") and c == "0.15" for t, c in texts.items()), texts
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -214,3 +221,20 @@ def _leaves(data):
     if hasattr(data, "counts"):
         return [data.counts]
     return [data.points, data.trusted, data.init]
+
+
+def test_figure_notes_are_wrapped_under_the_plot_and_add_to_its_height():
+    from hybridpriv.report import plot_decision
+
+    dec = xr.Dataset({"expected_loss": ("estimator", [1.0, 2.0]), "risk_low": ("estimator", [0.5, 1.0]),
+                      "risk_high": ("estimator", [2.0, 3.0]), "mcse": ("estimator", [0.1, 0.1]),
+                      "p_best": ("estimator", [0.9, 0.1])}, coords={"estimator": ["a", "b"]},
+                     attrs={"candidate_dim": "estimator", "recommended": "a"})
+    plain = plot_decision(dec)
+    assert plain.texts == []
+    note = "warning: " + "a long note " * 20  # 249 characters: three lines of at most 110
+    fig = plot_decision(dec, notes=[note, "two-stage plan: short"])
+    (warn, plan) = sorted(fig.texts, key=lambda t: -t.get_position()[1])  # the warning above the plan
+    assert warn.get_text().count("\n") == 2 and all(len(line) <= 110 for line in warn.get_text().split("\n"))
+    assert warn.get_color() == "tab:red" and plan.get_color() == "0.15" and plan.get_text() == "two-stage plan: short"
+    assert fig.get_figheight() == pytest.approx(plain.get_figheight() + 0.125 * 4 + 0.1)
