@@ -19,7 +19,7 @@ import xarray as xr
 from ..core.assumptions import SHIFTS, Assumption
 from ..core.params import Parametrized
 
-__all__ = ["FLIP_WARNING", "MATTERS", "PerturbedSource", "RememberedSource", "sensitivity", "sensitivity_lines", "tipping_points",
+__all__ = ["FLIP_WARNING", "MATTERS", "MAX_REMEMBERED_BYTES", "PerturbedSource", "RememberedSource", "sensitivity", "sensitivity_lines", "tipping_points",
            "warnings_of"]
 
 #: A recommendation that flips within this share of an assumption's scale is printed as a warning.
@@ -50,12 +50,35 @@ class PerturbedSource(Parametrized):
         return {"source": self.source, "assumption": self.assumption.name, "delta": self.delta}
 
 
+#: A sensitivity check remembers datasets up to this many bytes (their arrays); beyond, it generates the
+#: rest again for every departure, as it did before remembering any.
+MAX_REMEMBERED_BYTES = 256 * 2**20
+
+
+def _array_bytes(obj: Any, depth: int = 0) -> int:
+    """Bytes of the NumPy and SciPy sparse arrays ``obj`` holds (in its attributes, tuples, lists and dicts,
+    four levels deep): what remembering it costs, near enough."""
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if hasattr(obj, "indptr") and hasattr(obj, "data"):  # a sparse matrix or array
+        return sum(int(getattr(obj, k).nbytes) for k in ("data", "indices", "indptr"))
+    if depth >= 4:
+        return 0
+    if isinstance(obj, dict):
+        return sum(_array_bytes(v, depth + 1) for v in obj.values())
+    if isinstance(obj, (tuple, list)):
+        return sum(_array_bytes(v, depth + 1) for v in obj)
+    if hasattr(obj, "__dict__"):
+        return sum(_array_bytes(v, depth + 1) for v in vars(obj).values())
+    return 0
+
+
 class RememberedSource(Parametrized):
     """Another source whose datasets are generated once and then handed out again: the departures of one
     sensitivity check all start from the same datasets.  Keyed by ``(chain, draw)`` and the generator's state
-    (so a dataset is reused only for the very call that made it); the remembered datasets stay in this process
-    (not pickled to workers).  The departures (``Assumption.perturb``) return new datasets and never change
-    the one they are given."""
+    (so a dataset is reused only for the very call that made it); up to :data:`MAX_REMEMBERED_BYTES` of them
+    (the others are generated again each time); they stay in this process (not pickled to workers).  The
+    departures (``Assumption.perturb``) return new datasets and never change the one they are given."""
 
     def __init__(self, source: Any) -> None:
         self.source = source
@@ -63,6 +86,7 @@ class RememberedSource(Parametrized):
         self.groups = getattr(source, "groups", None)
         self.bounds = getattr(source, "bounds", None)
         self._memo: dict[tuple, Any] = {}
+        self._bytes = 0
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -70,12 +94,17 @@ class RememberedSource(Parametrized):
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         key = (int(chain), int(draw), repr(rng.bit_generator.state))
-        if key not in self._memo:
-            self._memo[key] = self.source.generate(chain, draw, rng)
-        return self._memo[key]
+        if key in self._memo:
+            return self._memo[key]
+        data = self.source.generate(chain, draw, rng)
+        size = _array_bytes(data)
+        if self._bytes + size <= MAX_REMEMBERED_BYTES:
+            self._memo[key] = data
+            self._bytes += size
+        return data
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_memo": {}}
+        return {**self.__dict__, "_memo": {}, "_bytes": 0}
 
     def describe_params(self) -> dict[str, Any]:
         return {"source": self.source}

@@ -178,6 +178,33 @@ def test_a_remembered_source_ships_without_its_datasets():
     assert len(src._memo) == 2 and pickle.loads(pickle.dumps(src))._memo == {}
 
 
+def test_remembering_stops_at_its_byte_cap(monkeypatch):
+    import scipy.sparse as sp
+
+    from hybridpriv.core.random import rng
+    from hybridpriv.engine import sensitivity as sens_mod
+    from hybridpriv.families.grouped import normal_source
+    from hybridpriv.families.grouped.data import GroupedDataset
+
+    # the bytes counted: arrays in attributes, tuples and dicts, sparse matrices by their three arrays
+    data = GroupedDataset((np.zeros(10), np.zeros(30)), {"mean": 0.0})
+    assert sens_mod._array_bytes(data) == 40 * 8
+    m = sp.csr_array(np.eye(4))
+    assert sens_mod._array_bytes({"m": m, "t": (np.zeros(3, np.int8),)}) == m.data.nbytes + m.indices.nbytes + \
+        m.indptr.nbytes + 3
+    source = normal_source(GROUPS, BOUNDS, 50.0, 15.0, draws=4)
+    one = sens_mod._array_bytes(source.generate(0, 0, rng(1, "dataset", 0, 0)))
+    monkeypatch.setattr(sens_mod, "MAX_REMEMBERED_BYTES", 2 * one)
+    src = sens_mod.RememberedSource(source)
+    first = [src.generate(0, d, rng(1, "dataset", 0, d)) for d in range(4)]
+    assert len(src._memo) == 2 and src._bytes == 2 * one  # two fit; the others are not kept ...
+    again = [src.generate(0, d, rng(1, "dataset", 0, d)) for d in range(4)]
+    assert [a is b for a, b in zip(first, again)] == [True, True, False, False]
+    for a, b in zip(first[2:], again[2:]):  # ... but generated again, the same
+        for x, y in zip(a.values, b.values):
+            np.testing.assert_array_equal(x, y)
+
+
 def test_no_declared_departure_changes_the_dataset_it_is_given():
     """The sensitivity check hands every departure the same remembered dataset: none may modify it."""
     import copy
