@@ -198,17 +198,9 @@ class Selection:
         """What the figure says under the plot: each sensitivity warning, short, and the two-stage plan's verdict."""
         notes = []
         if self.sensitivity is not None:
-            from .engine.sensitivity import tipping_points, warnings_of
+            from .engine.sensitivity import warning_notes
 
-            rec = str(self.decision.attrs["recommended"])
-            tips = tipping_points(self.sensitivity, rec)
-            for a, rule in warnings_of(self.sensitivity, rec, tips).items():
-                if rule["warns"]:
-                    better = min((v for v in tips[a].values() if v is not None), key=lambda v: v["share"])["better"]
-                    assumes = str(self.sensitivity["assumes"].sel(assumption=a).values)
-                    notes.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
-                                 f"{rule['flip']:.0%} of its scale ({better} is then better; up to "
-                                 f"{rule['worst']:.0%} worse)")
+            notes += warning_notes(self.sensitivity, str(self.decision.attrs["recommended"]))
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")

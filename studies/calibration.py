@@ -10,8 +10,8 @@ path on the public knowledge only, and scores every candidate on the private tru
 that spends 10% of the budget on DP features of the private data before choosing (a Laplace mean per
 private group; a Laplace histogram of items per user; not for hybrid-trust, whose LM group would
 need local-DP features), at the same total budget; and for those two kinds the two-stage plan `select`
-judges (:mod:`hybridpriv.engine.plan`) is carried out on every truth (``plan_*``, ``final_regret``).  Scales: ``--quick`` 1 synthetic + 1 real truth per family (small
-settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
+judges (:mod:`hybridpriv.engine.plan`) is carried out on every truth (``plan_*``, ``final_regret``).
+Scales: ``--quick`` 1 synthetic + 1 real truth per family (small settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ import xarray as xr
 from ..core.assumptions import SHIFTS, Assumption
 from ..core.params import Parametrized
 
-__all__ = ["FLIP_WARNING", "MATTERS", "MAX_REMEMBERED_BYTES", "PerturbedSource", "RememberedSource", "sensitivity", "sensitivity_lines", "tipping_points",
-           "warnings_of"]
+__all__ = ["FLIP_WARNING", "MATTERS", "MAX_REMEMBERED_BYTES", "PerturbedSource", "RememberedSource", "sensitivity",
+           "sensitivity_lines", "tipping_points", "warning_notes", "warnings_of"]
 
 #: A recommendation that flips within this share of an assumption's scale is printed as a warning.
 FLIP_WARNING = 0.05
@@ -195,6 +195,24 @@ def warnings_of(sens: xr.Dataset, recommended: str, tips: dict[str, dict[str, An
     return out
 
 
+def _nearest(sides: dict[str, Any]) -> dict[str, Any]:
+    """The flip (of :func:`tipping_points`' two sides, at least one not ``None``) at the smallest departure."""
+    return min((v for v in sides.values() if v is not None), key=lambda v: v["share"])
+
+
+def warning_notes(sens: xr.Dataset, recommended: str) -> list[str]:
+    """The warnings of :func:`sensitivity_lines`, short (the figure prints them under the plot)."""
+    tips = tipping_points(sens, recommended)
+    out = []
+    for a, rule in warnings_of(sens, recommended, tips).items():
+        if rule["warns"]:
+            assumes = str(sens["assumes"].sel(assumption=a).values)
+            out.append(f"warning: the recommendation flips when the data depart from '{assumes}' by "
+                       f"{rule['flip']:.0%} of its scale ({_nearest(tips[a])['better']} is then better; up to "
+                       f"{rule['worst']:.0%} worse)")
+    return out
+
+
 def _of(scale: float) -> str:
     """`` of 12.5`` after a share of a scale in data units; nothing when the departure is itself a share (scale 1)."""
     return "" if scale == 1 else f" of {scale:.3g}"
@@ -222,7 +240,7 @@ def sensitivity_lines(sens: xr.Dataset, recommended: str, units: str = "") -> li
         for side, v in sorted(flips.items(), key=lambda kv: kv[1]["share"]):
             held = f"it holds at {v['held']:+.3g}{u}, " if v["held"] else ""
             parts.append(f"{held}at {v['delta']:+.3g}{u} ({v['share']:.0%}{_of(scale)}) {v['better']} is better")
-        nearest = min(flips.values(), key=lambda v: v["share"])
+        nearest = _nearest(sides)
         lines.append(f"  {a}: assumes {assumes}; with {departure} departing from 0: {'; '.join(parts)}")
         worst = rule[a]["worst"]
         if nearest["share"] <= FLIP_WARNING and not rule[a]["warns"]:

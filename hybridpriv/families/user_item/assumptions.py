@@ -63,22 +63,25 @@ class SpreadReports(Parametrized):
         movable[held, np.argmax(dense[held], axis=1)] = False  # every giver keeps its first item
         quota = np.rint(abs(delta) * dense.sum(axis=0)).astype(np.int64)
         out = dense.copy()
-        turn = [0, 0]  # the next giver's and taker's place in their lists
+        give_turn = take_turn = 0  # the next giver's and taker's place in their lists
         for j in np.flatnonzero(quota):
             g = np.flatnonzero(movable[givers, j])  # places in `givers` of those who can give j
             t = np.flatnonzero(~dense[takers, j])
             k = int(min(quota[j], g.size, t.size))
             if k == 0:
                 continue
-            picked = []
-            for side, places in enumerate((g, t)):
-                first = int(np.searchsorted(places, turn[side] % (givers, takers)[side].size))
-                chosen = np.roll(places, -first)[:k]
-                turn[side] = int(chosen[-1]) + 1
-                picked.append(chosen)
-            out[givers[picked[0]], j] = False
-            out[takers[picked[1]], j] = True
+            g, give_turn = _in_turn(g, give_turn, givers.size, k)
+            t, take_turn = _in_turn(t, take_turn, takers.size, k)
+            out[givers[g], j] = False
+            out[takers[t], j] = True
         return sp.csr_array(out.astype(np.float64))
+
+
+def _in_turn(places: np.ndarray, turn: int, size: int, k: int) -> tuple[np.ndarray, int]:
+    """The ``k`` of the sorted ``places`` (in a list of ``size``) served next when the turn is at ``turn``: the first
+    at or after it, wrapping round; and the turn after them."""
+    chosen = np.roll(places, -int(np.searchsorted(places, turn % size)))[:k]
+    return chosen, int(chosen[-1]) + 1
 
 
 def user_item_assumptions(m: int, n_max: int) -> list[Assumption]:
