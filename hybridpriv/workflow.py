@@ -371,8 +371,9 @@ def _fit_and_evaluate(problem: Problem, engine: Engine, say):
                                   progressbar=engine.progress is True and interactive())  # PyMC's bar: on a terminal only
     lines = []
     summary = posterior.summary()
+    width = max([16, *(len(str(name)) for name in summary.index)])
     for name, row in summary.iterrows():
-        lines.append(f"{name:<16} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
+        lines.append(f"{name:<{width}} {row['mean']:.4g} ± {row['sd']:.2g}   R-hat {row['r_hat']:.3f}  ESS {row['ess_bulk']:.0f}")
     attrs: dict[str, Any] = {"posterior_max_rhat": float(summary["r_hat"].max()),
                              "posterior_min_ess": float(summary["ess_bulk"].min())}
     from .core.family import NoChecks

@@ -182,12 +182,16 @@ def test_builtin_flights_example_holds_the_real_matrix_column_sums():
 
 
 def test_user_item_items_prior_reaches_the_model_and_a_bad_one_is_named(tmp_path):
+    from hybridpriv.families.user_item.model_mixture import ItemsMixture
     from hybridpriv.models import FixedItems
 
     body = 'kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 6\nepsilon = 1.0\n'
-    auto = load_spec(_write(tmp_path, body)).problem()  # n given: the exchangeable prior (a flat pmf over 1..m)
-    assert isinstance(auto.model.items_prior, FixedItems) and np.allclose(auto.model.items_prior.log_pmf, np.log(0.25))
-    assert "items per user: exchangeable prior (auto: n is given)" in auto.header
+    auto = load_spec(_write(tmp_path, body)).problem()  # n given: the mixture of three dispersions
+    assert isinstance(auto.model.items_prior, ItemsMixture) and auto.model.items_prior.dispersions == (0.25, 1.0, 4.0)
+    assert ("items per user: mixture prior (auto: n is given): negative binomials of dispersion 0.25, 1, 4, equal "
+            "weights") in auto.header
+    flat = load_spec(_write(tmp_path, body + 'items_prior = "exchangeable"\n')).problem()  # a flat pmf over 1..m
+    assert isinstance(flat.model.items_prior, FixedItems) and np.allclose(flat.model.items_prior.log_pmf, np.log(0.25))
     unknown = load_spec(_write(tmp_path, body.replace("n = 6\n", ""))).problem()  # n not given: the seed's uniform
     assert unknown.model.items_prior is None and "uniform prior (auto: n is not given)" in unknown.header[1]
     assert load_spec(_write(tmp_path, body + 'items_prior = "uniform"\n')).problem().model.items_prior is None
@@ -195,7 +199,7 @@ def test_user_item_items_prior_reaches_the_model_and_a_bad_one_is_named(tmp_path
         load_spec(_write(tmp_path, body.replace("n = 6", "n = [5, 7]") + 'items_prior = "exchangeable"\n')).problem()
     problem = load_spec(_write(tmp_path, body + 'items_prior = "negative-binomial"\n')).problem()
     assert callable(problem.model.items_prior) and "items per user: negative-binomial prior" in problem.header
-    with pytest.raises(ValueError, match=r"spec: items_prior must be \['auto', 'uniform', 'exchangeable', 'negative-binomial'\], got 'zipf'"):
+    with pytest.raises(ValueError, match=r"spec: items_prior must be \['auto', 'uniform', 'exchangeable', 'mixture', 'negative-binomial'\], got 'zipf'"):
         load_spec(_write(tmp_path, body + 'items_prior = "zipf"\n'))
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+from scipy import stats
+
 
 def all_matrices(r, c):
     """Every binary matrix with row sums r and column sums c, as tuples of row tuples."""
@@ -17,3 +20,28 @@ def all_matrices(r, c):
         if cols == list(c):
             out.append(rows)
     return out
+
+
+def chisquare_counts(probs, counts, draws):
+    """Chi-square p-value of sampled state ``counts`` (``draws`` in all) against the exact ``probs``, rare states
+    pooled so that every expected count is >= 5; and the number of states.  Refuses states outside ``probs``."""
+    keys = sorted(probs)
+    extra = set(counts) - set(probs)
+    assert not extra, f"sampler produced states outside the target: {sorted(extra)[:3]}"
+    expected = np.array([probs[k] * draws for k in keys])
+    observed = np.array([counts.get(k, 0) for k in keys])
+    # pool rare states so every expected count is >= 5
+    order = np.argsort(expected)
+    e_sorted, o_sorted = expected[order], observed[order]
+    pooled_e, pooled_o, acc_e, acc_o = [], [], 0.0, 0
+    for e, o in zip(e_sorted, o_sorted):
+        acc_e += e
+        acc_o += o
+        if acc_e >= 5:
+            pooled_e.append(acc_e)
+            pooled_o.append(acc_o)
+            acc_e, acc_o = 0.0, 0
+    if acc_e > 0:
+        pooled_e[-1] += acc_e
+        pooled_o[-1] += acc_o
+    return stats.chisquare(pooled_o, pooled_e).pvalue, len(keys)

@@ -51,12 +51,14 @@ from .model_block import BlockChain, draw_streams
 from .model_chains import curveball, random_start
 from .model_feasibility import log_count_cost, log_count_row_sums, start_histogram
 from .model_mixing import mixing_check
+from .model_mixture import ItemsMixture, fit_mixture
 from .model_realize import realize_greedy
 from .model_step import PointFunction, RowSumStep
 
 __all__ = [
     "BLOCK",
     "FixedItems",
+    "ItemsMixture",
     "MAX_COUNT_CELLS",
     "MAX_N_VALUES",
     "STARTS",
@@ -78,6 +80,12 @@ STARTS = ("random", "greedy")
 #: Default row-sum kernel moves per draw: ``max(MIN_MOVES, MOVES_PER_REPORT * sum(c))`` (see ``_sample``).
 MOVES_PER_REPORT = 25
 MIN_MOVES = 300
+#: The same with a fixed items prior (:class:`FixedItems`: exchangeable, a mixture's components, a histogram):
+#: those chains mix faster than the uniform prior's.  Measured (``docs/user-item.md``, *Row-sum moves*): on
+#: five calibration truths and InstEval, 8-10 moves per report gave the bulk ESS of ``share_one_item``,
+#: ``max_items`` and the row sums' sum of squares that 25 gave (177-435 of 400 draws at 10, InstEval's
+#: heaviest component the lowest), in 40% of the time.
+FIXED_MOVES_PER_REPORT = 10
 
 #: Largest dynamic programme (cells) the uniform prior on r given unknown n may run.
 MAX_COUNT_CELLS = 200_000_000
@@ -237,6 +245,14 @@ class UserItemPosterior(Posterior):
         self.convergence_vars = tuple(v for v in names if v in post)
         self._described: dict[str, Any] | None = None
 
+    def summary(self, var_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
+        """The base class's; a mixture's (``items_prior="mixture"``) is every component's, each variable named
+        with its component (R-hat over pooled components would mix nothing)."""
+        pooled = self.__dict__.get("component_summaries")
+        if pooled is not None and var_names is None and not kwargs:
+            return pooled
+        return super().summary(var_names, **kwargs)
+
     def histogram(self, chain: int, draw: int) -> np.ndarray:
         """The row-sum histogram of posterior draw ``(chain, draw)``: ``h[k - 1]`` users report ``k`` items."""
         c, d = self._check_index(chain, draw)
@@ -322,9 +338,12 @@ class UserItemModel(KnowledgeModel):
         Prior on ``n`` when unknown: ``None`` (uniform) or an unnamed PyMC distribution
         (e.g. ``pm.Poisson.dist(2000)``), restricted to the feasible range.
     items_prior
-        ``None`` (uniform over sorted row sums given ``n``, the seed's default), ``"negative-binomial"``
-        (:func:`negative_binomial_items` with default hyperpriors) or a callable that, inside
-        the model, creates hyperpriors and returns the log pmf of ``k = 1..m`` items per user.
+        ``None`` (uniform over sorted row sums given ``n``, the seed's default), ``"exchangeable"``
+        (every split of the reports among the labelled users equally likely; needs ``n``), ``"mixture"``
+        (:class:`ItemsMixture`: three spreads around the exchangeable one, fitted apart and pooled with equal
+        weights; needs ``n``; or an instance for other dispersions), ``"negative-binomial"``
+        (:func:`negative_binomial_items` with default hyperpriors), a :class:`FixedItems` or a callable that,
+        inside the model, creates hyperpriors and returns the log pmf of ``k = 1..m`` items per user.
     trades_per_row
         Curveball trades per matrix, per row (default :data:`TRADES_PER_ROW`, i.e. 10 n trades),
         chosen by a measured criterion (``benchmarks/user_item_thinning.py``, ``docs/user-item.md``).
@@ -404,12 +423,20 @@ class UserItemModel(KnowledgeModel):
                                  f"[{self.n_range[0]}, {self.n_range[1]}]: without it the split of the reports "
                                  "would decide n too; give n, or use the uniform prior (None)")
             items_prior = FixedItems(np.zeros(self.m))
+        elif items_prior == "mixture":
+            items_prior = ItemsMixture(self.m)
         elif isinstance(items_prior, str):
-            raise ValueError(f"items_prior must be None, 'negative-binomial', 'exchangeable' or a callable, "
+            raise ValueError(f"items_prior must be None, 'negative-binomial', 'exchangeable', 'mixture' or a callable, "
                              f"got {items_prior!r}")
-        elif items_prior is not None and not callable(items_prior):
-            raise TypeError(f"items_prior must be None, 'negative-binomial', 'exchangeable' or a callable, "
+        elif items_prior is not None and not callable(items_prior) and not isinstance(items_prior, ItemsMixture):
+            raise TypeError(f"items_prior must be None, 'negative-binomial', 'exchangeable', 'mixture' or a callable, "
                             f"got {items_prior!r}")
+        if isinstance(items_prior, ItemsMixture) and not self.n_known:
+            raise ValueError(f"items_prior='mixture' needs n (the number of users), got n in "
+                             f"[{self.n_range[0]}, {self.n_range[1]}]: its components are exchangeable-type priors, "
+                             "which would decide n too; give n, or use the uniform prior (None)")
+        if isinstance(items_prior, ItemsMixture) and items_prior.m != self.m:
+            raise ValueError(f"items_prior: an ItemsMixture needs m = {self.m} (the number of items), got {items_prior.m}")
         if isinstance(items_prior, FixedItems) and items_prior.log_pmf.size != self.m:
             raise ValueError(f"items_prior: a FixedItems log pmf needs one entry per item count 1..m = {self.m}, "
                              f"got {items_prior.log_pmf.size}")
@@ -461,7 +488,8 @@ class UserItemModel(KnowledgeModel):
 
     # -- the PyMC model -------------------------------------------------------------
     def build(self) -> pm.Model:
-        """The PyMC model of levels 1-2 (its log density is the target of :class:`RowSumStep`)."""
+        """The PyMC model of levels 1-2 (its log density is the target of :class:`RowSumStep`); with an
+        :class:`ItemsMixture`, levels 1-2 without the items prior (each component's fit adds its own)."""
         lo, hi = self.n_range
         m, c = self.m, self._c_sorted
         k = np.arange(1, m + 1)
@@ -479,7 +507,7 @@ class UserItemModel(KnowledgeModel):
             at_least = pt.cumsum(h[::-1])[::-1]  # x_q, q = 1..m
             gr = pt.all(pt.cumsum(at_least) >= cum_c) & pt.eq(pt.sum(h), n) & pt.eq(pt.dot(h, k), self.total)
             pm.Potential("feasible", pt.switch(gr, 0.0, -np.inf))
-            if self.items_prior is not None:
+            if self.items_prior is not None and not isinstance(self.items_prior, ItemsMixture):
                 log_f = self.items_prior()
                 pm.Deterministic("log_f_items", log_f)
                 pm.Potential("items_prior", pt.gammaln(n + 1) - pt.sum(pt.gammaln(h + 1)) + pt.dot(h, log_f))
@@ -496,6 +524,16 @@ class UserItemModel(KnowledgeModel):
         params["n_prior"] = None if self.n_prior is None else {"log_target_n": describe(self._log_target_n)}
         return {"class": f"{type(self).__module__}.{type(self).__qualname__}", "params": describe(params)}
 
+    def fit(self, draws: int = 500, tune: int = 500, chains: int = 2, seed: int = 0, progressbar: bool = False,
+            on_unconverged: str = "raise", **sample_kwargs: Any) -> UserItemPosterior:
+        """:meth:`KnowledgeModel.fit <hybridpriv.core.model.KnowledgeModel.fit>`; with an :class:`ItemsMixture`,
+        every component fitted with ``draws`` per chain and pooled
+        (:func:`~hybridpriv.families.user_item.model_mixture.fit_mixture`)."""
+        if isinstance(self.items_prior, ItemsMixture):
+            return fit_mixture(self, self.items_prior, draws, tune, chains, seed, progressbar, on_unconverged,
+                               **sample_kwargs)
+        return super().fit(draws, tune, chains, seed, progressbar, on_unconverged, **sample_kwargs)
+
     # -- sampling levels 1-2 ----------------------------------------------------------
     def _sample(self, model: pm.Model, draws: int, tune: int, chains: int, random_seed: list[int],
                 progressbar: bool, moves: int | None = None, cores: int = 1, **sample_kwargs: Any) -> Any:
@@ -503,7 +541,8 @@ class UserItemModel(KnowledgeModel):
 
         ``moves``: kernel moves per draw (default ``max(300, 25 * sum(c))``: the fraction of users
         with one item, which only a random walk of single-item moves can change, needs that many
-        to mix; check R-hat and ESS of ``share_one_item``).  ``cores``: chains run in parallel
+        to mix under the uniform prior; ``max(300, 10 * sum(c))`` with a :class:`FixedItems` prior,
+        :data:`FIXED_MOVES_PER_REPORT`; check R-hat and ESS of ``share_one_item``).  ``cores``: chains run in parallel
         processes (``forkserver``: the parent may hold numba or BLAS threads whose locks a fork
         would copy).  The step has no tuning: ``tune`` draws are run and discarded (burn-in).
         PyTensor compiles in the base class's strict mode (``_strict_sample_kwargs``: fast-math off),
@@ -514,7 +553,8 @@ class UserItemModel(KnowledgeModel):
         if isinstance(cores, bool) or not isinstance(cores, Integral) or cores < 1:
             raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
         lo, _ = self.n_range
-        moves = int(moves) if moves is not None else max(MIN_MOVES, MOVES_PER_REPORT * self.total)
+        per_report = FIXED_MOVES_PER_REPORT if isinstance(self.items_prior, FixedItems) else MOVES_PER_REPORT
+        moves = int(moves) if moves is not None else max(MIN_MOVES, per_report * self.total)
         h0 = start_histogram(self._c_sorted, lo)  # model_step.initial_histogram's, in O(m log m)
         with model:
             vars_ = [model["h"]] if self.n_known else [model["n"], model["h"]]

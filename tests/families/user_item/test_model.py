@@ -16,6 +16,8 @@ from scipy import stats
 
 from hybridpriv.core.random import rng as stream_rng
 
+from _support.matrices import chisquare_counts as _chisquare
+
 
 def _matrices(r, c):
     """Every binary matrix (rows in the given order) with row sums r and column sums c."""
@@ -99,29 +101,6 @@ def _observed(model, draws, seed):
         rows = [tuple(np.flatnonzero(mat[i].toarray()[0])) for i in range(mat.shape[0])]
         counts[(mat.shape[0], _canonical(rows))] += 1
     return counts
-
-
-def _chisquare(probs, counts, draws):
-    keys = sorted(probs)
-    extra = set(counts) - set(probs)
-    assert not extra, f"sampler produced states outside the target: {sorted(extra)[:3]}"
-    expected = np.array([probs[k] * draws for k in keys])
-    observed = np.array([counts.get(k, 0) for k in keys])
-    # pool rare states so every expected count is >= 5
-    order = np.argsort(expected)
-    e_sorted, o_sorted = expected[order], observed[order]
-    pooled_e, pooled_o, acc_e, acc_o = [], [], 0.0, 0
-    for e, o in zip(e_sorted, o_sorted):
-        acc_e += e
-        acc_o += o
-        if acc_e >= 5:
-            pooled_e.append(acc_e)
-            pooled_o.append(acc_o)
-            acc_e, acc_o = 0.0, 0
-    if acc_e > 0:
-        pooled_e[-1] += acc_e
-        pooled_o[-1] += acc_o
-    return stats.chisquare(pooled_o, pooled_e).pvalue, len(keys)
 
 
 @pytest.mark.parametrize(
@@ -343,5 +322,5 @@ def test_the_exchangeable_prior_is_uniform_over_labelled_row_sums():
     counts = Counter(tuple(post.histogram(ch, d).tolist()) for ch in range(2) for d in range(1500))
     p, states = _chisquare(probs, counts, 3000)
     assert states >= 3 and p > 1e-3, (p, counts, probs)
-    with pytest.raises(ValueError, match="items_prior must be None, 'negative-binomial', 'exchangeable' or a callable"):
+    with pytest.raises(ValueError, match="items_prior must be None, 'negative-binomial', 'exchangeable', 'mixture' or a callable"):
         UserItemModel(c, n, items_prior="flat")

@@ -1,0 +1,123 @@
+"""items_prior='mixture': the components' log pmfs against SciPy's negative binomial, the pooled posterior
+against an enumeration of every labelled row-sum vector, the pooling itself, and refusals."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from hybridpriv.core.model import ConvergenceError
+from hybridpriv.families.user_item.model_mixture import MIXTURE_DISPERSIONS, ItemsMixture, dispersion_log_pmf
+from hybridpriv.models import FixedItems, UserItemModel
+
+from _support.matrices import all_matrices, chisquare_counts as _chisquare
+
+
+@pytest.mark.parametrize("a", [0.25, 1.0, 4.0, 0.7])
+def test_a_components_log_pmf_is_scipys_negative_binomial_up_to_a_term_linear_in_k(a):
+    """The fixed total cancels p^k: SciPy's NB(a, p) log pmf at k = 1..m minus ours is affine in k, whatever p."""
+    m = 12
+    k = np.arange(1, m + 1)
+    ours = dispersion_log_pmf(m, a)
+    np.testing.assert_allclose(np.logaddexp.reduce(ours), 0.0, atol=1e-12)  # normalised over 1..m
+    for p in (0.2, 0.6):
+        diff = stats.nbinom.logpmf(k, a, p) - ours
+        np.testing.assert_allclose(np.diff(diff, 2), 0.0, atol=1e-9)
+        np.testing.assert_allclose(np.diff(diff)[0], np.log(1 - p), atol=1e-9)  # the slope is log(1 - p): p^k cancels
+    if a == 1.0:  # the exchangeable prior
+        np.testing.assert_allclose(ours, np.log(np.full(m, 1 / m)), atol=1e-12)
+
+
+def _mixture_law(c, n, dispersions, p=0.35):
+    """P(h) of the equal mixture, from all m^n labelled row-sum vectors with the column sums' total, each weighted
+    by the product of SciPy's NB(a, p) pmfs (truncated to 1..m: the truncation's constant cancels) and kept when
+    a matrix with margins (r, c) exists; then each component normalised."""
+    m, law = len(c), Counter()
+    feasible: dict = {}
+    for a in dispersions:
+        weights: Counter = Counter()
+        for r in itertools.product(range(1, m + 1), repeat=n):
+            if sum(r) != sum(c):
+                continue
+            key = tuple(sorted(r, reverse=True))
+            if key not in feasible:
+                feasible[key] = bool(all_matrices(key, c))
+            if feasible[key]:
+                weights[tuple(np.bincount(r, minlength=m + 1)[1:].tolist())] += float(np.prod(stats.nbinom.pmf(r, a, p)))
+        z = sum(weights.values())
+        for h, w in weights.items():
+            law[h] += w / z / len(dispersions)
+    return dict(law)
+
+
+def test_the_pooled_posterior_is_the_equal_mixture_of_the_components_laws():
+    """9,000 pooled draws (1,500 per chain, 2 chains, 3 components, 1,000 moves apart) against the enumerated
+    mixture law; and, to show the check has power, the same draws against one component's law alone."""
+    c, n = [4, 3, 2, 2, 1], 6
+    model = UserItemModel(c, n, items_prior="mixture")
+    post = model.fit(draws=1500, tune=200, chains=2, seed=21, moves=1000)
+    assert post.shape == (2, 4500)
+    counts = Counter(tuple(post.histogram(ch, d).tolist()) for ch in range(2) for d in range(4500))
+    p, states = _chisquare(_mixture_law(c, n, MIXTURE_DISPERSIONS), counts, 9000)
+    assert states >= 4 and p > 1e-3, (p, counts)
+    for one in (0.25, 4.0):  # a component's law alone (10% in total variation from the mixture's here) is refused;
+        p_one, _ = _chisquare(_mixture_law(c, n, (one,)), counts, 9000)  # the exchangeable law alone is only 1.2%
+        assert p_one < 1e-6, (one, p_one)  # away on a case this small (9 histograms), too close for 9,000 draws
+
+
+def test_the_pool_is_each_component_fitted_alone_one_after_another():
+    c, n = [30, 20, 12, 9, 7, 5, 3, 2], 45
+    post = UserItemModel(c, n, items_prior="mixture").fit(draws=80, tune=40, chains=2, seed=3)
+    disp = post.idata["posterior"]["items_dispersion"].values
+    from hybridpriv.core.random import stream
+
+    share = []
+    for j, (a, prior) in enumerate(zip(MIXTURE_DISPERSIONS, ItemsMixture(len(c)).components)):
+        seed = int(stream(3, "items-mixture", j).generate_state(1, np.uint32)[0])
+        alone = UserItemModel(c, n, items_prior=FixedItems(prior.log_pmf)).fit(draws=80, tune=40, chains=2, seed=seed)
+        np.testing.assert_array_equal(post._h[:, 80 * j:80 * (j + 1)], alone._h)
+        assert np.all(disp[:, 80 * j:80 * (j + 1)] == a)
+        share.append(alone._h[..., 0].mean() / n)
+    assert share[0] > share[1] > share[2], share  # heavier tails put more users at one item
+    # convergence and the summary name every component's variables; a refusal names the component
+    assert set(post.convergence) == {f"{v} (dispersion {a:g})" for v in ("share_one_item", "max_items")
+                                     for a in MIXTURE_DISPERSIONS}
+    assert list(post.summary().index)[:2] == ["share_one_item (dispersion 0.25)", "max_items (dispersion 0.25)"]
+    with pytest.raises(ConvergenceError, match=r"items prior dispersion 0.25\) did not converge"):
+        UserItemModel([60, 30, 20, 15, 12, 10, 9, 8, 7, 6], 90, items_prior="mixture").fit(
+            draws=4, tune=0, chains=4, seed=0, moves=1)
+
+
+def test_a_mixture_posterior_pickles_and_reads_back_from_its_saved_group():
+    import pickle
+
+    import xarray as xr
+
+    from hybridpriv.core.random import rng
+
+    model = UserItemModel([12, 8, 5, 3, 2], 15, items_prior="mixture")
+    post = model.fit(draws=30, tune=20, chains=2, seed=4)
+    back = pickle.loads(pickle.dumps(post))
+    saved = xr.DataTree.from_dict({"/posterior": post.idata["posterior"].to_dataset()})
+    again = model.posterior_class(model, saved, 4)
+    for other in (back, again):
+        for ch, d in ((0, 0), (1, 59), (0, 31)):
+            a = post.generate(ch, d, rng(0, "dataset", ch, d)).toarray()
+            np.testing.assert_array_equal(a, other.generate(ch, d, rng(0, "dataset", ch, d)).toarray())
+
+
+def test_mixture_refusals_name_the_parameter():
+    with pytest.raises(ValueError, match=r"items_prior='mixture' needs n \(the number of users\), got n in \[4, 9\]"):
+        UserItemModel([4, 2, 2, 1], None, items_prior="mixture")
+    with pytest.raises(ValueError, match="an ItemsMixture needs m = 4 .* got 5"):
+        UserItemModel([4, 2, 2, 1], 6, items_prior=ItemsMixture(5))
+    with pytest.raises(ValueError, match=r"dispersions must hold at least two different values, got \[1.0\]"):
+        ItemsMixture(4, (1.0,))
+    with pytest.raises(ValueError, match="dispersion must be a finite number > 0, got -1"):
+        ItemsMixture(4, (1.0, -1))
+    with pytest.raises(ValueError, match="on_unconverged must be 'raise', 'warn' or 'ignore', got 'no'"):
+        UserItemModel([4, 2, 2, 1], 6, items_prior="mixture").fit(draws=5, tune=0, on_unconverged="no")
