@@ -81,8 +81,8 @@ STARTS = ("random", "greedy")
 MOVES_PER_REPORT = 25
 MIN_MOVES = 300
 #: The same with a fixed items prior (:class:`FixedItems`: exchangeable, a mixture's components, a histogram):
-#: those chains mix faster than the uniform prior's.  Measured (``docs/user-item.md``, *Row-sum moves*): on
-#: five calibration truths and InstEval, 8-10 moves per report gave the bulk ESS of ``share_one_item``,
+#: those chains mix faster than the uniform prior's.  Measured (``docs/user-item.md``, *Row-sum moves with a fixed prior*): on
+#: four calibration truths and InstEval, 8-10 moves per report gave the bulk ESS of ``share_one_item``,
 #: ``max_items`` and the row sums' sum of squares that 25 gave (177-435 of 400 draws at 10, InstEval's
 #: heaviest component the lowest), in 40% of the time.
 FIXED_MOVES_PER_REPORT = 10
