@@ -134,7 +134,8 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes
             ax.axvline(float(rec), color="tab:green", ls="--", lw=1, label=f"recommended {dim} = {rec}")
         for xx, pb, hi in zip(x, d.p_best.values, d.risk_high.values):
             if pb > 0.005:
-                ax.annotate(f"{pb:.2f}", (xx, hi), xytext=(0, 4), textcoords="offset points", ha="center", fontsize=7)
+                ax.annotate(f"{pb:.2f}", (xx, hi), xytext=(0, 4), textcoords="offset points", ha="center", va="bottom",
+                            rotation=90, fontsize=7)  # upright: neighbouring k's labels would overlap side by side
         ax.set_xlabel(dim)
         ax.set_ylabel(f"expected {loss}")
         ax.set_title(title or f"Choosing {dim} (numbers above the band: P(best))")

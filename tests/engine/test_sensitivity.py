@@ -265,3 +265,25 @@ def test_figure_notes_are_wrapped_under_the_plot_and_add_to_its_height():
     assert warn.get_text().count("\n") == 2 and all(len(line) <= 110 for line in warn.get_text().split("\n"))
     assert warn.get_color() == "tab:red" and plan.get_color() == "0.15" and plan.get_text() == "two-stage plan: short"
     assert fig.get_figheight() == pytest.approx(plain.get_figheight() + 0.125 * 4 + 0.1)
+
+
+def test_p_best_labels_of_neighbouring_candidates_do_not_overlap():
+    """30 values of k, P(best) shared by four neighbours (the favorite-sites picture): their labels, side by
+    side before, overlapped; each label's box is measured on the drawn figure."""
+    from hybridpriv.report import plot_decision
+
+    k = np.arange(1, 31)
+    loss = 1e4 * (1 + 0.02 * (k - 7.5) ** 2)
+    pb = np.zeros(30)
+    pb[[5, 6, 7, 8]] = [0.33, 0.28, 0.35, 0.04]
+    dec = xr.Dataset({"expected_loss": ("k", loss), "risk_low": ("k", 0.8 * loss), "risk_high": ("k", 1.2 * loss),
+                      "mcse": ("k", 0.01 * loss), "p_best": ("k", pb)}, coords={"k": k},
+                     attrs={"candidate_dim": "k", "recommended": "7"})
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = plot_decision(dec)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    labels = [t for t in fig.axes[0].texts if t.get_text() in ("0.33", "0.28", "0.35", "0.04")]
+    assert len(labels) == 4
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(b.x0, b.x1) for b in boxes]
