@@ -81,9 +81,8 @@ def _pool(parts: list[Any], dispersions: tuple[float, ...]) -> xr.DataTree:
     dispersion of every draw as ``items_dispersion``."""
     datasets = []
     for post, a in zip(parts, dispersions):
-        ds = post.idata["posterior"].to_dataset() if hasattr(post.idata["posterior"], "to_dataset") \
-            else post.idata["posterior"]
-        ds = ds.drop_vars("log_f_items", errors="ignore")  # a constant per component, different between them
+        # log_f_items: a constant per component, different between them
+        ds = post.idata["posterior"].to_dataset().drop_vars("log_f_items", errors="ignore")
         datasets.append(ds.assign(items_dispersion=xr.full_like(ds["share_one_item"], a, dtype=float)))
     pooled = xr.concat(datasets, dim="draw", coords="minimal", compat="override", join="override")
     pooled = pooled.assign_coords(draw=np.arange(pooled.sizes["draw"]))
