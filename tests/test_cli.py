@@ -157,9 +157,12 @@ def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
     assert ds["recommended"].dtype.kind == "i" and f"recommended: k = {int(tree.attrs['recommended'])} " in out
     assert bool(ev.exact.all()) and ev.attrs["task"] == "ItemCounts(loss='squared')"
     post = tree["posterior"].to_dataset()  # as PyMC wrote it: the row-sum draws
-    from hybridpriv.families.user_item.spec import MIN_DRAWS_PER_CHAIN
+    from hybridpriv.families.user_item.spec import MIN_DRAWS_PER_CHAIN, MIXTURE_COMPONENTS
 
-    assert "h" in post and post.sizes["draw"] == MIN_DRAWS_PER_CHAIN  # 100 datasets over 2 chains: the floor
+    # 100 datasets over 2 chains: the floor of draws, in each of the mixture's components (pooled one after another)
+    assert "h" in post and post.sizes["draw"] == MIXTURE_COMPONENTS * MIN_DRAWS_PER_CHAIN
+    assert sorted(np.unique(post["items_dispersion"].values)) == [0.25, 1.0, 4.0] and "log_f_items" not in post
+    assert post.attrs["items_prior"].startswith("mixture, equal weights: the draws of dispersion 0.25, 1, 4")
     assert ev.sizes["chain"] * ev.sizes["draw"] == 100  # the datasets are spread over the draws
     assert float(ds.p_best.sum()) == pytest.approx(1.0)
     assert (tmp_path / "selection.png").stat().st_size > 10_000

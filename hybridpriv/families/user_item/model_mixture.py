@@ -82,10 +82,12 @@ def _pool(parts: list[Any], dispersions: tuple[float, ...]) -> xr.DataTree:
     datasets = []
     for post, a in zip(parts, dispersions):
         # log_f_items: a constant per component, different between them
-        ds = post.idata["posterior"].to_dataset().drop_vars("log_f_items", errors="ignore")
+        ds = post.idata["posterior"].to_dataset().drop_vars(["log_f_items", "log_f_items_dim_0"], errors="ignore")
         datasets.append(ds.assign(items_dispersion=xr.full_like(ds["share_one_item"], a, dtype=float)))
     pooled = xr.concat(datasets, dim="draw", coords="minimal", compat="override", join="override")
     pooled = pooled.assign_coords(draw=np.arange(pooled.sizes["draw"]))
+    pooled.attrs["items_prior"] = (f"mixture, equal weights: the draws of dispersion {', '.join(f'{a:g}' for a in dispersions)}"
+                                   f" one after another ({datasets[0].sizes['draw']} per chain each; items_dispersion)")
     return xr.DataTree.from_dict({"/posterior": pooled})
 
 
