@@ -94,3 +94,14 @@ def test_the_spec_default_is_the_models():
 
     assert spec_useritem.TRADES_PER_ROW == TRADES_PER_ROW
     assert next(k for k in spec_useritem.TOP.keys if k.name == "trades_per_row").default == TRADES_PER_ROW
+
+
+def test_the_specs_copies_of_the_models_constants_agree():
+    """The SPEC module keeps copies (importing the model loads PyMC) for its size guards: they must not drift."""
+    from hybridpriv.families.user_item import model, model_mixture
+    from hybridpriv.families.user_item import spec as spec_useritem
+
+    assert spec_useritem.BLOCK == model.BLOCK
+    assert (spec_useritem.MOVES_PER_REPORT, spec_useritem.MIN_MOVES) == (model.MOVES_PER_REPORT, model.MIN_MOVES)
+    assert spec_useritem.FIXED_MOVES_PER_REPORT == model.FIXED_MOVES_PER_REPORT
+    assert spec_useritem.MIXTURE_COMPONENTS == len(model_mixture.MIXTURE_DISPERSIONS)
