@@ -279,6 +279,8 @@ def test_p_best_labels_of_neighbouring_candidates_do_not_overlap():
     dec = xr.Dataset({"expected_loss": ("k", loss), "risk_low": ("k", 0.8 * loss), "risk_high": ("k", 1.2 * loss),
                       "mcse": ("k", 0.01 * loss), "p_best": ("k", pb)}, coords={"k": k},
                      attrs={"candidate_dim": "k", "recommended": "7"})
+    import itertools
+
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     fig = plot_decision(dec)
@@ -286,4 +288,4 @@ def test_p_best_labels_of_neighbouring_candidates_do_not_overlap():
     labels = [t for t in fig.axes[0].texts if t.get_text() in ("0.33", "0.28", "0.35", "0.04")]
     assert len(labels) == 4
     boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
-    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), [(b.x0, b.x1) for b in boxes]
+    assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [(b.x0, b.x1) for b in boxes]

@@ -117,7 +117,7 @@ def fit_mixture(model: Any, mixture: ItemsMixture, draws: int, tune: int, chains
                           advice=post.convergence_advice)
         convergence.update({f"{k} ({label})": v for k, v in post.convergence.items()})
         s = post.summary()
-        summaries.append(s.rename(index=lambda name: f"{name} ({label})"))
+        summaries.append(s.rename(index={name: f"{name} ({label})" for name in s.index}))
         parts.append(post)
     posterior = model.posterior_class(model, _pool(parts, mixture.dispersions), seed)
     posterior.convergence = convergence

@@ -236,12 +236,12 @@ def build(v: Config):
         return {k: ContributionBoundedCounts(k, eps) for k in range(top + 1, min(model.m, 2 * top) + 1)}
 
     n_text = f"{lo}" if lo == hi else f"{lo}..{hi}"
+    mixture = (": negative binomials of dispersion " + ", ".join(f"{a:g}" for a in model.items_prior.dispersions)
+               + ", equal weights") if prior == "mixture" else ""
     auto = f" (auto: n is {'given' if prior == 'mixture' else 'not given'})" if v.items_prior == "auto" else ""
     header = [f"m = {model.m} items, {int(v.column_sums.sum())} reports, n = {n_text} users, "
               f"epsilon = {eps:g}, k = {v.k[0]}..{v.k[-1]}, loss = {v.loss}",
-              f"items per user: {prior} prior{auto}"
-              + (": negative binomials of dispersion " + ", ".join(f"{a:g}" for a in model.items_prior.dispersions)
-                 + ", equal weights" if prior == "mixture" else "")]
+              f"items per user: {prior} prior{auto}" + mixture]
     return Problem(
         kind="user-item", description=v.description, model=model, candidates=candidates,
         task=ItemCounts(v.loss), dim="k", requirements={"users": Guarantee(eps, 0.0, "add-remove")},
