@@ -45,3 +45,21 @@ def chisquare_counts(probs, counts, draws):
         pooled_e[-1] += acc_e
         pooled_o[-1] += acc_o
     return stats.chisquare(pooled_o, pooled_e).pvalue, len(keys)
+
+
+def labelled_row_sum_law(c, n, weight):
+    """P(h) over row-sum histograms ``h`` (``h[k-1]`` users with k items) from every labelled vector ``r`` in
+    ``{1..m}^n`` with ``sum(r) = sum(c)``, each weighted by ``weight(r)`` and kept when a binary matrix with margins
+    ``(r, c)`` exists (brute force: :func:`all_matrices`); normalised."""
+    m, law, feasible = len(c), {}, {}
+    for r in itertools.product(range(1, m + 1), repeat=n):
+        if sum(r) != sum(c):
+            continue
+        key = tuple(sorted(r, reverse=True))
+        if key not in feasible:
+            feasible[key] = bool(all_matrices(key, c))
+        if feasible[key]:
+            h = tuple(np.bincount(r, minlength=m + 1)[1:].tolist())
+            law[h] = law.get(h, 0.0) + float(weight(r))
+    z = sum(law.values())
+    return {h: w / z for h, w in law.items()}

@@ -16,7 +16,7 @@ from scipy import stats
 
 from hybridpriv.core.random import rng as stream_rng
 
-from _support.matrices import chisquare_counts as _chisquare
+from _support.matrices import chisquare_counts as _chisquare, labelled_row_sum_law
 
 
 def _matrices(r, c):
@@ -301,21 +301,8 @@ def test_a_fixed_items_prior_gives_the_iid_row_sum_law_restricted_to_feasibility
 def test_the_exchangeable_prior_is_uniform_over_labelled_row_sums():
     """items_prior='exchangeable': every feasible vector of the labelled users' row sums equally likely.  Counted
     here by enumerating all 4^6 labelled vectors (not by the multinomial formula the model uses)."""
-    import itertools
-
     c, n = [4, 2, 2, 1], 6
-    counts_h: Counter = Counter()
-    feasible: dict = {}
-    for r in itertools.product(range(1, 5), repeat=n):
-        if sum(r) != sum(c):
-            continue
-        key = tuple(sorted(r, reverse=True))
-        if key not in feasible:
-            feasible[key] = bool(_matrices(key, c))
-        if feasible[key]:
-            counts_h[tuple(np.bincount(r, minlength=len(c) + 1)[1:].tolist())] += 1
-    z = sum(counts_h.values())
-    probs = {h: k / z for h, k in counts_h.items()}
+    probs = labelled_row_sum_law(c, n, lambda r: 1.0)
     model = UserItemModel(c, n, items_prior="exchangeable")
     np.testing.assert_allclose(model.items_prior.log_pmf, np.log(np.full(4, 0.25)))
     post = model.fit(draws=1500, tune=200, chains=2, seed=12, moves=1000)

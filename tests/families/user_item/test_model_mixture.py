@@ -3,7 +3,6 @@ against an enumeration of every labelled row-sum vector, the pooling itself, and
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 
 import numpy as np
@@ -14,7 +13,7 @@ from hybridpriv.core.model import ConvergenceError
 from hybridpriv.families.user_item.model_mixture import MIXTURE_DISPERSIONS, ItemsMixture, dispersion_log_pmf
 from hybridpriv.models import FixedItems, UserItemModel
 
-from _support.matrices import all_matrices, chisquare_counts as _chisquare
+from _support.matrices import chisquare_counts as _chisquare, labelled_row_sum_law
 
 
 @pytest.mark.parametrize("a", [0.25, 1.0, 4.0, 0.7])
@@ -35,22 +34,11 @@ def test_a_components_log_pmf_is_scipys_negative_binomial_up_to_a_term_linear_in
 def _mixture_law(c, n, dispersions, p=0.35):
     """P(h) of the equal mixture, from all m^n labelled row-sum vectors with the column sums' total, each weighted
     by the product of SciPy's NB(a, p) pmfs (truncated to 1..m: the truncation's constant cancels) and kept when
-    a matrix with margins (r, c) exists; then each component normalised."""
-    m, law = len(c), Counter()
-    feasible: dict = {}
+    a matrix with margins (r, c) exists; each component normalised, then averaged."""
+    law: Counter = Counter()
     for a in dispersions:
-        weights: Counter = Counter()
-        for r in itertools.product(range(1, m + 1), repeat=n):
-            if sum(r) != sum(c):
-                continue
-            key = tuple(sorted(r, reverse=True))
-            if key not in feasible:
-                feasible[key] = bool(all_matrices(key, c))
-            if feasible[key]:
-                weights[tuple(np.bincount(r, minlength=m + 1)[1:].tolist())] += float(np.prod(stats.nbinom.pmf(r, a, p)))
-        z = sum(weights.values())
-        for h, w in weights.items():
-            law[h] += w / z / len(dispersions)
+        for h, q in labelled_row_sum_law(c, n, lambda r, a=a: np.prod(stats.nbinom.pmf(r, a, p))).items():
+            law[h] += q / len(dispersions)
     return dict(law)
 
 
