@@ -102,6 +102,10 @@ def _figure(ax, size: tuple[float, float]):
     return fig, fig.add_subplot()
 
 
+#: Height (inches) of the strip under a categorical selection plot that holds its legend.
+LEGEND_STRIP = 0.3
+
+
 def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes: Sequence[str] = ()):
     """Expected loss of every candidate with its 5-95% interval over datasets, ±2 MC s.e. and P(best).
 
@@ -160,10 +164,16 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes
             ax.set_xscale("log")
         ax.set_xlabel(f"{loss}" + (" (log scale)" if ax.get_xscale() == "log" else ""))
         ax.set_title(title or f"Mechanism selection: recommended {rec}")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.3 / n), ncol=3, fontsize=8, frameon=False)
-    if blocks:
-        height = fig.get_figheight()
-        fig.tight_layout(rect=(0, extra / height, 1, 1))
+    height = fig.get_figheight()
+    # categorical: the legend in a strip of its own under the axis label, just above the notes (placed in the axes'
+    # coordinates it floated half an inch below the label, and the notes as far below it)
+    strip = LEGEND_STRIP if not numeric else 0.0
+    if not numeric:
+        handles, names = ax.get_legend_handles_labels()
+        fig.legend(handles, names, loc="lower center", bbox_to_anchor=(0.5, (extra + 0.02) / height), ncol=3,
+                   fontsize=8, frameon=False)
+    if blocks or strip:
+        fig.tight_layout(rect=(0, (extra + strip) / height, 1, 1))
         y = 0.05 / height  # from the bottom up: the last note lowest; warnings in red
         for block, note in reversed(list(zip(blocks, notes))):
             fig.text(0.01, y, "\n".join(block), fontsize=7, va="bottom", ha="left", family="monospace",

@@ -289,3 +289,30 @@ def test_p_best_labels_of_neighbouring_candidates_do_not_overlap():
     assert len(labels) == 4
     boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
     assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [(b.x0, b.x1) for b in boxes]
+
+
+def test_a_categorical_figures_legend_sits_between_its_axis_label_and_its_notes():
+    """The legend, placed in the axes' coordinates before, floated half an inch below the axis label and as far
+    above the notes; now in its own strip: under the label, above the notes, with no more than 0.3 inch gaps."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from hybridpriv.report import plot_decision
+
+    names = [f"estimator-{i}" for i in range(8)]
+    dec = xr.Dataset({"expected_loss": ("estimator", np.arange(1.0, 9.0)), "risk_low": ("estimator", np.arange(0.5, 8.5)),
+                      "risk_high": ("estimator", np.arange(2.0, 10.0)), "mcse": ("estimator", np.full(8, 0.1)),
+                      "p_best": ("estimator", [0.6, 0.4, 0, 0, 0, 0, 0, 0])}, coords={"estimator": names},
+                     attrs={"candidate_dim": "estimator", "recommended": "estimator-0"})
+    for notes in ([], ["two-stage plan: " + "a note " * 30]):
+        fig = plot_decision(dec, notes=notes)
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()  # as savefig does: the legend's place is settled when it is drawn
+        renderer, dpi = canvas.get_renderer(), fig.dpi
+        label = fig.axes[0].xaxis.label.get_window_extent(renderer)
+        legend = fig.legends[0] if fig.legends else fig.axes[0].get_legend()  # wherever it is placed
+        box = legend.get_window_extent(renderer)
+        assert box.y1 <= label.y0 and label.y0 - box.y1 < 0.3 * dpi, (label.y0, box.y1)
+        if notes:
+            (note,) = fig.texts
+            top = note.get_window_extent(renderer).y1
+            assert top <= box.y0 and box.y0 - top < 0.3 * dpi, (top, box.y0)
