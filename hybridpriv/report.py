@@ -115,6 +115,7 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes
     two-stage plan), wrapped; on a new figure they add to its height.  Draws on ``ax`` if given, else on a
     new figure; returns the figure (save it with ``fig.savefig(path)``).
     """
+    own = ax is None  # a figure of its own: its legend strip and notes are laid out here
     blocks = [textwrap.wrap(str(note), 110, subsequent_indent="    ") for note in notes]
     extra = 0.125 * sum(len(b) for b in blocks) + (0.1 if blocks else 0.0)
     dim = decision.attrs.get("candidate_dim", decision["expected_loss"].dims[0])
@@ -167,11 +168,15 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes
     height = fig.get_figheight()
     # categorical: the legend in a strip of its own under the axis label, just above the notes (placed in the axes'
     # coordinates it floated half an inch below the label, and the notes as far below it)
-    strip = LEGEND_STRIP if not numeric else 0.0
-    if not numeric:
+    # (on a caller's axes, under those axes, as before: the caller's figure may hold other plots)
+    strip = LEGEND_STRIP if not numeric and own else 0.0
+    if strip:
         handles, names = ax.get_legend_handles_labels()
         fig.legend(handles, names, loc="lower center", bbox_to_anchor=(0.5, (extra + 0.02) / height), ncol=3,
                    fontsize=8, frameon=False)
+    elif not numeric:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14 - 0.3 / len(values)), ncol=3, fontsize=8,
+                  frameon=False)
     if blocks or strip:
         fig.tight_layout(rect=(0, (extra + strip) / height, 1, 1))
         y = 0.05 / height  # from the bottom up: the last note lowest; warnings in red
