@@ -23,11 +23,11 @@ example: $(BIN)/hybridpriv
 # 6% faster on the Wang tests).
 ONE_THREAD := OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 test: $(BIN)/hybridpriv
-	$(ONE_THREAD) $(BIN)/python -m pytest -n 2 -q -m "slow or not slow"
+	$(ONE_THREAD) $(BIN)/python -m pytest -n 2 --dist worksteal -q -m "slow or not slow"
 
 # The fast inner loop: every test not marked slow (@pytest.mark.slow / pytestmark in the test files).
 test-fast: $(BIN)/hybridpriv
-	$(ONE_THREAD) $(BIN)/python -m pytest -n 2 -q
+	$(ONE_THREAD) $(BIN)/python -m pytest -n 2 --dist worksteal -q
 
 clean:
 	rm -rf $(VENV) $(OUT)
