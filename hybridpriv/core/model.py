@@ -38,7 +38,7 @@ from .params import Parametrized, describe
 from .random import check_seed, stream
 
 __all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel", "Posterior", "RHAT_FAIL",
-           "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "sampling_mode"]
+           "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "judge_convergence", "sampling_mode"]
 
 #: A posterior with a larger R-hat is refused: its datasets would not reflect the knowledge.
 RHAT_FAIL = 1.1
@@ -191,6 +191,17 @@ def check_convergence(
         r = np.where(np.isfinite(r), r, np.inf)
         e = np.where(np.isfinite(e), e, 1.0)
         out[name] = {"r_hat": float(r.max()), "ess_bulk": float(e.min())}
+    return judge_convergence(out, on_fail, what, rhat_fail, advice, ess_fail, stacklevel=4)
+
+
+def judge_convergence(out: dict[str, dict[str, float]], on_fail: str = "raise",
+                      what: str = "the model of public knowledge", rhat_fail: float = RHAT_FAIL,
+                      advice: str = "raise draws (--draws) and fit.tune, or check the knowledge for contradictions",
+                      ess_fail: float = ESS_FAIL, stacklevel: int = 3) -> dict[str, dict[str, float]]:
+    """:func:`check_convergence`'s verdict on diagnostics already computed (``{variable: {"r_hat", "ess_bulk"}}``):
+    refuse (:class:`ConvergenceError`), warn or pass, naming the worst variable; returns ``out``."""
+    if on_fail not in ("raise", "warn", "ignore"):
+        raise ValueError(f"on_fail (on_unconverged) must be 'raise', 'warn' or 'ignore', got {on_fail!r}")
     if not out or on_fail == "ignore":
         return out
     worst = max(out, key=lambda k: out[k]["r_hat"])
@@ -202,10 +213,10 @@ def check_convergence(
         msg = f"{what} did not converge ({problem}): its simulated datasets would not reflect the knowledge; {advice}"
         if on_fail == "raise":
             raise ConvergenceError(msg)
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+        warnings.warn(msg, ConvergenceWarning, stacklevel=stacklevel)
     elif r > RHAT_WARN and on_fail == "warn":
         warnings.warn(f"{what}: R-hat of {worst} = {r:.3f} > {RHAT_WARN}; consider: {advice}",
-                      ConvergenceWarning, stacklevel=3)
+                      ConvergenceWarning, stacklevel=stacklevel)
     return out
 
 

@@ -244,13 +244,14 @@ class UserItemPosterior(Posterior):
         names += ["log_mu_items", "alpha_items"]
         self.convergence_vars = tuple(v for v in names if v in post)
         self._described: dict[str, Any] | None = None
+        #: A mixture's per-component summaries (set by its fit; ``None`` otherwise).
+        self.component_summaries: Any = None
 
     def summary(self, var_names: Sequence[str] | None = None, **kwargs: Any) -> Any:
         """The base class's; a mixture's (``items_prior="mixture"``) is every component's, each variable named
         with its component (R-hat over pooled components would mix nothing)."""
-        pooled = self.__dict__.get("component_summaries")
-        if pooled is not None and var_names is None and not kwargs:
-            return pooled
+        if self.component_summaries is not None and var_names is None and not kwargs:
+            return self.component_summaries
         return super().summary(var_names, **kwargs)
 
     def histogram(self, chain: int, draw: int) -> np.ndarray:

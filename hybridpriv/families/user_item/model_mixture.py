@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import gammaln
 
-from ...core.model import check_convergence
+from ...core.model import judge_convergence
 from ...core.random import stream
 
 __all__ = ["MIXTURE_DISPERSIONS", "ItemsMixture", "dispersion_log_pmf", "fit_mixture"]
@@ -112,7 +112,7 @@ def fit_mixture(model: Any, mixture: ItemsMixture, draws: int, tune: int, chains
         post = sub.fit(draws=draws, tune=tune, chains=chains, seed=sub_seed, progressbar=progressbar,
                        on_unconverged="ignore", **sample_kwargs)
         label = mixture.label(j)
-        check_convergence(post.idata, post.convergence_vars, on_unconverged,
+        judge_convergence(post.convergence, on_unconverged,  # the diagnostics its fit computed
                           what=f"the {type(model).__name__} of public knowledge (items prior {label})",
                           advice=post.convergence_advice)
         convergence.update({f"{k} ({label})": v for k, v in post.convergence.items()})
