@@ -138,15 +138,21 @@ CANDIDATES = Table((
 MODEL = Table((
     Key("shift_sd", number(0.0, strict=True), 1.0, doc="prior sd of the private column means, in public sds"),
     Key("log_scale_sd", number(0.0, strict=True), 0.5, doc="prior sd of log(private sd / public sd) per column"),
-    Key("coef_sd", number(0.0, strict=True), 1.0, doc="prior sd of private minus public logistic coefficients"),
+    Key("coef_sd", number(0.0, strict=True), 1.0,
+        doc="prior sd of private minus public logistic coefficients, when they differ"),
+    Key("shared_prior", number(0.0, maximum=1.0), 0.5,
+        doc="prior probability that the outcome depends on the covariates as in the public records "
+            "(the published outcome rate updates it; 1: only the covariates shift; 0: always different)"),
     Key("order_datasets", integer(1, 10_000), 20, doc="simulated datasets that order the public points"),
 ), doc="the model of public knowledge (WangPrivateModel)")
 
 FIT = fit_table()
 
 EVALUATION = Table((
+    # criterion "regret": on the calibration's 33 truths the mean regret 26% -> 21% and 9 -> 6 truths above 25%
+    # (docs/calibration.md): public-only's heavy right tail no longer outweighs how often it is best
     *run_keys(100, 10, draws_doc="simulated private datasets", trials_doc="releases per dataset and candidate",
-              max_trials=100_000),
+              max_trials=100_000, criterion="regret"),
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
@@ -366,7 +372,8 @@ def build(v: Config):
     try:
         summaries = _summaries(v, layout.center, layout.scale)
         model = SpecWangModel(Z, v.public["y"], summaries, layout, shift_sd=mo.shift_sd,
-                              log_scale_sd=mo.log_scale_sd, coef_sd=mo.coef_sd, seed=ev.seed)
+                              log_scale_sd=mo.log_scale_sd, coef_sd=mo.coef_sd, shared_prior=mo.shared_prior,
+                              seed=ev.seed)
         contrast = _contrast(v)
         task = PredictionError(contrast) if layout.logistic else ParameterError(contrast)
     except (TypeError, ValueError) as exc:

@@ -144,7 +144,8 @@ def test_public_fit_is_the_penalised_mle(public):
 def test_one_fit_and_one_convergence_check(public):
     assert isinstance(WangPrivateModel(*public, PublishedSummaries(100)), KnowledgeModel)
     post = WangPrivateModel(*public, PublishedSummaries(300), rate_draws=100, seed=1).fit(seed=2, **FIT)
-    assert set(post.convergence) == {"shift", "log_scale", "theta"}
+    # with the default mixture the drawn indicator of "the same outcome law" is checked too (test_wang_same_law.py)
+    assert set(post.convergence) == {"shift", "log_scale", "theta", "same_law"}
     assert post.max_rhat < 1.1 and all(v["ess_bulk"] > 20 for v in post.convergence.values())
     assert post.shape == (2, 150) and post.seed == 2
     # far too few draws (10 tuning steps, 20 draws in all, so a bulk ESS <= 20): refused, naming the worst variable

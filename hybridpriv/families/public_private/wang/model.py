@@ -69,20 +69,26 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import optimize, special
 
-from ....core.privacy import check_integer, check_positive, check_real_array
+from ....core.privacy import check_finite, check_integer, check_positive, check_real_array
 from ....core.random import rng as stream_rng
 from ....core.model import KnowledgeModel, Posterior
 
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
+    "SHARED_PRIOR",
     "PublishedSummaries",
     "WangPosterior",
     "WangPrivateModel",
     "fit_kept",
     "logistic_fit",
+    "resolve_same_law",
     "smoothing_bandwidth",
     "weight_order",
 ]
+
+#: Prior probability that the private cohort's outcome law is the public sample's (``WangPrivateModel.shared_prior``):
+#: undecided, so that the published outcome rate decides.
+SHARED_PRIOR = 0.5
 
 #: Standard deviation of the weak Normal prior on the public logistic coefficients (standardised
 #: covariates); also the ridge of the public fit, so perfectly separable public data stay finite.
@@ -198,6 +204,28 @@ class PublishedSummaries:
         return cls(X.shape[0], X.mean(axis=0), X.var(axis=0, ddof=1), rate)
 
 
+def resolve_same_law(idata: Any, seed: int) -> Any:
+    """The draws of a mixture model (``0 < shared_prior < 1``) with its indicator drawn.
+
+    Each draw's indicator ``same_law`` is Bernoulli(``p_same = sigmoid(same_logodds)``), the posterior probability
+    that the private outcome law is the public sample's given the draw's parameters (the likelihood marginalised
+    it out), with uniforms of stream ``("same-law",)`` of ``seed`` (the fit's).  A ``same_law`` draw's ``theta`` is
+    its ``theta_public``; ``theta_differ`` keeps every draw's ``theta_public + coef_sd * delta``.
+    """
+    import xarray as xr
+
+    post = idata["posterior"].to_dataset()
+    logodds = post["same_logodds"].transpose("chain", "draw")
+    p_same = 1.0 / (1.0 + np.exp(-logodds.clip(-700, 700)))
+    same = stream_rng(seed, "same-law").random(p_same.shape) < p_same.values
+    is_same = xr.DataArray(same, dims=p_same.dims, coords=p_same.coords)
+    out = post.assign(theta_differ=post["theta"], theta=xr.where(is_same, post["theta_public"], post["theta"]),
+                      same_law=(p_same.dims, same.astype(float)), p_same=p_same)
+    tree = idata.copy()
+    tree["posterior"] = xr.DataTree(out)
+    return tree
+
+
 class WangPosterior(Posterior):
     """A fitted :class:`WangPrivateModel`: a source of ``"public-private"`` datasets.
 
@@ -217,6 +245,9 @@ class WangPosterior(Posterior):
     convergence_vars = ("shift", "log_scale", "theta")
 
     def __init__(self, spec: WangPrivateModel, idata: Any, seed: int = 0) -> None:
+        if "same_logodds" in idata["posterior"].data_vars and "same_law" not in idata["posterior"].data_vars:
+            idata = resolve_same_law(idata, seed)
+            self.convergence_vars = (*type(self).convergence_vars, "same_law")
         super().__init__(spec, idata, seed)
         self.spec = spec
         post = idata["posterior"]
@@ -225,6 +256,11 @@ class WangPosterior(Posterior):
         self.shift = stack("shift").reshape(c * d, -1)
         self.log_scale = stack("log_scale").reshape(c * d, -1)
         self.theta = stack("theta").reshape(c * d, -1)
+        #: Per draw (chain-major), with ``0 < shared_prior < 1`` (else ``None``): the posterior probability that the
+        #: outcome law is the public sample's given the draw's parameters, and the indicator drawn from it
+        #: (:func:`resolve_same_law`).
+        self.p_same = stack("p_same").reshape(c * d) if "p_same" in post.data_vars else None
+        self.same_law = stack("same_law").reshape(c * d) > 0 if "same_law" in post.data_vars else None
         points = np.column_stack([spec.public_X, spec.public_y])
         points.flags.writeable = False
         self._public_points = points
@@ -344,7 +380,12 @@ class WangPrivateModel(KnowledgeModel):
         Prior sd of the log ratio of private to public covariate standard deviations.
     coef_sd
         Prior sd of the difference between private and public logistic coefficients (standardised
-        covariates, intercept included).
+        covariates, intercept included), when they differ.
+    shared_prior
+        Prior probability that the private outcome depends on the covariates exactly as the public one
+        does (``theta = theta_public``: only the covariates shift); otherwise ``theta`` differs by
+        ``coef_sd``.  Default :data:`SHARED_PRIOR`; ``0`` is the model before 2026-11-28 (always
+        different, as the Wang study's recorded numbers use), ``1`` the covariate-shift assumption alone.
     rate_draws
         ``R``, the number of fixed smoothed-bootstrap covariate draws averaged for the model's
         outcome rate.
@@ -376,6 +417,7 @@ class WangPrivateModel(KnowledgeModel):
         shift_sd: float = 1.0,
         log_scale_sd: float = 0.5,
         coef_sd: float = 1.0,
+        shared_prior: float = SHARED_PRIOR,
         rate_draws: int = 1000,
         seed: int = 0,
     ) -> None:
@@ -395,6 +437,9 @@ class WangPrivateModel(KnowledgeModel):
         self.shift_sd = check_positive(shift_sd, "shift_sd")
         self.log_scale_sd = check_positive(log_scale_sd, "log_scale_sd")
         self.coef_sd = check_positive(coef_sd, "coef_sd")
+        self.shared_prior = check_finite(shared_prior, "shared_prior")
+        if not 0.0 <= self.shared_prior <= 1.0:
+            raise ValueError(f"shared_prior must be a probability in [0, 1], got {shared_prior!r}")
         self.rate_draws = check_integer(rate_draws, "rate_draws", 10)
         self.seed = check_integer(seed, "seed", 0)
         self.public_X, self.public_y, self.summaries = X, y, summaries
@@ -450,14 +495,34 @@ class WangPrivateModel(KnowledgeModel):
             theta_public = pm.Normal("theta_public", 0.0, PUBLIC_FIT_PRIOR_SD, dims="coef")
             chol = np.linalg.cholesky(self.theta_public_cov)
             pm.MvNormal("public_fit", mu=theta_public, chol=chol, observed=self.theta_public_hat, dims="coef")
-            delta = pm.Normal("delta", 0.0, 1.0, dims="coef")
-            theta = pm.Deterministic("theta", theta_public + self.coef_sd * delta, dims="coef")
+            pi = self.shared_prior
+            if pi == 1.0:  # the outcome law is the public sample's: nothing to shift
+                theta = pm.Deterministic("theta", theta_public + 0.0, dims="coef")
+            else:
+                delta = pm.Normal("delta", 0.0, 1.0, dims="coef")
+                theta = pm.Deterministic("theta", theta_public + self.coef_sd * delta, dims="coef")
+            mixture = 0.0 < pi < 1.0
+            log_odds = math.log(pi) - math.log1p(-pi) if mixture else 0.0
             if s.outcome_rate is not None:
                 r = s.outcome_rate
                 z = shift[None, :] + scale[None, :] * self.rate_U
-                rate = pm.Deterministic("rate", pt.mean(pm.math.sigmoid(theta[0] + pt.dot(z, theta[1:]))))
+
+                def rate_of(th: Any) -> Any:
+                    return pt.mean(pm.math.sigmoid(th[0] + pt.dot(z, th[1:])))
+
+                rate = pm.Deterministic("rate", rate_of(theta))
                 sd = math.sqrt(r * (1 - r) * (1.0 / n + 1.0 / self.rate_draws))
-                pm.Normal("published_rate", mu=rate, sigma=sd, observed=r)
+                if mixture:
+                    # the indicator "same outcome law" marginalised out: log(pi L_same + (1 - pi) L_differ)
+                    ll_same = pm.logp(pm.Normal.dist(rate_of(theta_public), sd), r)
+                    ll_differ = pm.logp(pm.Normal.dist(rate, sd), r)
+                    pm.Potential("published_rate",
+                                 pm.math.logaddexp(math.log(pi) + ll_same, math.log1p(-pi) + ll_differ))
+                    pm.Deterministic("same_logodds", log_odds + ll_same - ll_differ)
+                else:
+                    pm.Normal("published_rate", mu=rate, sigma=sd, observed=r)
+            elif mixture:  # nothing published about the outcome: the indicator keeps its prior
+                pm.Deterministic("same_logodds", pt.zeros_like(shift[0]) + log_odds)
         return model
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
