@@ -278,17 +278,20 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
 
 
 def _warned(selection) -> dict[str, Any]:
-    """What the selection's sensitivity check found: ``warned``, the assumptions whose warning it printed
-    (comma-separated; "" for none, or where the family declares no assumption: what the calibration counts against
-    the truths with a large regret), and over its assumptions the smallest share of a scale at which the
+    """What the selection's sensitivity check found: ``warned``, the assumptions whose warning it printed and the
+    model's alternatives (branches, :mod:`hybridpriv.engine.branches`) whose warning it printed (comma-separated; ""
+    for none: what the calibration counts against the truths with a large regret), and over its assumptions the smallest share of a scale at which the
     recommendation flips (``flip_share``) and the largest expected-loss excess within the warning share
     (``flip_worst``), from which another threshold's warnings can be recounted (NaN without assumptions)."""
+    from .engine.branches import branch_warnings
     from .engine.sensitivity import warnings_of
 
+    # a branch named once, though both of its alternatives may warn
+    alternatives = [] if selection.branches is None else list(dict.fromkeys(b for b, _ in branch_warnings(selection.branches)))
     if selection.sensitivity is None:
-        return {"warned": "", "flip_share": np.nan, "flip_worst": np.nan}
+        return {"warned": ", ".join(alternatives), "flip_share": np.nan, "flip_worst": np.nan}
     rule = warnings_of(selection.sensitivity, str(selection.decision.attrs["recommended"]))
-    return {"warned": ", ".join(a for a, r in rule.items() if r["warns"]),
+    return {"warned": ", ".join([*(a for a, r in rule.items() if r["warns"]), *alternatives]),
             "flip_share": min(r["flip"] for r in rule.values()), "flip_worst": max(r["worst"] for r in rule.values())}
 
 

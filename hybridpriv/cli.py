@@ -191,6 +191,7 @@ def _select(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message="the model of public knowledge cannot reproduce")
         warnings.filterwarnings("ignore", message="family = auto: ")
         warnings.filterwarnings("ignore", message="the recommendation flips when")  # printed after the table
+        warnings.filterwarnings("ignore", message="if .* of the model's datasets")  # so are the branches' warnings
         engine = Engine(client=client, checkpoint=args.resume, chunk_size=args.chunk_size, progress=True)
         result = run_selection(problem, engine, log=lambda line: print(line, flush=True))
         dask = describe_client(client)
@@ -204,6 +205,10 @@ def _select(args: argparse.Namespace) -> int:
     for line in result.sensitivity_lines():
         print(line)
     if result.sensitivity is not None:
+        print()
+    for line in result.branch_lines():
+        print(line)
+    if result.branches is not None:
         print()
     for line in result.plan_lines():
         print(line)

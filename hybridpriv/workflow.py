@@ -135,6 +135,9 @@ class Selection:
     #: The decision again with the data departed from each of the model's assumptions
     #: (:func:`hybridpriv.engine.sensitivity.sensitivity`), or ``None``.
     sensitivity: xr.Dataset | None = None
+    #: The decision again within each alternative the model draws (:func:`hybridpriv.engine.branches.branch_check`),
+    #: or ``None`` for a model without any.
+    branches: xr.Dataset | None = None
     #: The two-stage plan against choosing now (:func:`hybridpriv.engine.plan.preposterior`), or ``None``.
     plan: xr.Dataset | None = None
     #: The plan's second-stage candidates (at the rest of the budget), by coordinate.
@@ -155,6 +158,15 @@ class Selection:
         from .engine.sensitivity import sensitivity_lines
 
         return sensitivity_lines(self.sensitivity, str(self.decision.attrs["recommended"]))
+
+    def branch_lines(self) -> list[str]:
+        """The decision within each of the model's alternatives, in words (:func:`hybridpriv.engine.branches.branch_lines`);
+        ``[]`` without."""
+        if self.branches is None:
+            return []
+        from .engine.branches import branch_lines
+
+        return branch_lines(self.branches)
 
     def table(self) -> str:
         from .engine.decision import format_table
@@ -184,6 +196,8 @@ class Selection:
             groups["summary"] = self.summary.assign(best=self.summary.best.astype(str))
         if self.sensitivity is not None:
             groups["sensitivity"] = self.sensitivity
+        if self.branches is not None:
+            groups["branches"] = self.branches
         if self.plan is not None:
             groups["plan"] = self.plan
         if self.candidates:
@@ -201,6 +215,10 @@ class Selection:
             from .engine.sensitivity import warning_notes
 
             notes += warning_notes(self.sensitivity, str(self.decision.attrs["recommended"]))
+        if self.branches is not None:
+            from .engine.branches import branch_notes
+
+            notes += branch_notes(self.branches)
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")
@@ -285,6 +303,13 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         sens = sensitivity(mechanisms, source, problem.task, problem.assumptions, dim=problem.dim, trials=problem.trials,
                            seed=problem.seed, requirements=problem.requirements, engine=engine,
                            criterion=problem.criterion)
+    branches = getattr(posterior, "branches", list)()  # a Posterior's; [] for a source without the hook
+    checked = None
+    if branches:
+        from .engine.branches import branch_check
+
+        checked = branch_check(evaluation, branches, _source(problem, posterior).index, decision.attrs["recommended"],
+                               problem.criterion)
     plan, later = None, {}
     if problem.probe is not None:
         from .engine.plan import run_plan
@@ -294,8 +319,8 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
                                 engine)
         attrs["plan_pays"] = plan.attrs["pays"]
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
-                       candidates=candidate_attrs(mechanisms), sensitivity=sens, plan=plan, later=later)
-    for line in result.sensitivity_lines():
+                       candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan, later=later)
+    for line in [*result.sensitivity_lines(), *result.branch_lines()]:
         if line.startswith("warning: "):
             import warnings
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SHIFTS", "Assumption"]
+__all__ = ["SHIFTS", "Assumption", "Branch"]
 
 #: The departures tried, as fractions of an assumption's ``scale`` (both directions, nearest first).
 SHIFTS = (-0.2, -0.1, -0.05, -0.02, 0.02, 0.05, 0.1, 0.2)
@@ -58,3 +58,46 @@ class Assumption:
             raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
         if not callable(self.perturb):
             raise TypeError(f"perturb must be callable, got {type(self.perturb).__name__}")
+
+
+@dataclass(frozen=True, eq=False)
+class Branch:
+    """Two alternatives a model of public knowledge cannot tell apart, drawn one per posterior draw.
+
+    A model that is a mixture (the public-private model's "the private outcome law is the public sample's"
+    or not) knows only how likely each alternative is; the decision averages over them.
+    :func:`hybridpriv.engine.branches.branch_check` decides again within each, so that a recommendation
+    that is good on average but bad under one plausible alternative says so.
+
+    Parameters
+    ----------
+    name
+        A short name (a coordinate of the results: ``"same-law"``).
+    holds, fails
+        The two alternatives in words ("the private outcome depends on the covariates as the public one
+        does" / "... differently").
+    draws
+        Boolean ``(chain, draw)`` over the posterior: does ``holds`` hold in that draw.
+    advice
+        How a user who knows which alternative holds says so (the SPEC key), or ``""``.
+    """
+
+    name: str
+    holds: str
+    fails: str
+    draws: Any
+    advice: str = ""
+
+    def __post_init__(self) -> None:
+        import numpy as np
+
+        if not isinstance(self.name, str) or not self.name or "/" in self.name:
+            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        for key in ("holds", "fails"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key):
+                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+        draws = np.asarray(self.draws)
+        if draws.ndim != 2 or draws.dtype != bool:
+            raise ValueError(f"draws must be a boolean (chain, draw) array, got dtype {draws.dtype} and shape "
+                             f"{draws.shape}")
+        object.__setattr__(self, "draws", draws)

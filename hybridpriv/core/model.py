@@ -265,6 +265,12 @@ class Posterior(ABC):
     def generate(self, chain: int, draw: int, rng: np.random.Generator) -> Any:
         """The dataset of posterior draw ``(chain, draw)``, using only ``rng`` for randomness."""
 
+    def branches(self) -> list[Any]:
+        """The alternatives this posterior draws one of per draw and public knowledge cannot tell apart
+        (:class:`~hybridpriv.core.assumptions.Branch`; :mod:`hybridpriv.engine.branches` decides within each).
+        None by default."""
+        return []
+
     def check_convergence(self, on_fail: str = "raise") -> dict[str, dict[str, float]]:
         """:func:`check_convergence` of this posterior's ``convergence_vars`` (stored in ``convergence``)."""
         self.convergence = check_convergence(self.idata, self.convergence_vars, on_fail,

@@ -165,6 +165,32 @@ def test_a_registered_contrast_runs_through_the_select_path(tmp_path):
         load_spec(tmp_path / "s.toml")
 
 
+def test_the_select_path_decides_again_within_each_outcome_law(tmp_path):
+    """The default mixture (the private outcome law the public one, or not) reaches the decision: the
+    selection decides within each alternative on the datasets of the draws that hold it, and keeps the check."""
+    from hybridpriv.workflow import _source, run_selection
+
+    body = SMALL.replace("n = 60", "n = 60\noutcome_rate = 0.45").replace("draws = 4", "draws = 30")
+    problem = _fast(load_spec(_spec(tmp_path, body)).problem())
+    result = run_selection(problem)
+    check = result.branches
+    assert list(check.branch.values) == ["same-law"] and check.attrs["recommended"] == result.decision.attrs["recommended"]
+    index = _source(problem, result.posterior).index
+    holds = result.posterior.same_law.reshape(result.posterior.shape)[:, index]
+    check = check.sel(branch="same-law")
+    assert float(check["share"].sel(side="holds")) == pytest.approx(holds.mean())
+    assert int(check["datasets"].sum()) == result.evaluation.sizes["chain"] * result.evaluation.sizes["draw"]
+    risk = result.evaluation["risk"].transpose("candidate", "chain", "draw").values
+    for side, mask in (("holds", holds), ("fails", ~holds)):
+        if mask.any():  # the lowest expected loss within the alternative, by hand
+            loss = risk[:, mask].mean(axis=1)
+            rec = list(result.evaluation.candidate.values).index(result.decision.attrs["recommended"])
+            assert float(check["excess"].sel(side=side)) == pytest.approx(loss[rec] / loss.min() - 1)
+    assert result.branch_lines()[0].startswith("the recommendation (")
+    tree = result.to_datatree()
+    assert "branches" in tree.children and list(tree["branches"]["side"].values) == ["holds", "fails"]
+
+
 @pytest.mark.parametrize("old, new, match", [
     ('a = "number"', 'a = "text"', r"columns.a must be 'number' or 'integer' or 'categorical', got 'text'"),
     ('a = "number"', 'site = "number"', r"columns.site is declared number, but public_records file pub.csv row 2 holds 'north'"),

@@ -161,6 +161,19 @@ class HybridTrustPosterior(Posterior):
         self.bounds = model.bounds if model is not None else None
         self.groups = None  # the groups' epsilons are not the model's business: no requirements
 
+    def branches(self) -> list[Any]:
+        """With the mixture (``0 < shared_prior < 1``): whether the LM group follows the TCM group's law."""
+        post = self.idata["posterior"]
+        if "shared" not in post.data_vars:
+            return []
+        from ...core.assumptions import Branch
+
+        shared = np.asarray(post["shared"].transpose("chain", "draw").values) > 0
+        return [Branch("shared-law", "the LM users' values follow the TCM users' law",
+                       "the LM users' values follow a law of their own", shared,
+                       advice="if you know whether they do, say so: model.homogeneous = true if they do, "
+                              "model.shared_prior = 0 if not")]
+
     @classmethod
     def from_draws(cls, sigma_T2: object, sigma_L2: object, gap: object = 0.0,
                    on_unconverged: str = "raise") -> HybridTrustPosterior:

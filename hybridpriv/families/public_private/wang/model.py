@@ -266,6 +266,16 @@ class WangPosterior(Posterior):
         self._public_points = points
         self._columns = (*(f"x{j}" for j in range(spec.p)), "y")
 
+    def branches(self) -> list[Any]:
+        """With the mixture (``0 < shared_prior < 1``): whether the private outcome law is the public sample's."""
+        if self.same_law is None:
+            return []
+        from ....core.assumptions import Branch
+
+        return [Branch("same-law", "the private outcome depends on the covariates as the public one does",
+                       "the private outcome depends on the covariates otherwise", self.same_law.reshape(self.shape),
+                       advice="if you know whether it does, say so: model.shared_prior = 1 if it does, 0 if not")]
+
     def __repr__(self) -> str:
         return f"WangPosterior(p={self.spec.p}, n={self.spec.summaries.n}, shape={self.shape})"
 
