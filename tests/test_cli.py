@@ -143,30 +143,8 @@ def test_contradictory_knowledge_is_refused(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and "did not converge (R-hat of" in err, err
 
 
-@pytest.mark.slow
-def test_select_user_item_example_writes_a_decision_over_k(tmp_path, capsys):
-    code, out, err = _run(capsys, "select", "--example", "favorite-sites", "--out", str(tmp_path), "--draws", "100")
-    assert code == 0, err
-    tree = xr.open_datatree(tmp_path / "selection.nc")
-    assert {"posterior", "evaluation", "decision"} <= set(tree.children)
-    ds = tree["decision"].to_dataset()
-    ev = tree["evaluation"].to_dataset()
-    assert list(ds.k.values) == list(range(1, 31))
-    assert ds["expected_loss"].dims == ("k",) and ev["risk"].dims == ("k", "chain", "draw")
-    assert int(tree.attrs["recommended"]) == int(ds.k[int(ds.expected_loss.argmin("k"))].item())
-    assert ds["recommended"].dtype.kind == "i" and f"recommended: k = {int(tree.attrs['recommended'])} " in out
-    assert bool(ev.exact.all()) and ev.attrs["task"] == "ItemCounts(loss='squared')"
-    post = tree["posterior"].to_dataset()  # as PyMC wrote it: the row-sum draws
-    from hybridpriv.families.user_item.spec import MIN_DRAWS_PER_CHAIN, MIXTURE_COMPONENTS
-
-    # 100 datasets over 2 chains: the floor of draws, in each of the mixture's components (pooled one after another)
-    assert "h" in post and post.sizes["draw"] == MIXTURE_COMPONENTS * MIN_DRAWS_PER_CHAIN
-    assert sorted(np.unique(post["items_dispersion"].values)) == [0.25, 1.0, 4.0] and "log_f_items" not in post
-    assert post.attrs["items_prior"].startswith("mixture, equal weights: the draws of dispersion 0.25, 1, 4")
-    assert ev.sizes["chain"] * ev.sizes["draw"] == 100  # the datasets are spread over the draws
-    assert float(ds.p_best.sum()) == pytest.approx(1.0)
-    assert (tmp_path / "selection.png").stat().st_size > 10_000
-    assert tree.attrs["dask"] == "none" and "matrix_chain_rhat" in tree.attrs
+# The user-item example's select (its decision over k, the mixture's draws) is checked in
+# tests/release/test_cli.py::test_user_item_select_release_ledger, which releases from it: one select of the example.
 
 
 @pytest.mark.slow

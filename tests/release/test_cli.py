@@ -173,12 +173,33 @@ def test_bad_command_lines(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_user_item_select_release_ledger(tmp_path, capsys):
-    """favorite-sites end to end: select (few draws), release its recommendation, refuse the second."""
+    """favorite-sites end to end: select (few draws; its decision over k and the mixture's draws), release its
+    recommendation, refuse the second."""
+    import xarray as xr
+
+    from hybridpriv.families.user_item.spec import MIN_DRAWS_PER_CHAIN, MIXTURE_COMPONENTS
+
     favorite_sites_matrix(tmp_path / "data")
     spec, ledger = EXAMPLES / "favorite-sites.toml", tmp_path / "ledger.json"
-    assert main(["select", "--example", "favorite-sites", "--draws", "100", "--out", str(tmp_path / "sel"),
-                 "--quiet"]) == 0
-    capsys.readouterr()
+    code, out, err = run(capsys, "select", "--example", "favorite-sites", "--draws", "100", "--out", tmp_path / "sel")
+    assert code == 0, err
+    tree = xr.open_datatree(tmp_path / "sel" / "selection.nc")
+    assert {"posterior", "evaluation", "decision"} <= set(tree.children)
+    ds, ev = tree["decision"].to_dataset(), tree["evaluation"].to_dataset()
+    assert list(ds.k.values) == list(range(1, 31))
+    assert ds["expected_loss"].dims == ("k",) and ev["risk"].dims == ("k", "chain", "draw")
+    assert int(tree.attrs["recommended"]) == int(ds.k[int(ds.expected_loss.argmin("k"))].item())
+    assert ds["recommended"].dtype.kind == "i" and f"recommended: k = {int(tree.attrs['recommended'])} " in out
+    assert bool(ev.exact.all()) and ev.attrs["task"] == "ItemCounts(loss='squared')"
+    post = tree["posterior"].to_dataset()  # as PyMC wrote it: the row-sum draws
+    # 100 datasets over 2 chains: the floor of draws, in each of the mixture's components (pooled one after another)
+    assert "h" in post and post.sizes["draw"] == MIXTURE_COMPONENTS * MIN_DRAWS_PER_CHAIN
+    assert sorted(np.unique(post["items_dispersion"].values)) == [0.25, 1.0, 4.0] and "log_f_items" not in post
+    assert post.attrs["items_prior"].startswith("mixture, equal weights: the draws of dispersion 0.25, 1, 4")
+    assert ev.sizes["chain"] * ev.sizes["draw"] == 100  # the datasets are spread over the draws
+    assert float(ds.p_best.sum()) == pytest.approx(1.0)
+    assert (tmp_path / "sel" / "selection.png").stat().st_size > 10_000
+    assert tree.attrs["dask"] == "none" and "matrix_chain_rhat" in tree.attrs
     args = ["release", spec, "--data", tmp_path / "data", "--selection", tmp_path / "sel" / "selection.nc",
             "--ledger", ledger]
     code, out, err = run(capsys, *args, "--out", tmp_path / "r1")
