@@ -42,8 +42,11 @@ Work in the public standardised coordinates ``z = (x - mean_E) / sd_E`` (per col
 * Published covariate variances (sample variances): ``v_j / sd_E_j^2 ~ N(s_j^2, s_j^2 sqrt((kappa -
   (n - 3) / (n - 1)) / n))`` with ``s_j = exp(log_scale_j)`` and ``kappa`` the kurtosis of ``U``
   (exact for the smoothed bootstrap: ``(kappa_E + 6 h^2 + 3 h^4) / (1 + h^2)^2``).
-* Outcome: ``P(y = 1 | z) = sigmoid(theta_0 + z . theta_{1:})`` with ``theta = theta_public +
-  coef_sd * delta``, ``delta ~ N(0, I)``.  The public records enter through the Laplace
+* Outcome: ``P(y = 1 | z) = sigmoid(theta_0 + z . theta_{1:})``; with prior probability ``shared_prior``
+  the *same law* as the public records, ``theta = theta_public`` (only the covariates shift), otherwise
+  ``theta = theta_public + coef_sd * delta``, ``delta ~ N(0, I)``.  The indicator is marginalised out of
+  the published rate's likelihood and drawn afterwards from its posterior odds (:func:`resolve_same_law`).
+  The public records enter through the Laplace
   approximation of their logistic likelihood: ``theta_hat_E ~ MvNormal(theta_public, Sigma_E)``
   (``theta_hat_E`` the public fit, ``Sigma_E`` its inverse Fisher information; prior
   ``theta_public ~ N(0, 10)``, the same weak prior is used as a ridge in the public fit).
@@ -53,8 +56,8 @@ Work in the public standardised coordinates ``z = (x - mean_E) / sd_E`` (per col
 
 Without summaries the posterior is the prior: private covariates are the public ones up to a
 shift of about ``shift_sd`` public standard deviations and a scale factor of about
-``exp(+-log_scale_sd)``, and the private coefficients differ from the public fit by about
-``coef_sd``.
+``exp(+-log_scale_sd)``, and the private coefficients are the public ones (probability ``shared_prior``)
+or differ from them by about ``coef_sd``.
 """
 
 from __future__ import annotations
