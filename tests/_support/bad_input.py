@@ -242,6 +242,7 @@ names_ok = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=
 KEYWORDS = {
     "mean", "median", "sample", "population", "squared", "absolute", "max", "top10", "min", "avg", "opt",
     "kept", "expected", "replace", "analytic", "classic", "normal", "beta", "grouped", "user", "inf", "public",
+    "paper", "brier", "theta", "size",  # Algorithm 2's selection, criterion and output (Hypothesis drew "paper")
 }
 unknown_word = st.text(st.characters(min_codepoint=97, max_codepoint=122), min_size=1, max_size=8).filter(
     lambda s: s not in KEYWORDS
