@@ -110,19 +110,22 @@ def _warning(row: xr.Dataset, rec: str) -> str:
 def branch_lines(check: xr.Dataset) -> list[str]:
     """What :func:`branch_check` found, in words; a ``warning:`` line for each alternative that warns."""
     rec = check.attrs["recommended"]
+    by = "expected loss" if check.attrs["criterion"] == "loss" else "expected relative regret"
     lines = [f"the recommendation ({rec}) within each alternative the model cannot rule out "
-             "(decided again on its own datasets; worse: its expected loss there over the lowest):"]
+             "(decided again on that alternative's datasets):"]
     for b in check["branch"].values:
         for s in SIDES:
             row = check.sel(branch=b, side=s)
             head = f"  {b}: {row['statement'].values} ({float(row['share']):.0%} of the datasets): "
+            excess = float(row["excess"])
             if not int(row["datasets"]):
                 lines.append(head + "no dataset")
             elif str(row["best"].values) == rec:
                 lines.append(head + f"{rec} is best there too")
             else:
-                lines.append(head + f"{row['best'].values} is best there, the recommendation "
-                                    f"{float(row['excess']):.0%} worse")
+                lines.append(head + f"{row['best'].values} is best there (by {by}); the recommendation's expected "
+                             + ("loss there is the lowest" if excess < 0.005 else f"loss there is {excess:.0%} "
+                                                                                   "above the lowest"))
     for b, s in branch_warnings(check):
         advice = str(check["advice"].sel(branch=b).values)
         lines.append("warning: " + _warning(check.sel(branch=b, side=s), rec)
