@@ -160,8 +160,8 @@ class Selection:
         return sensitivity_lines(self.sensitivity, str(self.decision.attrs["recommended"]))
 
     def branch_lines(self) -> list[str]:
-        """The decision within each of the model's alternatives, in words (:func:`hybridpriv.engine.branches.branch_lines`);
-        ``[]`` without."""
+        """The decision within each of the model's alternatives, in words
+        (:func:`hybridpriv.engine.branches.branch_lines`); ``[]`` without."""
         if self.branches is None:
             return []
         from .engine.branches import branch_lines
@@ -319,7 +319,8 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
                                 engine)
         attrs["plan_pays"] = plan.attrs["pays"]
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
-                       candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan, later=later)
+                       candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan,
+                       later=later)
     for line in [*result.sensitivity_lines(), *result.branch_lines()]:
         if line.startswith("warning: "):
             import warnings

@@ -76,7 +76,8 @@ def branch_check(evaluation: xr.Dataset, branches: Sequence[Branch], draw_index:
             best[i, j] = coords[int(np.argmin(np.where(pool, value[:, mask].mean(axis=1), np.inf)))]
             loss = np.where(pool, losses[:, mask].mean(axis=1), np.inf)
             low = float(loss.min())
-            excess[i, j] = float(losses[rec, mask].mean() / low - 1) if low > 0 else 0.0
+            mine = float(losses[rec, mask].mean())
+            excess[i, j] = mine / low - 1 if low > 0 else (0.0 if mine == 0 else np.inf)  # 0 / 0: a tie
     return xr.Dataset(
         {"share": (("branch", "side"), share), "datasets": (("branch", "side"), count),
          "best": (("branch", "side"), best.astype(str)), "excess": (("branch", "side"), excess)},

@@ -115,6 +115,16 @@ def test_by_regret_the_best_is_the_lowest_expected_relative_regret():
     assert str(check.sel(branch="law", side="holds")["best"].values) == "b"
 
 
+def test_a_zero_lowest_loss_makes_any_other_loss_infinitely_worse():
+    risk = RISK.copy()
+    risk[1][risk[1] == 1.0] = 0.0  # b is exact where the law is shared
+    check = branch_check(_evaluation(risk), [_branch(HOLDS)], DRAW_INDEX, "a")
+    assert float(check.sel(branch="law", side="holds")["excess"]) == np.inf
+    assert ("law", "holds") in branch_warnings(check)
+    assert float(branch_check(_evaluation(risk), [_branch(HOLDS)], DRAW_INDEX, "b")
+                 .sel(branch="law", side="holds")["excess"]) == 0.0
+
+
 def test_an_alternative_on_no_dataset_is_reported_as_such():
     check = branch_check(_evaluation(RISK), [_branch([(0, 1)])], DRAW_INDEX, "a")  # draw 1 is not evaluated
     row = check.sel(branch="law", side="holds")
@@ -148,7 +158,8 @@ def test_the_calibration_counts_a_branch_warning():
     got = _warned(SimpleNamespace(sensitivity=None, branches=check, decision=decision))
     assert got["warned"] == "law" and np.isnan(got["flip_share"])
     assert _warned(SimpleNamespace(sensitivity=None, branches=None, decision=decision))["warned"] == ""
-    # both alternatives warning name the branch once: c (always 2) is 100% worse than b where the law is shared and than a where it differs
+    # both alternatives warning name the branch once: c (always 2) is 100% worse than b where the law is shared
+    # and than a where it differs
     both = branch_check(_evaluation(RISK), [_branch(HOLDS)], DRAW_INDEX, "c")
     assert len(branch_warnings(both)) == 2
     assert _warned(SimpleNamespace(sensitivity=None, branches=both, decision=decision))["warned"] == "law"

@@ -174,7 +174,8 @@ def test_the_select_path_decides_again_within_each_outcome_law(tmp_path):
     problem = _fast(load_spec(_spec(tmp_path, body)).problem())
     result = run_selection(problem)
     check = result.branches
-    assert list(check.branch.values) == ["same-law"] and check.attrs["recommended"] == result.decision.attrs["recommended"]
+    assert list(check.branch.values) == ["same-law"]
+    assert check.attrs["recommended"] == result.decision.attrs["recommended"]
     index = _source(problem, result.posterior).index
     holds = result.posterior.same_law.reshape(result.posterior.shape)[:, index]
     check = check.sel(branch="same-law")

@@ -99,7 +99,9 @@ def test_a_same_law_draw_keeps_the_public_coefficients_and_a_different_one_its_o
     model = WangPrivateModel(*public, PublishedSummaries(N_PRIVATE, outcome_rate=0.45), **NARROW)
     post = model.fit(seed=6, **FIT)
     p = post.idata["posterior"]
-    flat = lambda name: np.asarray(p[name].transpose("chain", "draw", ...).values).reshape(post.theta.shape[0], -1)  # noqa: E731
+    def flat(name):
+        return np.asarray(p[name].transpose("chain", "draw", ...).values).reshape(post.theta.shape[0], -1)
+
     same = post.same_law
     assert 0 < same.sum() < same.size
     np.testing.assert_array_equal(post.theta[same], flat("theta_public")[same])
@@ -123,7 +125,8 @@ def test_reading_a_posterior_back_draws_no_second_indicator(public):
     np.testing.assert_array_equal(again.theta, post.theta)
     np.testing.assert_array_equal(again.same_law, post.same_law)
     # the raw draws resolved again with the same seed give the same indicator; another seed other ones
-    raw = post.idata["posterior"].to_dataset().drop_vars(["same_law", "p_same", "theta"]).rename({"theta_differ": "theta"})
+    raw = (post.idata["posterior"].to_dataset().drop_vars(["same_law", "p_same", "theta"])
+           .rename({"theta_differ": "theta"}))
     tree = xr.DataTree.from_dict({"posterior": raw})
     np.testing.assert_array_equal(WangPosterior(model, tree, post.seed).same_law, post.same_law)
     assert not np.array_equal(WangPosterior(model, tree, post.seed + 1).same_law, post.same_law)
