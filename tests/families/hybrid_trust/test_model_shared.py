@@ -89,6 +89,14 @@ def test_prior_draws_share_one_law_with_the_prior_probability(pi):
     assert stats.ks_2samp(tcm, lm).pvalue > 1e-3
 
 
+def test_the_shared_law_is_the_branch_a_decision_is_checked_within():
+    prior = HybridTrustModel(M, shared_prior=0.3, sizes=(400, 600)).prior(draws=200, seed=2)
+    (branch,) = prior.branches()
+    assert branch.name == "shared-law" and branch.draws.shape == prior.shape
+    np.testing.assert_array_equal(branch.draws, prior.idata["posterior"]["shared"].transpose("chain", "draw").values > 0)
+    assert HybridTrustModel(M, shared_prior=0.0, sizes=(400, 600)).prior(draws=50, seed=2).branches() == []
+
+
 def test_the_indicator_is_reproducible_and_keyed_by_the_seed():
     model = HybridTrustModel(M, pilot_T=SAME[0], pilot_L=SAME[1])
     a, b, c = (model.fit(draws=200, tune=200, seed=s) for s in (4, 4, 5))

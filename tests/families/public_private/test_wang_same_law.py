@@ -108,6 +108,8 @@ def test_a_same_law_draw_keeps_the_public_coefficients_and_a_different_one_its_o
     np.testing.assert_array_equal(post.theta[~same], flat("theta_differ")[~same])
     np.testing.assert_allclose(flat("theta_differ"), flat("theta_public") + model.coef_sd * flat("delta"), atol=1e-12)
     assert set(post.convergence) == {"shift", "log_scale", "theta", "same_law"}
+    (branch,) = post.branches()  # the alternative a decision is checked within (hybridpriv.engine.branches)
+    assert branch.name == "same-law" and np.array_equal(branch.draws, same.reshape(post.shape))
     # the datasets of a same-law draw follow the public coefficients: simulate() reads the resolved theta
     i = int(np.flatnonzero(same)[0])
     c, d = divmod(i, post.shape[1])
@@ -139,7 +141,7 @@ def test_the_two_ends_of_the_prior(public):
     np.testing.assert_array_equal(always.theta, np.asarray(
         always.idata["posterior"]["theta_public"].transpose("chain", "draw", ...).values).reshape(always.theta.shape))
     never = WangPrivateModel(*public, summ, shared_prior=0.0, **NARROW).fit(seed=2, **FIT)
-    assert never.same_law is None and never.p_same is None
+    assert never.same_law is None and never.p_same is None and never.branches() == always.branches() == []
     assert set(never.convergence) == {"shift", "log_scale", "theta"}
 
 
