@@ -21,6 +21,15 @@ __all__ = ["SHIFTS", "Assumption", "Branch"]
 SHIFTS = (-0.2, -0.1, -0.05, -0.02, 0.02, 0.05, 0.1, 0.2)
 
 
+def _check_words(obj: Any, *keys: str) -> None:
+    """``obj.name``: a coordinate (non-empty, no '/'); each of ``keys``: a non-empty string."""
+    if not isinstance(obj.name, str) or not obj.name or "/" in obj.name:
+        raise ValueError(f"name must be a non-empty string without '/', got {obj.name!r}")
+    for key in keys:
+        if not isinstance(getattr(obj, key), str) or not getattr(obj, key):
+            raise ValueError(f"{key} must be a non-empty string, got {getattr(obj, key)!r}")
+
+
 @dataclass(frozen=True)
 class Assumption:
     """One assumption of a family's model, and a way to break it.
@@ -48,11 +57,7 @@ class Assumption:
     perturb: Callable[[Any, float], Any]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
-        for key in ("assumes", "departure"):
-            if not isinstance(getattr(self, key), str) or not getattr(self, key):
-                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+        _check_words(self, "assumes", "departure")
         if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) or not (
                 math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be a finite number > 0, got {self.scale!r}")
@@ -91,11 +96,7 @@ class Branch:
     def __post_init__(self) -> None:
         import numpy as np
 
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
-        for key in ("holds", "fails"):
-            if not isinstance(getattr(self, key), str) or not getattr(self, key):
-                raise ValueError(f"{key} must be a non-empty string, got {getattr(self, key)!r}")
+        _check_words(self, "holds", "fails")
         draws = np.asarray(self.draws)
         if draws.ndim != 2 or draws.dtype != bool:
             raise ValueError(f"draws must be a boolean (chain, draw) array, got dtype {draws.dtype} and shape "
