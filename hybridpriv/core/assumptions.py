@@ -69,15 +69,15 @@ class Assumption:
 class Branch:
     """Two alternatives a model of public knowledge cannot tell apart, drawn one per posterior draw.
 
-    A model that is a mixture (the public-private model's "the private outcome law is the public sample's"
-    or not) knows only how likely each alternative is; the decision averages over them.
+    A model that is a mixture ("the private records follow the public ones' law" or not) knows only how
+    likely each alternative is; the decision averages over them.
     :func:`hybridpriv.engine.branches.branch_check` decides again within each, so that a recommendation
     that is good on average but bad under one plausible alternative says so.
 
     Parameters
     ----------
     name
-        A short name (a coordinate of the results: ``"same-law"``).
+        A short name (a coordinate of the results: ``"law"``).
     holds, fails
         The two alternatives in words ("the private outcome depends on the covariates as the public one
         does" / "... differently").

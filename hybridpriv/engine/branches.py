@@ -1,15 +1,15 @@
 """Which of the model's alternatives a recommendation rests on.
 
 A model of public knowledge may be a mixture of alternatives that public knowledge cannot tell apart
-(:class:`~hybridpriv.core.assumptions.Branch`: the public-private model's "the private outcome law is the
-public sample's" or not), one drawn per posterior draw.  The decision averages over them: a recommendation
-can be good on average and bad under an alternative the model finds quite likely.  :func:`branch_check`
-decides again on the evaluated datasets of each alternative alone (no new evaluation: the datasets are the
-decision's own), and :func:`branch_lines` says what it found: "if the private outcome law is the public
-sample's (73% of the datasets), public-only is better (the recommendation's expected loss there 45% above
-its)".  A warning is printed when an alternative holding on at least :data:`BRANCH_WARNING` of the datasets
-makes another candidate best and the recommendation more than :data:`~hybridpriv.engine.sensitivity.MATTERS`
-worse: the calibration study counts it as a warning, like a sensitivity warning.
+(:class:`~hybridpriv.core.assumptions.Branch`: "the private records follow the public ones' law" or not),
+one drawn per posterior draw; a family's posterior declares them (``Posterior.branches``).  The decision
+averages over them: a recommendation can be good on average and bad under an alternative the model finds
+quite likely.  :func:`branch_check` decides again on the evaluated datasets of each alternative alone (no
+new evaluation: the datasets are the decision's own), and :func:`branch_lines` says what it found, with a
+warning when an alternative holding on at least :data:`BRANCH_WARNING` of the datasets makes another
+candidate best and the recommendation more than :data:`~hybridpriv.engine.sensitivity.MATTERS` worse: "if
+<the alternative> (25% of the model's datasets), <candidate> is better: the recommendation is then 71%
+worse".  The calibration study counts it as a warning, like a sensitivity warning.
 """
 
 from __future__ import annotations
