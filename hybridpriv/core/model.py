@@ -38,7 +38,8 @@ from .params import Parametrized, describe
 from .random import check_seed, stream
 
 __all__ = ["ConvergenceError", "ConvergenceWarning", "ESS_FAIL", "KnowledgeModel", "Posterior", "RHAT_FAIL",
-           "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "judge_convergence", "sampling_mode"]
+           "RHAT_WARN", "StrictNumbaLinker", "check_convergence", "chain_seeds", "draw_indicator", "judge_convergence",
+           "sampling_mode"]
 
 #: A posterior with a larger R-hat is refused: its datasets would not reflect the knowledge.
 RHAT_FAIL = 1.1
@@ -224,6 +225,17 @@ def _check_count(value: object, name: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return int(value)
+
+
+def draw_indicator(logodds: xr.DataArray, rng: np.random.Generator) -> tuple[xr.DataArray, xr.DataArray]:
+    """A mixture model's indicator drawn once per posterior draw: ``(p, drawn)``.
+
+    ``p = sigmoid(logodds)``, the indicator's posterior probability given each draw's parameters (when the
+    likelihood marginalised the indicator out, ``logodds`` is what the model recorded), and ``drawn`` (boolean)
+    is Bernoulli(``p``) from ``rng``'s uniforms, in ``logodds``'s layout."""
+    p = 1.0 / (1.0 + np.exp(-logodds.clip(-700, 700)))
+    drawn = xr.DataArray(rng.random(p.shape) < p.values, dims=p.dims, coords=p.coords)
+    return p, drawn
 
 
 class Posterior(ABC):

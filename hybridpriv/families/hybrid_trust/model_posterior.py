@@ -94,19 +94,16 @@ def resolve_shared_law(model: HybridTrustModel, idata: Any, seed: int, *keys: ob
     (``mu_L = mu_T``, ``sigma_L2 = sigma_T2``), so ``gap = 0``; the others keep the two laws of
     their draw.
     """
+    from ...core.model import draw_indicator
     from ...core.random import rng as stream_rng
 
     post = idata["posterior"].to_dataset()
     if "shared" in post.data_vars:
         return idata
-    logodds = post["shared_logodds"]
-    p_shared = 1.0 / (1.0 + np.exp(-logodds.clip(-700, 700)))
-    u = stream_rng(seed, "shared-law", *keys).random(p_shared.shape)
-    shared = (u < p_shared.values).astype(float)
+    p_shared, is_shared = draw_indicator(post["shared_logodds"], stream_rng(seed, "shared-law", *keys))
     mu0, s0 = post["mu_T"], post["sigma_T2"]
-    is_shared = xr.DataArray(shared.astype(bool), dims=p_shared.dims, coords=p_shared.coords)
     out = post.assign(
-        shared=(p_shared.dims, shared), p_shared=p_shared,
+        shared=is_shared.astype(float), p_shared=p_shared,
         mu_T=xr.where(is_shared, mu0, post["mu_T"]), mu_L=xr.where(is_shared, mu0, post["mu_L"]),
         gap=xr.where(is_shared, 0.0, post["gap"]),
         sigma_T2=xr.where(is_shared, s0, post["sigma_T2"]), sigma_L2=xr.where(is_shared, s0, post["sigma_L2"]),

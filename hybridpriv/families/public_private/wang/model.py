@@ -217,13 +217,12 @@ def resolve_same_law(idata: Any, seed: int) -> Any:
     """
     import xarray as xr
 
+    from ....core.model import draw_indicator
+
     post = idata["posterior"].to_dataset()
-    logodds = post["same_logodds"].transpose("chain", "draw")
-    p_same = 1.0 / (1.0 + np.exp(-logodds.clip(-700, 700)))
-    same = stream_rng(seed, "same-law").random(p_same.shape) < p_same.values
-    is_same = xr.DataArray(same, dims=p_same.dims, coords=p_same.coords)
+    p_same, is_same = draw_indicator(post["same_logodds"].transpose("chain", "draw"), stream_rng(seed, "same-law"))
     out = post.assign(theta_differ=post["theta"], theta=xr.where(is_same, post["theta_public"], post["theta"]),
-                      same_law=(p_same.dims, same.astype(float)), p_same=p_same)
+                      same_law=is_same.astype(float), p_same=p_same)
     tree = idata.copy()
     tree["posterior"] = xr.DataTree(out)
     return tree
