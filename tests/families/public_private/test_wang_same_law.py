@@ -124,6 +124,7 @@ def test_reading_a_posterior_back_draws_no_second_indicator(public):
     model = WangPrivateModel(*public, PublishedSummaries(N_PRIVATE, outcome_rate=0.45), **NARROW)
     post = model.fit(seed=6, **FIT)
     again = WangPosterior(model, post.idata, post.seed)
+    assert again.convergence_vars == post.convergence_vars  # the indicator is checked on a resume too
     np.testing.assert_array_equal(again.theta, post.theta)
     np.testing.assert_array_equal(again.same_law, post.same_law)
     # the raw draws resolved again with the same seed give the same indicator; another seed other ones

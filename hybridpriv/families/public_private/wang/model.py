@@ -249,6 +249,7 @@ class WangPosterior(Posterior):
     def __init__(self, spec: WangPrivateModel, idata: Any, seed: int = 0) -> None:
         if "same_logodds" in idata["posterior"].data_vars and "same_law" not in idata["posterior"].data_vars:
             idata = resolve_same_law(idata, seed)
+        if "same_law" in idata["posterior"].data_vars:  # the mixture's indicator is checked too, fresh or read back
             self.convergence_vars = (*type(self).convergence_vars, "same_law")
         super().__init__(spec, idata, seed)
         self.spec = spec
