@@ -72,7 +72,7 @@ class HistogramFamily(Family):
         """Each histogram mechanism at two settings: a public panel beside private groups of different epsilons,
         under add/remove-one and under replace-one."""
         from ...core.privacy import Group
-        from .mechanisms import LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
+        from .mechanisms import AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
 
         cats = ("a", "b", "c")
         settings = {
@@ -83,6 +83,7 @@ class HistogramFamily(Family):
         cases: dict[str, Any] = {}
         for tag, (groups, rel) in settings.items():
             for name, build in (("weighted", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r)),
+                                ("adaptive", lambda g=groups, r=rel: AdaptiveHistograms(g, cats, r)),
                                 ("proportional", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r, "size")),
                                 ("pooled", lambda g=groups, r=rel: PooledHistogram(g, cats, r)),
                                 ("sample-max", lambda g=groups, r=rel: SampleHistogram(g, cats, r, "max")),

@@ -3,9 +3,15 @@
 Synthetic truths: 4-12 categories (3-6 at ``quick``) whose shares come from a Dirichlet, a Zipf law or
 two popular categories; a public panel beside three private groups of different epsilons.  On odd
 truths the groups' shares differ (each group's shares drawn around the common ones: privacy
-preferences that correlate with the answers), which the model does not admit.  Real truth
-``acs12-hours-bands``: the built-in grouped example's ACS 2012 respondents, their weekly hours in five
-bands (under 30, 30-39, 40, 41-49, 50 and more), with the example's panel and groups.
+preferences that correlate with the answers): the model's ``differ`` alternative.  Real truths:
+
+* ``acs12-hours-bands``: the built-in grouped example's ACS 2012 respondents, their weekly hours in five
+  bands (under 30, 30-39, 40, 41-49, 50 and more), with the example's panel and groups (by row order);
+* ``swisslabor-children``: the 872 women of AER's ``SwissLabor``, their number of children (0, 1, 2,
+  3 or more); the public panel is the 216 foreign women, the private groups the Swiss women by age
+  (youngest third at epsilon 1, middle 0.3, oldest 0.05): groups that differ by a real attribute;
+* ``mroz-children``: the 753 women of carData's ``Mroz``, their children aged 6-18 (0, 1, 2, 3 or more);
+  the panel is the 212 who attended college, the private groups the others by age (as above).
 """
 
 from __future__ import annotations
@@ -16,11 +22,13 @@ import numpy as np
 
 from ...heldout import Truth, read_example
 
-__all__ = ["BANDS", "REAL_HISTOGRAM", "SHARE_LAWS", "histogram_truth", "real_histogram_truth"]
+__all__ = ["BANDS", "CHILDREN", "REAL_HISTOGRAM", "SHARE_LAWS", "histogram_truth", "real_histogram_truth"]
 
 SHARE_LAWS = ("dirichlet", "zipf", "two-popular")
 #: Real histogram datasets.
-REAL_HISTOGRAM = ("acs12-hours-bands",)
+REAL_HISTOGRAM = ("acs12-hours-bands", "swisslabor-children", "mroz-children")
+#: The categories of the ``*-children`` truths.
+CHILDREN = ("0", "1", "2", "3+")
 #: The bands of weekly hours of ``acs12-hours-bands``.
 BANDS = ("<30", "30-39", "40", "41-49", "50+")
 #: Epsilons the private groups are drawn from (three distinct ones per truth).
@@ -71,16 +79,34 @@ def _band(hours: float) -> int:
     return 0 if hours < 30 else 1 if hours < 40 else 2 if hours == 40 else 3 if hours < 50 else 4
 
 
+def _by_age(rows: list[dict[str, str]], public: Any, children: Any) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The panel's categories and the private women's by age thirds (youngest first; ties by source row)."""
+    def code(r: dict[str, str]) -> int:
+        return min(int(children(r)), len(CHILDREN) - 1)
+
+    panel = np.array([code(r) for r in rows if public(r)])
+    private = sorted((r for r in rows if not public(r)), key=lambda r: (float(r["age"]), int(r["source_row"])))
+    thirds = np.array_split(np.arange(len(private)), 3)
+    return panel, [np.array([code(private[i]) for i in part]) for part in thirds]
+
+
 def real_histogram_truth(name: str, rng: np.random.Generator | None = None) -> Truth:
-    """Real histogram truth ``name`` (:data:`REAL_HISTOGRAM`) at the example's epsilons 1, 0.3, 0.05."""
+    """Real histogram truth ``name`` (:data:`REAL_HISTOGRAM`) at epsilons 1, 0.3, 0.05 (see the module)."""
     if name not in REAL_HISTOGRAM:
         raise ValueError(f"name must be one of {list(REAL_HISTOGRAM)}, got {name!r}")
-    rows = read_example("acs12-hours.csv")
-    parts = {g: np.array([_band(float(r["hours"])) for r in rows if r["group"] == g])
-             for g in ("panel", "opt-in", "default", "strict")}
-    data = {"panel": _counts(parts["panel"], len(BANDS))}
-    sizes, epsilons = [], (1.0, 0.3, 0.05)
-    for j, g in enumerate(("opt-in", "default", "strict")):
-        data[f"private-{j}"] = _counts(parts[g], len(BANDS))
-        sizes.append(parts[g].size)
-    return Truth("histogram", "real", name, _spec(BANDS, parts["panel"], sizes, epsilons), data)
+    if name == "acs12-hours-bands":
+        rows = read_example("acs12-hours.csv")
+        parts = {g: np.array([_band(float(r["hours"])) for r in rows if r["group"] == g])
+                 for g in ("panel", "opt-in", "default", "strict")}
+        panel, private, categories = parts["panel"], [parts[g] for g in ("opt-in", "default", "strict")], BANDS
+    elif name == "swisslabor-children":
+        panel, private = _by_age(read_example("swisslabor.csv"), lambda r: r["foreign"] == "yes",
+                                 lambda r: int(r["youngkids"]) + int(r["oldkids"]))
+        categories = CHILDREN
+    else:
+        panel, private = _by_age(read_example("mroz.csv"), lambda r: r["wc"] == "yes", lambda r: int(r["k618"]))
+        categories = CHILDREN
+    c = len(categories)
+    data = {"panel": _counts(panel, c), **{f"private-{j}": _counts(x, c) for j, x in enumerate(private)}}
+    return Truth("histogram", "real", name, _spec(categories, panel, [x.size for x in private], (1.0, 0.3, 0.05)),
+                 data)

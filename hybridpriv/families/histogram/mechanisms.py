@@ -8,6 +8,10 @@ so adding or removing a record changes one count by 1 (L1 sensitivity 1; a repla
   counts with Laplace noise at its own epsilon; the groups' shares are combined with inverse-variance
   weights (Ferrando et al.'s mixed estimator, applied per category; public groups weigh by their size
   alone) or in proportion to their sizes.
+* :class:`AdaptiveHistograms` (``"adaptive"``): the same releases as ``weighted``, combined with weights
+  that also guard against groups whose shares differ: how far the released groups' shares disagree
+  beyond their sampling and noise estimates the between-group spread, and the weights minimise the
+  expected squared error given it (post-processing: the same guarantee as ``weighted``).
 * :class:`PooledHistogram` (``"pooled"``): every private record's counts summed, one Laplace noise at the
   smallest epsilon (everyone gets the strictest group's protection).
 * :class:`SampleHistogram` (``"sample-avg"``, ``"sample-max"``): Jorgensen et al.'s PDP *Sample*
@@ -32,9 +36,12 @@ from ...core.validation import check_rng, check_trials
 from ...noise import laplace
 from .data import CategoryCounts, check_counts
 
-__all__ = ["HistogramMechanism", "LaplaceHistograms", "PooledHistogram", "PublicHistogram", "SampleHistogram",
-           "THRESHOLDS", "sensitivity"]
+__all__ = ["MARGIN", "THRESHOLDS", "AdaptiveHistograms", "HistogramMechanism", "LaplaceHistograms", "PooledHistogram",
+           "PublicHistogram", "SampleHistogram", "bias_aware_weights", "sensitivity"]
 
+#: Standard errors by which the released groups' disagreement must exceed what equal shares explain before
+#: :class:`AdaptiveHistograms` trusts it (a heterogeneity test; below it the groups are taken to answer alike).
+MARGIN = 3.0
 #: Thresholds of :class:`SampleHistogram` by name: over the private groups' (effective) epsilons.
 THRESHOLDS = ("avg", "max")
 
@@ -142,6 +149,95 @@ class LaplaceHistograms(HistogramMechanism):
         mean = (self.group_weights / self.sizes) @ counts
         var = c * float(np.sum((self.group_weights / self.sizes) ** 2 * 2.0 * self.scales ** 2))
         return mean, var
+
+
+def bias_aware_weights(sizes: np.ndarray, between: np.ndarray | float, s2: float,
+                       noise: np.ndarray) -> np.ndarray:
+    """Weights ``w`` (summing to 1) minimising ``sum_g (w_g - s_g)^2 a_g + w_g^2 b_g``.
+
+    That is the expected squared error, per category, of ``sum_g w_g q~_g`` against the pooled share
+    ``sum_g s_g q_g`` (``s_g = n_g / n``) when group ``g``'s share ``q_g`` lies around a common share with
+    variance ``a_g = s2 (between^2 + 1/n_g)`` (the groups' spread plus sampling) and its release ``q~_g``
+    adds noise of variance ``b_g`` (``noise``; 0 for a public group).  The common share cancels because
+    ``sum_g (w_g - s_g) = 0``.  Lagrange: ``w_g = (lam + s_g a_g) / (a_g + b_g)``, ``lam`` making the sum 1.
+    ``between`` may be an array of shape ``(trials,)``: the weights are then ``(trials, groups)``.
+    """
+    n = np.asarray(sizes, dtype=float)
+    s = n / n.sum()
+    tau2 = np.asarray(between, dtype=float)[..., None] ** 2
+    a = s2 * (tau2 + 1.0 / n)
+    k = 1.0 / (a + noise)
+    lam = (1.0 - np.sum(s * a * k, axis=-1, keepdims=True)) / np.sum(k, axis=-1, keepdims=True)
+    return (lam + s * a) * k
+
+
+class AdaptiveHistograms(LaplaceHistograms):
+    """``weighted``'s releases (each private group's counts with Laplace(Delta/eps_g) noise), combined with
+    weights adapted to how far the released groups disagree.
+
+    The between-group spread ``tau`` (a share's standard deviation across groups, over ``sqrt(p (1 - p))``)
+    is estimated from the released shares ``q~_g`` by moments: with ``pbar = sum_g s_g q~_g`` and
+    ``S = sum_{g,c} (q~_gc - pbar_c)^2``,
+    ``E S = sum_g c_g sum_c [v_c (tau^2 (1 - 1/n_g) + 1/n_g) + b_g]``, ``c_g = 1 - 2 s_g + G s_g^2``,
+    ``v_c = pbar_c (1 - pbar_c)``, ``b_g = 2 (Delta/eps_g)^2 / n_g^2`` (Dirichlet-multinomial groups).  The
+    estimate counts only once ``S`` exceeds its expectation under equal shares by ``margin`` standard
+    errors (:meth:`moments`: the sampling taken as Gaussian with the multinomial's covariance, the noise as
+    Laplace); then
+    :func:`bias_aware_weights` at that ``tau`` combine the released shares (``s2`` as ``weighted``).  All
+    of it reads only the released counts: post-processing, so the guarantee is ``weighted``'s.
+    """
+
+    def __init__(self, groups: Sequence[Group], categories: Sequence[str], relation: str = "add-remove",
+                 s2: Any = 0.25, margin: float = MARGIN) -> None:
+        super().__init__(groups, categories, relation, "inverse-variance", s2)
+        self.label = "adaptive"
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0 or not math.isfinite(margin):
+            raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
+        self.margin = float(margin)
+        self.noise = 2.0 * self.scales ** 2 / self.sizes ** 2
+
+    def moments(self, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(excess, slope, sd)`` per trial from released shares ``(trials, groups, categories)``: ``S`` minus its
+        expectation under equal shares, the coefficient of ``tau^2`` in ``E S``, and the standard error of ``S``
+        under equal shares (so ``excess / slope`` is the moment estimate of ``tau^2``)."""
+        n, b = self.sizes, self.noise
+        s = n / n.sum()
+        pbar = np.einsum("g,tgc->tc", s, shares)
+        v = np.clip(pbar * (1.0 - pbar), 0.0, 0.25)
+        c = 1.0 - 2.0 * s + n.size * s ** 2
+        dev = np.sum((shares - pbar[:, None, :]) ** 2, axis=(1, 2))
+        cats = shares.shape[2]
+        t1 = v.sum(axis=1)  # tr A, A = diag(p) - p p' (a multinomial share's covariance times n)
+        q = np.clip(pbar, 0.0, None)
+        q = q / np.where(q.sum(axis=1, keepdims=True) > 0, q.sum(axis=1, keepdims=True), 1.0)
+        t2 = np.sum(q ** 2, axis=1) - 2.0 * np.sum(q ** 3, axis=1) + np.sum(q ** 2, axis=1) ** 2  # tr A^2
+        mean = np.einsum("g,tg->t", c, t1[:, None] / n[None, :] + cats * b[None, :])
+        # d = (I - 1 s') q~ per category: Var S = 2 sum_gh K_gh^2 tr(V_g V_h) + 3 C sum_g c_g^2 b_g^2, with
+        # K = (I - 1 s')'(I - 1 s'), V_g = A / n_g + b_g I (sampling taken as Gaussian; Laplace's excess kurtosis 3)
+        k2 = (np.eye(n.size) - s[:, None] - s[None, :] + n.size * np.outer(s, s)) ** 2
+        tr_vv = (t2[:, None, None] / np.outer(n, n)[None]
+                 + t1[:, None, None] * (b[:, None] / n[None, :] + b[None, :] / n[:, None])[None]
+                 + cats * np.outer(b, b)[None])
+        sd = np.sqrt(2.0 * np.einsum("gh,tgh->t", k2, tr_vv) + 3.0 * cats * np.sum(c ** 2 * b ** 2))
+        slope = np.einsum("g,tc->t", c * (1.0 - 1.0 / n), v)
+        return dev - mean, slope, sd
+
+    def between(self, shares: np.ndarray) -> np.ndarray:
+        """The between-group spread ``tau`` estimated from released shares ``(trials, groups, categories)``
+        (0 where the disagreement is within ``margin`` standard errors of equal shares)."""
+        excess, slope, sd = self.moments(shares)
+        excess = excess - self.margin * sd
+        tau2 = np.where(slope > 0, np.clip(excess, 0.0, None) / np.where(slope > 0, slope, 1.0), 0.0)
+        return np.sqrt(np.minimum(tau2, 1.0))
+
+    def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+        noisy = laplace(np.broadcast_to(counts, (trials, *counts.shape)), self.scales[None, :, None], rng)
+        shares = noisy / self.sizes[None, :, None]
+        w = bias_aware_weights(self.sizes, self.between(shares), self._s2, self.noise)
+        return np.einsum("tg,tgc->tc", w, shares)
+
+    def mean_and_variance(self, counts: np.ndarray) -> None:
+        return None  # the weights depend on the noise: the task runs it
 
 
 class PooledHistogram(HistogramMechanism):

@@ -1,12 +1,21 @@
 """The histogram family's model of public knowledge: the categories' shares, from the public records.
 
 What is public: the categories, each group's size and epsilon, and the records of the public groups.
-The model: every record falls in category ``c`` with probability ``p_c``, the same in every group, and
+The model: every record falls in category ``c`` with probability ``p_c``, and
 ``p ~ Dirichlet(prior, ..., prior)`` a priori; the public records' counts update it to the conjugate
 posterior ``Dirichlet(prior + public counts)``, drawn exactly (independent draws, no MCMC: R-hat and ESS
-only confirm it).  A simulated dataset keeps the public groups' counts and draws each private group's
-counts from ``Multinomial(n_g, p)``.  Groups whose shares differ are beyond this model: say so when
-you quote its numbers (the calibration study measures what that costs).
+only confirm it).
+
+The private groups may answer alike (as when people were put in groups at random) or otherwise than the
+public ones and each other (people who choose a stricter privacy setting may differ in what they answer):
+a mixture.  With probability ``shared_prior`` (default :data:`SHARED_PRIOR`) they answer alike
+(``tau = 0``, drawn as ``alike``); otherwise each private group's own shares are drawn around ``p``,
+``q_g ~ Dirichlet(p (1/tau^2 - 1))``, so a share's standard deviation across groups is
+``tau sqrt(p_c (1 - p_c))``, with the spread ``tau ~ HalfNormal(between)`` (default :data:`BETWEEN`).
+Nothing public informs ``alike`` or ``tau`` (the public groups' records are pooled into ``p``), so their
+posterior is their prior, drawn exactly.  ``between = 0`` (or ``shared_prior = 1``) states that the groups
+answer alike.  A simulated dataset keeps the public groups' counts and draws
+each private group's counts from ``Multinomial(n_g, q_g)``.
 """
 
 from __future__ import annotations
@@ -21,7 +30,18 @@ from ...core.privacy import Group, check_groups, check_positive
 from ...core.model import KnowledgeModel, Posterior
 from .data import CategoryCounts
 
-__all__ = ["CategoryModel", "CategoryPosterior"]
+__all__ = ["BETWEEN", "CategoryModel", "CategoryPosterior", "SHARED_PRIOR"]
+
+#: The default prior scale of the between-group spread ``tau`` (``HalfNormal(BETWEEN)``, when the groups differ): a
+#: share's standard deviation across groups over ``sqrt(p (1 - p))``.  Real groups that differ by an attribute
+#: (Swiss women by age beside a foreign-born panel; Mroz's women by age beside a college panel) spread by 0.16-0.32
+#: on average, one group by up to 0.55; groups assigned at random, by 0.  Scale 0.3 puts the average spreads in
+#: the prior's bulk (median 0.2); the calibration measured 0.2, 0.3 and 0.45 (docs/calibration.md).
+BETWEEN = 0.3
+#: The default prior probability that the private groups answer alike (``tau = 0``).
+SHARED_PRIOR = 0.5
+#: The largest spread a draw uses (``tau = 1`` would make every group's shares a single category).
+MAX_SPREAD = 0.99
 
 
 class CategoryPosterior(Posterior):
@@ -33,8 +53,27 @@ class CategoryPosterior(Posterior):
     def __init__(self, model: CategoryModel, idata: Any, seed: int = 0) -> None:
         super().__init__(model, idata, seed)
         self.p = np.asarray(idata["posterior"]["p"].values, dtype=float)
+        post = idata["posterior"]
+        #: the between-group spread ``tau`` per draw ``(chain, draw)`` (zeros when the groups answer alike)
+        self.between = (np.asarray(post["between"].values, dtype=float) if "between" in post
+                        else np.zeros(self.p.shape[:2]))
+        #: whether the groups answer alike in each draw (``None`` without the mixture)
+        self.alike = np.asarray(post["alike"].values, dtype=bool) if "alike" in post else None
+        if "between" in post:
+            self.convergence_vars = ("p", "between")
         self.groups = model.groups
         self.categories = model.categories
+
+    def branches(self) -> list[Any]:
+        """With the mixture (``0 < shared_prior < 1``): whether the private groups answer alike."""
+        if self.alike is None:
+            return []
+        from ...core.assumptions import Branch
+
+        return [Branch("alike", "the private groups answer alike (the public groups' shares)",
+                       "the private groups' shares differ from the public groups' and each other's", self.alike,
+                       advice="if you know, say so: model.groups_may_differ = false if people were put in groups at "
+                              "random, model.shared_prior = 0 if their answers go with their privacy choice")]
 
     @property
     def category_variance(self) -> float:
@@ -46,8 +85,18 @@ class CategoryPosterior(Posterior):
         chain, draw = self._check_index(chain, draw)
         m = self.model_spec
         p = self.p[chain, draw]
-        rows = [m.public_counts[g.name] if g.name in m.public_counts else rng.multinomial(g.size, p / p.sum())
-                for g in m.groups]
+        p = p / p.sum()
+        tau = min(float(self.between[chain, draw]), MAX_SPREAD)
+        rows = []
+        for g in m.groups:
+            if g.name in m.public_counts:
+                rows.append(m.public_counts[g.name])
+                continue
+            q = p
+            if tau > 0:
+                q = rng.dirichlet(p * (1.0 / tau ** 2 - 1.0))
+                q = q / q.sum()
+            rows.append(rng.multinomial(g.size, q))
         return CategoryCounts(np.stack(rows))
 
 
@@ -65,17 +114,30 @@ class CategoryModel(KnowledgeModel):
         simulated like a private one).
     prior
         The Dirichlet concentration of every category (default 1: uniform over share vectors).
+    between
+        The prior scale of the between-group spread ``tau ~ HalfNormal(between)`` when the groups differ
+        (default :data:`BETWEEN`); 0: the private groups answer like the public ones and like each other.
+    shared_prior
+        The prior probability that the groups answer alike (default :data:`SHARED_PRIOR`; read only
+        when ``between > 0``).
     """
 
     posterior_class = CategoryPosterior  # what fit() returns
 
     def __init__(self, groups: Sequence[Group], categories: Sequence[str],
-                 public_counts: Mapping[str, Any] | None = None, prior: float = 1.0) -> None:
+                 public_counts: Mapping[str, Any] | None = None, prior: float = 1.0,
+                 between: float = BETWEEN, shared_prior: float = SHARED_PRIOR) -> None:
         self.groups = check_groups(groups)
         self.categories = tuple(str(c) for c in categories)
         if len(self.categories) < 2:
             raise ValueError(f"categories must name at least 2 categories, got {list(categories)!r}")
         self.prior = check_positive(prior, "prior")
+        if isinstance(between, bool) or not isinstance(between, (int, float)) or not 0 <= between <= 1:
+            raise ValueError(f"between must be a number in [0, 1], got {between!r}")
+        self.between = float(between)
+        if isinstance(shared_prior, bool) or not isinstance(shared_prior, (int, float)) or not 0 <= shared_prior <= 1:
+            raise ValueError(f"shared_prior must be a probability in [0, 1], got {shared_prior!r}")
+        self.shared_prior = float(shared_prior) if self.between > 0 else 1.0
         counts = {}
         for name, c in (public_counts or {}).items():
             g = next((x for x in self.groups if x.name == name), None)
@@ -93,7 +155,8 @@ class CategoryModel(KnowledgeModel):
         return self.prior + np.asarray(seen, dtype=float) * np.ones(len(self.categories))
 
     def build(self) -> Any:
-        """The PyMC model: ``p ~ Dirichlet(prior)``, the public counts ``~ Multinomial(p)``."""
+        """The PyMC model: ``p ~ Dirichlet(prior)``, the public counts ``~ Multinomial(p)``, and the spread
+        ``between ~ HalfNormal`` when the groups may differ."""
         import pymc as pm
 
         c = len(self.categories)
@@ -102,16 +165,33 @@ class CategoryModel(KnowledgeModel):
             if self.public_counts:
                 seen = np.sum(list(self.public_counts.values()), axis=0)
                 pm.Multinomial("public", n=int(seen.sum()), p=p, observed=seen, dims="category")
+            if self.shared_prior < 1:
+                spread = pm.HalfNormal("spread", sigma=self.between)
+                if self.shared_prior > 0:
+                    alike = pm.Bernoulli("alike", p=self.shared_prior)
+                    pm.Deterministic("between", pm.math.switch(alike, 0.0, spread))
+                else:
+                    pm.Deterministic("between", spread)
         return model
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
                 **sample_kwargs: Any) -> Any:
-        """Exact draws of ``Dirichlet(prior + public counts)``, chain ``c`` from ``default_rng(random_seed[c])``."""
+        """Exact draws of ``Dirichlet(prior + public counts)`` and, when the groups may differ, of the mixture's
+        prior (``alike ~ Bernoulli(shared_prior)``, else ``between ~ HalfNormal``); chain ``c`` from
+        ``default_rng(random_seed[c])`` (``p``, then the spread, then ``alike``)."""
         if sample_kwargs:
             raise TypeError(f"{type(self).__name__} draws exactly and takes no sampler arguments, got {sorted(sample_kwargs)}")
         alpha = self._alpha()
-        p = np.stack([np.random.default_rng(s).dirichlet(alpha, size=draws) for s in random_seed])
-        ds = xr.Dataset({"p": (("chain", "draw", "category"), p)},
+        gens = [np.random.default_rng(s) for s in random_seed]
+        p = np.stack([g.dirichlet(alpha, size=draws) for g in gens])
+        data = {"p": (("chain", "draw", "category"), p)}
+        if self.shared_prior < 1:
+            spread = np.stack([self.between * np.abs(g.standard_normal(draws)) for g in gens])
+            alike = np.stack([g.random(draws) < self.shared_prior for g in gens])
+            data["between"] = (("chain", "draw"), np.where(alike, 0.0, spread))
+            if self.shared_prior > 0:
+                data["alike"] = (("chain", "draw"), alike)
+        ds = xr.Dataset(data,
                         coords={"chain": np.arange(chains), "draw": np.arange(draws), "category": list(self.categories)},
-                        attrs={"sampler": "exact Dirichlet(prior + public counts) draws"})
+                        attrs={"sampler": "exact draws: Dirichlet(prior + public counts); the groups' spread from its prior"})
         return xr.DataTree.from_dict({"posterior": ds})
