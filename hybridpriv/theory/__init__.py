@@ -5,7 +5,9 @@
   derivations in ``docs/theory.md``;
 * :mod:`hybridpriv.theory.useritem` -- Zeber & Lopatka (the exact risk of contribution-bounded item
   counts given the matrix); derivation in ``docs/theory-user-item.md``;
-* :mod:`hybridpriv.theory.avent` -- Avent et al. (the hybrid trust model); ``docs/theory-avent.md``.
+* :mod:`hybridpriv.theory.avent` -- Avent et al. (the hybrid trust model); ``docs/theory-avent.md``;
+* :mod:`hybridpriv.theory.heterogeneity` -- combining group releases when the groups may differ
+  (bias-aware weights, DerSimonian and Laird's between-group variance).
 
 The validators of user-item input (:func:`check_user_item_matrix`, :func:`check_contribution_bounds`)
 live in :mod:`hybridpriv.core.validation` and are re-exported here for compatibility.
@@ -26,3 +28,9 @@ from . import avent as _avent  # noqa: E402
 from .avent import *  # noqa: E402,F401,F403
 
 __all__ += _avent.__all__
+
+# Combining group releases when the groups may differ (the adaptive candidates).
+from . import heterogeneity as _heterogeneity  # noqa: E402
+from .heterogeneity import *  # noqa: E402,F401,F403
+
+__all__ += _heterogeneity.__all__

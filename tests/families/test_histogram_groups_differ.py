@@ -9,13 +9,9 @@ from scipy import optimize, stats
 
 from hybridpriv.core.privacy import Group
 from hybridpriv.families import family
-from hybridpriv.families.histogram.mechanisms import (
-    MARGIN,
-    AdaptiveHistograms,
-    LaplaceHistograms,
-    bias_aware_weights,
-)
+from hybridpriv.families.histogram.mechanisms import MARGIN, AdaptiveHistograms, LaplaceHistograms
 from hybridpriv.families.histogram.model import BETWEEN, SHARED_PRIOR, CategoryModel
+from hybridpriv.theory import bias_aware_weights
 
 CATS = ("a", "b", "c", "d")
 P = np.array([0.4, 0.3, 0.2, 0.1])
@@ -36,7 +32,7 @@ def test_bias_aware_weights_minimise_the_stated_error(seed):
     noise = np.where(np.arange(5) == 0, 0.0, rng.uniform(1e-6, 1e-2, 5))
     s = n / n.sum()
     a = s2 * (tau ** 2 + 1 / n)
-    w = bias_aware_weights(n, tau, s2, noise)
+    w = bias_aware_weights(n, a, noise)
     res = optimize.minimize(_objective, np.full(5, 0.2), args=(s, a, noise), method="SLSQP", tol=1e-14,
                             constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1}])
     assert res.success
@@ -48,14 +44,16 @@ def test_bias_aware_weights_minimise_the_stated_error(seed):
 def test_bias_aware_weights_limits():
     n = np.array([100.0, 300.0, 600.0])
     s = n / n.sum()
+    noise = np.array([0.0, 1e-3, 1e-2])
     # no noise: the size shares (the pooled share itself)
-    np.testing.assert_allclose(bias_aware_weights(n, 0.2, 0.2, np.zeros(3)), s)
+    np.testing.assert_allclose(bias_aware_weights(n, 0.2 * (0.04 + 1 / n), np.zeros(3)), s)
     # a vast spread: the size shares whatever the noise (an unbiased combination)
-    np.testing.assert_allclose(bias_aware_weights(n, 1e4, 0.2, np.array([0.0, 1e-3, 1e-2])), s, atol=1e-6)
-    # an array of spreads gives one row of weights per spread
-    w = bias_aware_weights(n, np.array([0.0, 0.1, 0.5]), 0.2, np.array([0.0, 1e-3, 1e-2]))
+    np.testing.assert_allclose(bias_aware_weights(n, np.full(3, 1e8), noise), s, atol=1e-6)
+    # one row of spreads per trial gives one row of weights per trial
+    spreads = 0.2 * (np.array([0.0, 0.1, 0.5])[:, None] ** 2 + 1 / n)
+    w = bias_aware_weights(n, spreads, noise)
     assert w.shape == (3, 3)
-    np.testing.assert_allclose(w[1], bias_aware_weights(n, 0.1, 0.2, np.array([0.0, 1e-3, 1e-2])))
+    np.testing.assert_allclose(w[1], bias_aware_weights(n, spreads[1], noise))
 
 
 def _released_shares(mech, tau, draws, rng):
@@ -117,7 +115,8 @@ def test_adaptive_combines_the_weighted_releases():
     out = adaptive.release(CategoryCounts(counts), np.random.default_rng(3), 7)
     noisy = counts[None] + np.random.default_rng(3).laplace(size=(7, *counts.shape)) * adaptive.scales[None, :, None]
     shares = noisy / adaptive.sizes[None, :, None]
-    w = bias_aware_weights(adaptive.sizes, adaptive.between(shares), 0.2, adaptive.noise)
+    w = bias_aware_weights(adaptive.sizes, 0.2 * (adaptive.between(shares)[:, None] ** 2 + 1 / adaptive.sizes),
+                           adaptive.noise)
     np.testing.assert_allclose(out, np.einsum("tg,tgc->tc", w, shares))
     assert adaptive.mean_and_variance(counts) is None
 

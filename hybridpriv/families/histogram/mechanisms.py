@@ -34,10 +34,11 @@ from ...core.mechanism import Mechanism
 from ...core.privacy import NEIGHBOUR_RELATIONS, Group, Guarantee, check_groups, check_positive
 from ...core.validation import check_rng, check_trials
 from ...noise import laplace
+from ...theory import bias_aware_weights
 from .data import CategoryCounts, check_counts
 
 __all__ = ["MARGIN", "THRESHOLDS", "AdaptiveHistograms", "HistogramMechanism", "LaplaceHistograms", "PooledHistogram",
-           "PublicHistogram", "SampleHistogram", "bias_aware_weights", "sensitivity"]
+           "PublicHistogram", "SampleHistogram", "sensitivity"]
 
 #: Standard errors by which the released groups' disagreement must exceed what equal shares explain before
 #: :class:`AdaptiveHistograms` trusts it (a heterogeneity test; below it the groups are taken to answer alike).
@@ -151,26 +152,6 @@ class LaplaceHistograms(HistogramMechanism):
         return mean, var
 
 
-def bias_aware_weights(sizes: np.ndarray, between: np.ndarray | float, s2: float,
-                       noise: np.ndarray) -> np.ndarray:
-    """Weights ``w`` (summing to 1) minimising ``sum_g (w_g - s_g)^2 a_g + w_g^2 b_g``.
-
-    That is the expected squared error, per category, of ``sum_g w_g q~_g`` against the pooled share
-    ``sum_g s_g q_g`` (``s_g = n_g / n``) when group ``g``'s share ``q_g`` lies around a common share with
-    variance ``a_g = s2 (between^2 + 1/n_g)`` (the groups' spread plus sampling) and its release ``q~_g``
-    adds noise of variance ``b_g`` (``noise``; 0 for a public group).  The common share cancels because
-    ``sum_g (w_g - s_g) = 0``.  Lagrange: ``w_g = (lam + s_g a_g) / (a_g + b_g)``, ``lam`` making the sum 1.
-    ``between`` may be an array of shape ``(trials,)``: the weights are then ``(trials, groups)``.
-    """
-    n = np.asarray(sizes, dtype=float)
-    s = n / n.sum()
-    tau2 = np.asarray(between, dtype=float)[..., None] ** 2
-    a = s2 * (tau2 + 1.0 / n)
-    k = 1.0 / (a + noise)
-    lam = (1.0 - np.sum(s * a * k, axis=-1, keepdims=True)) / np.sum(k, axis=-1, keepdims=True)
-    return (lam + s * a) * k
-
-
 class AdaptiveHistograms(LaplaceHistograms):
     """``weighted``'s releases (each private group's counts with Laplace(Delta/eps_g) noise), combined with
     weights adapted to how far the released groups disagree.
@@ -182,16 +163,16 @@ class AdaptiveHistograms(LaplaceHistograms):
     ``v_c = pbar_c (1 - pbar_c)``, ``b_g = 2 (Delta/eps_g)^2 / n_g^2`` (Dirichlet-multinomial groups).  The
     estimate counts only once ``S`` exceeds its expectation under equal shares by ``margin`` standard
     errors (:meth:`moments`: the sampling taken as Gaussian with the multinomial's covariance, the noise as
-    Laplace); then
-    :func:`bias_aware_weights` at that ``tau`` combine the released shares (``s2`` as ``weighted``).  All
-    of it reads only the released counts: post-processing, so the guarantee is ``weighted``'s.
+    Laplace); then :func:`hybridpriv.theory.bias_aware_weights` at spread ``s2 (tau^2 + 1/n_g)`` per group
+    combine the released shares (``s2`` as ``weighted``).  All of it reads only the released counts:
+    post-processing, so the guarantee is ``weighted``'s.
     """
 
     def __init__(self, groups: Sequence[Group], categories: Sequence[str], relation: str = "add-remove",
                  s2: Any = 0.25, margin: float = MARGIN) -> None:
         super().__init__(groups, categories, relation, "inverse-variance", s2)
         self.label = "adaptive"
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin >= 0 or not math.isfinite(margin):
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < math.inf:
             raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
         self.margin = float(margin)
         self.noise = 2.0 * self.scales ** 2 / self.sizes ** 2
@@ -233,7 +214,8 @@ class AdaptiveHistograms(LaplaceHistograms):
     def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
         noisy = laplace(np.broadcast_to(counts, (trials, *counts.shape)), self.scales[None, :, None], rng)
         shares = noisy / self.sizes[None, :, None]
-        w = bias_aware_weights(self.sizes, self.between(shares), self._s2, self.noise)
+        spread = self._s2 * (self.between(shares)[:, None] ** 2 + 1.0 / self.sizes)
+        w = bias_aware_weights(self.sizes, spread, self.noise)
         return np.einsum("tg,tgc->tc", w, shares)
 
     def mean_and_variance(self, counts: np.ndarray) -> None:

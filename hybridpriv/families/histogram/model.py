@@ -193,5 +193,5 @@ class CategoryModel(KnowledgeModel):
                 data["alike"] = (("chain", "draw"), alike)
         ds = xr.Dataset(data,
                         coords={"chain": np.arange(chains), "draw": np.arange(draws), "category": list(self.categories)},
-                        attrs={"sampler": "exact draws: Dirichlet(prior + public counts); the groups' spread from its prior"})
+                        attrs={"sampler": "exact draws: Dirichlet(prior + public counts); the spread from its prior"})
         return xr.DataTree.from_dict({"posterior": ds})

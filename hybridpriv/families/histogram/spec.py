@@ -3,7 +3,8 @@
 What is public: the categories, every group's size and epsilon, the public groups' records (category
 names, a list or a CSV file), the neighbouring relation.  Candidates (candidate dimension ``estimator``):
 ``weighted`` and ``proportional`` (:class:`~hybridpriv.families.histogram.mechanisms.LaplaceHistograms`),
-``adaptive`` (``weighted``'s releases, weights adapted to the groups' disagreement), ``pooled``, ``sample-avg`` and ``sample-max`` (Jorgensen et al.'s PDP Sample) and, with a public group,
+``adaptive`` (``weighted``'s releases, weights adapted to the groups' disagreement), ``pooled``,
+``sample-avg`` and ``sample-max`` (Jorgensen et al.'s PDP Sample) and, with a public group,
 ``public-only``.  Task: the squared error of the released shares (exact risk given the counts, except
 for Sample), or the largest error of a share.
 """
