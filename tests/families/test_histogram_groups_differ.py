@@ -224,3 +224,26 @@ def test_real_truths_split_by_an_attribute():
         # the oldest third (the strictest group) has fewer children at home than the youngest
         assert counts["private-2"][0] / counts["private-2"].sum() > counts["private-0"][0] / counts["private-0"].sum()
         assert [g["epsilon"] for g in t.spec["groups"][1:]] == [1.0, 0.3, 0.05]
+
+
+def test_sample_simulates_the_coins_a_release_flips():
+    """PDP Sample: a simulation's binomial kept counts and a release's coin per record give the same releases (a
+    generator that is not exactly numpy's takes the coin path): 20,000 releases each, every category's mean within
+    4 standard errors and variance within a 99.9% chi-square interval of the other's."""
+    from hybridpriv.families.histogram.data import CategoryCounts
+    from hybridpriv.families.histogram.mechanisms import SampleHistogram
+
+    class Coins(np.random.Generator):
+        pass
+
+    groups = (Group("panel", 30, float("inf")), Group("a", 400, 1.0), Group("b", 250, 0.2))
+    counts = CategoryCounts(np.array([[10, 10, 5, 5], [150, 120, 80, 50], [40, 60, 100, 50]]))
+    mech = SampleHistogram(groups, CATS, threshold="max")
+    assert 0 < mech.keep[2] < 1
+    sim = mech.release(counts, np.random.default_rng(1), 20_000)
+    coins = mech.release(counts, Coins(np.random.PCG64(2)), 20_000)
+    se = np.sqrt(sim.var(axis=0) / sim.shape[0] + coins.var(axis=0) / coins.shape[0])
+    assert np.all(np.abs(sim.mean(axis=0) - coins.mean(axis=0)) < 4 * se)
+    lo, hi = stats.f.ppf([0.0005, 0.9995], sim.shape[0] - 1, coins.shape[0] - 1)
+    ratio = sim.var(axis=0, ddof=1) / coins.var(axis=0, ddof=1)
+    assert np.all((ratio > lo) & (ratio < hi)), ratio

@@ -254,8 +254,11 @@ class SampleHistogram(HistogramMechanism):
     ``threshold``: ``"avg"`` or ``"max"`` of the private groups' effective epsilons, or a number.
     With ``relation="replace"`` each group's effective epsilon is half its own: the mechanism is then
     ``eps_g / 2``-DP under add/remove, which is ``eps_g`` for a replacement (a removal and an addition).
-    Records are kept by comparing a uniform draw per record with the keep probability (no binomial
-    sampler: a release draws uniforms from a cryptographically secure generator).
+    A release keeps records by comparing a uniform draw per record with the keep probability (no binomial
+    sampler: a release draws uniforms from a cryptographically secure generator, whose adapter refuses
+    ``binomial``).  A simulation (a plain :class:`numpy.random.Generator`) draws each category's kept count
+    from ``Binomial(count, keep)`` instead: the same distribution, without a uniform per record
+    (``tests/families/test_histogram_groups_differ.py`` compares the two).
     """
 
     def __init__(self, groups: Sequence[Group], categories: Sequence[str], relation: str = "add-remove",
@@ -296,6 +299,9 @@ class SampleHistogram(HistogramMechanism):
                 continue
             n = int(x.sum())
             if n == 0:
+                continue
+            if type(rng) is np.random.Generator:  # a simulation: the kept counts directly
+                kept += rng.binomial(np.broadcast_to(x, (trials, c)), self.keep[k])
                 continue
             u = rng.random((trials, n)) < self.keep[k]  # one coin per record, records in category order
             run = np.concatenate((np.zeros((trials, 1)), np.cumsum(u, axis=1)), axis=1)
