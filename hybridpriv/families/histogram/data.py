@@ -20,7 +20,17 @@ import numpy as np
 from ...core.datakind import DataKind
 from ...testing.core import NeighbouringPair
 
-__all__ = ["CATEGORY_DATA", "CategoryCounts", "CategoryData", "check_counts"]
+__all__ = ["BETWEEN", "CATEGORY_DATA", "SHARED_PRIOR", "CategoryCounts", "CategoryData", "check_counts"]
+
+# The model's defaults (:mod:`.model`), here so that the SPEC reads them without importing the model's stack.
+#: The default prior scale of the between-group spread ``tau`` (``HalfNormal(BETWEEN)``, when the groups differ): a
+#: share's standard deviation across groups over ``sqrt(p (1 - p))``.  Real groups that differ by an attribute
+#: (Swiss women by age beside a foreign-born panel; Mroz's women by age beside a college panel) spread by 0.16-0.32
+#: on average, one group by up to 0.55; groups assigned at random, by 0.  Scale 0.3 puts the average spreads in
+#: the prior's bulk (median 0.2); the calibration measured 0.2, 0.3 and 0.45 (docs/calibration.md).
+BETWEEN = 0.3
+#: The default prior probability that the private groups answer alike (``tau = 0``).
+SHARED_PRIOR = 0.5
 
 
 @dataclass(frozen=True)

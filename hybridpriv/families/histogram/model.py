@@ -28,18 +28,10 @@ import xarray as xr
 
 from ...core.privacy import Group, check_groups, check_positive
 from ...core.model import KnowledgeModel, Posterior
-from .data import CategoryCounts
+from .data import BETWEEN, SHARED_PRIOR, CategoryCounts
 
-__all__ = ["BETWEEN", "CategoryModel", "CategoryPosterior", "SHARED_PRIOR"]
+__all__ = ["BETWEEN", "SHARED_PRIOR", "CategoryModel", "CategoryPosterior"]
 
-#: The default prior scale of the between-group spread ``tau`` (``HalfNormal(BETWEEN)``, when the groups differ): a
-#: share's standard deviation across groups over ``sqrt(p (1 - p))``.  Real groups that differ by an attribute
-#: (Swiss women by age beside a foreign-born panel; Mroz's women by age beside a college panel) spread by 0.16-0.32
-#: on average, one group by up to 0.55; groups assigned at random, by 0.  Scale 0.3 puts the average spreads in
-#: the prior's bulk (median 0.2); the calibration measured 0.2, 0.3 and 0.45 (docs/calibration.md).
-BETWEEN = 0.3
-#: The default prior probability that the private groups answer alike (``tau = 0``).
-SHARED_PRIOR = 0.5
 #: The largest spread a draw uses (``tau = 1`` would make every group's shares a single category).
 MAX_SPREAD = 0.99
 

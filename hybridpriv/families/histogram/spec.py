@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...core.privacy import NEIGHBOUR_RELATIONS
-from .model import BETWEEN, SHARED_PRIOR
+from .data import BETWEEN, SHARED_PRIOR
 from ...spec.schema import (
     Config,
     Context,
