@@ -172,9 +172,7 @@ class AdaptiveHistograms(LaplaceHistograms):
                  s2: Any = 0.25, margin: float = MARGIN) -> None:
         super().__init__(groups, categories, relation, "inverse-variance", s2)
         self.label = "adaptive"
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < math.inf:
-            raise ValueError(f"margin must be a finite number >= 0, got {margin!r}")
-        self.margin = float(margin)
+        self.margin = check_positive(margin, "margin", allow_zero=True)
         self.noise = 2.0 * self.scales ** 2 / self.sizes ** 2
 
     def moments(self, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ...core.privacy import Group, check_groups, check_positive
+from ...core.privacy import Group, check_finite, check_groups, check_positive
 from ...core.model import KnowledgeModel, Posterior
 from .data import BETWEEN, SHARED_PRIOR, CategoryCounts
 
@@ -124,12 +124,13 @@ class CategoryModel(KnowledgeModel):
         if len(self.categories) < 2:
             raise ValueError(f"categories must name at least 2 categories, got {list(categories)!r}")
         self.prior = check_positive(prior, "prior")
-        if isinstance(between, bool) or not isinstance(between, (int, float)) or not 0 <= between <= 1:
+        self.between = check_finite(between, "between")
+        if not 0.0 <= self.between <= 1.0:
             raise ValueError(f"between must be a number in [0, 1], got {between!r}")
-        self.between = float(between)
-        if isinstance(shared_prior, bool) or not isinstance(shared_prior, (int, float)) or not 0 <= shared_prior <= 1:
+        p = check_finite(shared_prior, "shared_prior")
+        if not 0.0 <= p <= 1.0:
             raise ValueError(f"shared_prior must be a probability in [0, 1], got {shared_prior!r}")
-        self.shared_prior = float(shared_prior) if self.between > 0 else 1.0
+        self.shared_prior = p if self.between > 0 else 1.0
         counts = {}
         for name, c in (public_counts or {}).items():
             g = next((x for x in self.groups if x.name == name), None)
