@@ -62,7 +62,7 @@ class CategoryPosterior(Posterior):
             return []
         from ...core.assumptions import Branch
 
-        return [Branch("alike", "the private groups answer alike (the public groups' shares)",
+        return [Branch("alike", "the private groups answer alike, with the public groups' shares",
                        "the private groups' shares differ from the public groups' and each other's", self.alike,
                        advice="if you know, say so: model.groups_may_differ = false if people were put in groups at "
                               "random, model.shared_prior = 0 if their answers go with their privacy choice")]
