@@ -14,7 +14,9 @@ epsilon (:func:`check_declaration`); Gaussian parts add up in ``rho`` (zCDP comp
 beside the exact ``(epsilon, delta)`` of the Gaussian profile (dp-accounting), which the conformance checks
 already hold to the declaration (OpenDP's zCDP-to-approximate-DP conversion is looser than the analytic
 Gaussian calibration the mechanisms use, so it is not the yardstick).  A part OpenDP has no measurement for
-here (a sampled part, a bare ``(epsilon, delta)`` label) is listed as unmapped.
+here (a sampled part, a bare ``(epsilon, delta)`` label) is listed as unmapped; OpenDP then vouches for no
+total: the map's ``epsilon`` is ``None`` and ``mapped_epsilon`` holds what the mapped parts alone cost (the
+declaration rests on the audit and the conformance checks of the events instead).
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ def _parts(event: Any, count: int = 1) -> list[tuple[Any, int]]:
 
 def privacy_map(event: Any) -> dict[str, Any]:
     """``{"epsilon": OpenDP's epsilon of the pure parts, "rho": its zCDP of the Gaussian parts, "parts": n,
-    "unmapped": [what OpenDP did not map]}`` (``epsilon`` is ``inf`` for a non-private part)."""
+    "unmapped": [what OpenDP did not map], "mapped_epsilon": the epsilon of the mapped pure parts}``
+    (``epsilon`` is ``inf`` for a non-private part, and ``None`` when some part is unmapped: OpenDP then
+    vouches for no total, and a reader must not take the mapped parts' sum for one)."""
     dp = _opendp()
     eps, rho, unmapped, n = 0.0, 0.0, [], 0
     for part, count in _parts(event):
@@ -63,7 +67,8 @@ def privacy_map(event: Any) -> dict[str, Any]:
             rho += count * float(m.map(1.0))
         else:
             unmapped.append(type(part).__name__)
-    return {"epsilon": eps, "rho": rho, "parts": n, "unmapped": sorted(set(unmapped)), "by": "OpenDP privacy maps"}
+    return {"epsilon": None if unmapped else eps, "mapped_epsilon": eps, "rho": rho, "parts": n,
+            "unmapped": sorted(set(unmapped)), "by": "OpenDP privacy maps"}
 
 
 def check_declaration(mech: Any) -> dict[str, dict[str, Any]]:
@@ -76,10 +81,11 @@ def check_declaration(mech: Any) -> dict[str, dict[str, Any]]:
         m = privacy_map(event)
         m["declared_epsilon"] = g.epsilon if math.isfinite(g.epsilon) else "inf"
         m["event"] = ev.to_json(event)
-        if m["epsilon"] > g.epsilon * (1 + 1e-9) + 1e-12:
+        if m["mapped_epsilon"] > g.epsilon * (1 + 1e-9) + 1e-12:
             raise ValueError(f"candidate {label!r}: OpenDP's privacy maps of its noise give unit {unit!r} epsilon "
-                             f"{m['epsilon']:.6g}, above the declared {g.epsilon:g}; not released")
-        if math.isinf(m["epsilon"]):
-            m["epsilon"] = "inf"
+                             f"{m['mapped_epsilon']:.6g}, above the declared {g.epsilon:g}; not released")
+        for key in ("epsilon", "mapped_epsilon"):  # JSON has no infinity
+            if m[key] is not None and math.isinf(m[key]):
+                m[key] = "inf"
         out[unit] = m
     return out

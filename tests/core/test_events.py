@@ -13,9 +13,18 @@ from scipy import stats
 
 from hybridpriv.core import events as E
 from hybridpriv.core.privacy import Group, Guarantee
+from hybridpriv.families.grouped.baselines import UniformMean
 from hybridpriv.families.grouped.jorgensen import PDPSample
+from hybridpriv.families.grouped.mixed import WeightedMean
+from hybridpriv.families.histogram.mechanisms import (
+    AdaptiveHistograms,
+    LaplaceHistograms,
+    PooledHistogram,
+    SampleHistogram,
+)
 from hybridpriv.families.hybrid_trust.mechanisms import FullLM, Hybrid, TCMOnly
 from hybridpriv.families.kmeans.algorithms import HybridKMeans, LMKMeans, TCMKMeans
+from hybridpriv.families.public_private.wang import Algorithm1, HybridMEstimator, LeiHistogram
 from hybridpriv.families.user_item.mechanisms import ContributionBoundedCounts
 from hybridpriv.noise import gaussian_sigma, rr_probabilities
 from hybridpriv.release.composition import compose
@@ -23,6 +32,17 @@ from hybridpriv.release.maps import check_declaration, privacy_map
 from hybridpriv.testing.conformance import event_problems
 
 GROUPS = [Group("tcm", 60, 1.0), Group("lm", 200, 0.5, trust="local")]
+MIXED = [Group("pub", 30, math.inf), Group("a", 50, 0.5), Group("b", 80, 2.0), Group("c", 40, 0.05)]
+CATS = ("none", "one", "two")
+PP = [Group("private", 200, 0.7), Group("public", 40, math.inf)]
+
+#: The Laplace-noise built-ins that state their noise as events (before, their bare labels: OpenDP mapped nothing).
+LAPLACE_BUILT_INS = [
+    WeightedMean(MIXED, (0, 10), 4.0), WeightedMean(MIXED, (0, 10), 4.0, relation="replace"),
+    UniformMean(MIXED, (0, 10)), LaplaceHistograms(MIXED, CATS), LaplaceHistograms(MIXED, CATS, "replace", "size"),
+    AdaptiveHistograms(MIXED, CATS), PooledHistogram(MIXED, CATS, "replace"), Algorithm1("mean", 0.7),
+    LeiHistogram("mean", 0.7, 3), HybridMEstimator(PP, (0, 1)),
+]
 
 
 def _gaussian_epsilon(sigma: float, delta: float) -> float:
@@ -103,7 +123,9 @@ def test_charges_in_a_replace_budget_double_every_sensitivity():
     Hybrid(GROUPS, (0, 100), 0.4), ContributionBoundedCounts(3, 0.8), HybridKMeans(3, 5.0, 4, (0, 1)),
     PDPSample([Group("a", 50, 0.5), Group("b", 80, 2.0), Group("pub", 30, math.inf)], (0, 10), threshold="max",
               denominator="expected"),
-    LMKMeans(2, 2.0, 3, (0, 1)), TCMKMeans(2, 2.0, 3, (0, 1))], ids=lambda m: m.label)
+    LMKMeans(2, 2.0, 3, (0, 1)), TCMKMeans(2, 2.0, 3, (0, 1)), *LAPLACE_BUILT_INS,
+    SampleHistogram(MIXED, CATS, threshold="max"), SampleHistogram(MIXED, CATS, "replace", threshold="avg")],
+    ids=lambda m: f"{type(m).__name__}-{m.label}")
 def test_a_mechanism_s_events_give_back_its_declaration(mech):
     """Each event describes the noise: its epsilon at the declared delta equals the declaration (not merely below)."""
     assert event_problems(mech) == []
@@ -133,6 +155,11 @@ def test_opendp_maps_vouch_for_pure_parts_and_report_rho_for_gaussian_ones():
     assert got["rho"] == pytest.approx(3 / (2 * sigma**2), rel=1e-9) and got["epsilon"] == 0.0
     assert privacy_map(E.poisson_sampled(0.5, E.laplace(1.0, 1.0)))["unmapped"] == ["PoissonSampledDpEvent"]
 
+    # a bare label is unmapped: OpenDP then vouches for no total (0.0 would read as "costs nothing")
+    label = privacy_map(E.composed([E.laplace(2.0, 1.0), E.epsilon_delta(0.3)]))
+    assert label["epsilon"] is None and label["mapped_epsilon"] == pytest.approx(0.5)
+    assert label["unmapped"] == ["EpsilonDeltaDpEvent"]
+
     class Overclaims(ContributionBoundedCounts):
         @property
         def privacy_events(self):
@@ -140,6 +167,16 @@ def test_opendp_maps_vouch_for_pure_parts_and_report_rho_for_gaussian_ones():
 
     with pytest.raises(ValueError, match="OpenDP's privacy maps of its noise give unit 'users' epsilon 1.6"):
         check_declaration(Overclaims(3, 0.8))
+
+
+@pytest.mark.parametrize("mech", LAPLACE_BUILT_INS, ids=lambda m: f"{type(m).__name__}-{m.label}")
+def test_opendp_maps_every_laplace_built_in_to_its_declaration(mech):
+    """OpenDP's own Laplace map of each unit's noise is the declared epsilon: the release's record vouches for it
+    (not a bare label it cannot map)."""
+    for unit, m in check_declaration(mech).items():
+        assert m["unmapped"] == [], unit
+        g = mech.privacy[unit]
+        assert m["epsilon"] == ("inf" if math.isinf(g.epsilon) else pytest.approx(g.epsilon, rel=1e-9)), unit
 
 
 def test_the_ledger_keeps_events_and_composes_them(tmp_path):

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from ...core import events
 from ...core.privacy import Bounds, Group, Guarantee, smallest_private_epsilon
 from ...noise import smith_quantile
 from .estimator import Estimator, GroupedStatistics, per_trial
@@ -37,6 +39,14 @@ class UniformMean(_Uniform):
 
     statistic = "mean"
     label = "uniform-mean"
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Every group: one Laplace(``Delta / eps_min``) on the sum of all records (sensitivity ``Delta``)."""
+        if np.isinf(self.epsilon):
+            return super().privacy_events
+        d = self.bounds.sum_sensitivity(self.relation)
+        return {g.name: events.laplace(d / self.epsilon, d) for g in self.groups}
 
     def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
         total = sum(stats.sums[:, k] for k in range(len(self.groups)))

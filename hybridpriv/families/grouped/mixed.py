@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from ...core import events
 from ...core.privacy import Bounds, Group, Guarantee
 from ...noise import smith_quantile
 from ...theory import mixed_mean_weights
@@ -67,6 +70,13 @@ class WeightedMean(_Mixed):
 
     statistic = "mean"
     label = "weighted"
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Each private group: Laplace(``Delta / eps_i``) on its sum of sensitivity ``Delta``."""
+        return {g.name: events.epsilon_delta(math.inf) if g.is_public else events.laplace(self.sensitivity / g.epsilon,
+                                                                                           self.sensitivity)
+                for g in self.groups}
 
     def _release(self, stats: GroupedStatistics, rng: np.random.Generator, trials: int) -> np.ndarray:
         eps = self.epsilons

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...core import events
 from ...core.mechanism import Mechanism
 from ...core.privacy import NEIGHBOUR_RELATIONS, Group, Guarantee, check_groups, check_positive
 from ...core.validation import check_rng, check_trials
@@ -141,6 +142,13 @@ class LaplaceHistograms(HistogramMechanism):
     def privacy(self) -> dict[str, Guarantee]:
         return {g.name: Guarantee(g.epsilon, 0.0, self.relation) for g in self.groups}
 
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Each private group: Laplace(``Delta / eps_g``) on its count vector, whose L1 sensitivity is ``Delta``
+        (one record moves one count by 1, or two counts by 1 for a replacement)."""
+        return {g.name: events.epsilon_delta(math.inf) if g.is_public else events.laplace(float(s), self._delta)
+                for g, s in zip(self.groups, self.scales)}
+
     def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
         noisy = laplace(np.broadcast_to(counts, (trials, *counts.shape)), self.scales[None, :, None], rng)
         return np.einsum("g,tgc->tc", self.group_weights / self.sizes, noisy)
@@ -237,6 +245,12 @@ class PooledHistogram(HistogramMechanism):
     def privacy(self) -> dict[str, Guarantee]:
         return {g.name: Guarantee(math.inf if g.is_public else self.epsilon, 0.0, self.relation) for g in self.groups}
 
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Each private group's records: one Laplace(``Delta / eps_min``) on the summed count vector."""
+        return {g.name: events.epsilon_delta(math.inf) if g.is_public else events.laplace(self.scale, self._delta)
+                for g in self.groups}
+
     def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
         total = counts.sum(axis=0)
         return laplace(np.broadcast_to(total, (trials, total.size)), self.scale, rng) / self.sizes.sum()
@@ -285,6 +299,15 @@ class SampleHistogram(HistogramMechanism):
     def privacy(self) -> dict[str, Guarantee]:
         return {g.name: Guarantee(math.inf, 0.0, "add-remove") if g.is_public
                 else Guarantee(min(self._effective[k], self.t), 0.0, "add-remove")
+                for k, g in enumerate(self.groups)}
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """Each private group's records Poisson-sampled with its keep probability, then Laplace(``1 / t``) on the
+        kept counts (L1 sensitivity 1 under add/remove-one): amplified to ``log(1 + keep (e^t - 1))``, which is the
+        group's effective epsilon (or ``t`` when every record is kept)."""
+        noise = events.laplace(1.0 / self.t, 1.0)
+        return {g.name: events.epsilon_delta(math.inf) if g.is_public else events.poisson_sampled(float(self.keep[k]), noise)
                 for k, g in enumerate(self.groups)}
 
     def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ....accounting import Accountant
+from ....core import events
 from ....core.mechanism import Mechanism
 from ....core.privacy import (
     Bounds,
@@ -66,6 +67,12 @@ _PUBLIC = Guarantee(math.inf, 0.0, "replace")
 
 def _declaration(epsilon: float) -> dict[str, Guarantee]:
     return {"private": Guarantee(epsilon, 0.0, "replace"), "public": _PUBLIC}
+
+
+def _count_noise(epsilon: float) -> Any:
+    """Laplace(``2 / epsilon``) on a count vector of L1 sensitivity 2 (replacing one private record moves
+    one count down and one up); ``epsilon = inf`` (noise-free) is not private."""
+    return events.epsilon_delta(math.inf) if math.isinf(epsilon) else events.laplace(2.0 / epsilon, 2.0)
 
 
 class _PublicPrivate(Mechanism):
@@ -147,6 +154,11 @@ class Algorithm1(_PublicPrivate):
     @property
     def privacy(self) -> dict[str, Guarantee]:
         return _declaration(self.epsilon)
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """The private records: the noisy counts (:func:`_count_noise`); the public ones: not private."""
+        return {"private": _count_noise(self.epsilon), "public": events.epsilon_delta(math.inf)}
 
     def _order(self, design: HybridDesign) -> tuple[np.ndarray | None, int]:
         """The public order this mechanism reads on ``design`` (None: the points as given) and the subset size."""
@@ -375,6 +387,11 @@ class LeiHistogram(_PublicPrivate):
     def privacy(self) -> dict[str, Guarantee]:
         return _declaration(self.epsilon)
 
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """The private records: the noisy counts (:func:`_count_noise`); the public ones: not private."""
+        return {"private": _count_noise(self.epsilon), "public": events.epsilon_delta(math.inf)}
+
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         """``trials`` independent releases of ``theta`` on one dataset: ``(trials, d)``."""
         trials = check_trials(trials)
@@ -478,6 +495,11 @@ class HybridMEstimator(Estimator):
         return {
             g.name: Guarantee(math.inf if g.is_public else g.epsilon, 0.0, "replace") for g in self.groups
         }
+
+    @property
+    def privacy_events(self) -> dict[str, Any]:
+        """The private group: the noisy representation counts (:func:`_count_noise`); the public one: not private."""
+        return {g.name: events.epsilon_delta(math.inf) if g.is_public else _count_noise(g.epsilon) for g in self.groups}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
         priv, pub = data[self._private], data[1 - self._private]
