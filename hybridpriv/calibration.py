@@ -9,7 +9,8 @@ the mechanism's noise).  :func:`score` compares the two:
 * the oracle: the eligible candidate with the lowest realised risk (ties shared);
 * the regret of the recommendation: ``realised[recommended] / realised[oracle] - 1``;
 * coverage: does the realised risk lie in the reported 5-95% range ``[risk_low, risk_high]``;
-* reliability: P(best) against whether the candidate was the oracle.
+* reliability: P(best) against whether the candidate was the oracle, beside the range a calibrated P(best)
+  would give in each bin (:mod:`hybridpriv.reliability`).
 
 Layering: :func:`score`, :func:`summarize` and :func:`reliability` are pure NumPy;
 :func:`calibrate` runs the truths and returns an ``xarray.Dataset``; :func:`plot_calibration`
@@ -29,16 +30,16 @@ import xarray as xr
 from .core.random import rng, stream
 from .engine.options import Engine, as_engine
 from .engine.sensitivity import MATTERS
+from .reliability import BINS, reliability, reliability_band
 
-__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "score", "summarize"]
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "reliability_band",
+           "score", "summarize"]
 
 #: Draws (and the model's tuning steps, ``fit.tune``, where the family's sampler tunes) of the select run's retries,
 #: as multiples of the SPEC's, when the model's convergence check refuses the fit (the refusal's advice).
 RETRIES = (1, 2, 4)
 #: A regret above this is a failure that must not be silent: select must have warned (issue 25).
 SILENT_REGRET = MATTERS  # the regret a sensitivity warning is about (hybridpriv.engine.sensitivity)
-#: Edges of the P(best) bins of the reliability diagram.
-BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 
 def score(expected, low, high, p_best, eligible, realised, recommended: int) -> dict[str, Any]:
@@ -109,21 +110,6 @@ def summarize(regret, covered, covered_recommended, ratio=()) -> dict[str, float
             "regret_p90": float(np.quantile(regret, 0.9)) if regret.size else nan,
             "correct": float(np.mean(regret == 0)) if regret.size else nan,
             "ratio_median": float(np.median(ratio)) if ratio.size else nan}
-
-
-def reliability(p_best, is_best, bins: Sequence[float] = BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Reliability diagram: per bin of P(best) (the last bin closed), the mean P(best), the mean
-    share of truths where the candidate was best, and the number of pairs (NaN-paired entries skipped)."""
-    p, y = np.asarray(p_best, dtype=float).ravel(), np.asarray(is_best, dtype=float).ravel()
-    keep = np.isfinite(p) & np.isfinite(y)
-    p, y = p[keep], y[keep]
-    edges = np.asarray(bins, dtype=float)
-    which = np.clip(np.searchsorted(edges, p, side="right") - 1, 0, edges.size - 2)
-    count = np.bincount(which, minlength=edges.size - 1).astype(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        predicted = np.bincount(which, p, minlength=edges.size - 1) / count
-        observed = np.bincount(which, y, minlength=edges.size - 1) / count
-    return predicted, observed, count
 
 
 def _seed(seed: int, family: str, i: int, what: str) -> int:
@@ -415,6 +401,12 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     rel = [reliability(*_scope(ds, s, "reliability")) for s in scopes]
     for k, v in enumerate(("reliability_predicted", "reliability_observed", "reliability_count")):
         ds[v] = (("scope", "bin"), np.array([r[k] for r in rel]))
+    band = [reliability_band(_scope(ds, s, "reliability")[0], rng=rng(seed, "calibration", "reliability", s))
+            for s in scopes]
+    for k, v in enumerate(("reliability_low", "reliability_high")):
+        ds[v] = (("scope", "bin"), np.array([b[k] for b in band]))
+        ds[v].attrs["description"] = (f"{'2.5' if k == 0 else '97.5'}% quantile of the share of pairs that win when each "
+                                      "truth's winner is drawn from its own P(best) (hybridpriv.reliability)")
     ds = ds.assign_coords(scope=scopes, bin=[f"{a:g}-{b:g}" for a, b in zip(BINS[:-1], BINS[1:])])
     ds["regret"].attrs["description"] = "realised risk of the recommendation / the oracle's - 1 (NaN: select refused)"
     ds.attrs["refusals"] = "; ".join(f"{n}: {r['failures'][-1]}" for n, r in zip(ds.truth.values, rows) if r["refused"])
@@ -521,8 +513,11 @@ def plot_calibration(ds: xr.Dataset, axes=None):
     for s in ds.scope.values:
         pred, obs, n = (ds[v].sel(scope=s).values for v in ("reliability_predicted", "reliability_observed",
                                                              "reliability_count"))
-        ax.plot(pred, obs, marker="o", label=f"{s} ({int(np.nansum(n))} pairs)")
+        line = ax.plot(pred, obs, marker="o", label=f"{s} ({int(np.nansum(n))} pairs)")[0]
+        if "reliability_low" in ds:  # what a calibrated P(best) would give: its 95% range, as a thin bar per bin
+            lo, hi = (ds[v].sel(scope=s).values for v in ("reliability_low", "reliability_high"))
+            ax.vlines(pred, lo, hi, color=line.get_color(), lw=0.8, alpha=0.6)
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="P(best) reported", ylabel="share of truths where it was best",
-           title="Reliability of P(best)")
+           title="Reliability of P(best) (bars: a calibrated P(best)'s 95% range)")
     ax.legend()
     return fig

@@ -179,6 +179,12 @@ def test_quick_study_structure(quick):
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
     assert np.nansum(ds.reliability_count.sel(scope="overall")) == int((ds.eligible == 1).sum())
+    # the range a calibrated P(best) gives: present where the bin holds pairs, and holding the bin's mean report
+    # within one pair's share of its ends (a share is a count over the bin's pairs)
+    n, pred = ds.reliability_count.values, ds.reliability_predicted.values
+    lo, hi = ds.reliability_low.values, ds.reliability_high.values
+    assert (np.isfinite(lo) == (n > 0)).all() and (lo[n > 0] <= hi[n > 0]).all()
+    assert (lo[n > 0] <= pred[n > 0] + 1 / n[n > 0]).all() and (pred[n > 0] <= hi[n > 0] + 1 / n[n > 0]).all()
 
 
 def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
