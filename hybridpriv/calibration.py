@@ -28,6 +28,7 @@ import numpy as np
 import xarray as xr
 
 from .core.random import rng, stream
+from .engine.decision import CHANCE_WARNING
 from .engine.options import Engine, as_engine
 from .engine.sensitivity import MATTERS
 from .reliability import BINS, reliability, reliability_band
@@ -153,7 +154,7 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
               dec.meets_requirements.values, realised, recommended)
     out = {"candidates": coords, "dim": dim, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
            "risk_high": dec.risk_high.values, "p_best": dec.p_best.values,
-           "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
+           "p_costly": dec.p_costly.values, "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
            **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
@@ -342,8 +343,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         rows = eng.client.gather(rows)
     cand = list(dict.fromkeys(f"{r['dim']}:{c}" for r in rows if not r["refused"] for c in r["candidates"]))
     grid = {v: np.full((len(rows), len(cand)), np.nan) for v in
-            ("expected_loss", "risk_low", "risk_high", "p_best", "eligible", "realised", "realised_mcse", "covered",
-             "is_best", "ratio")}
+            ("expected_loss", "risk_low", "risk_high", "p_best", "p_costly", "eligible", "realised", "realised_mcse",
+             "covered", "is_best", "ratio")}
     for j, (t, r) in enumerate(zip(truths, rows)):
         if r["refused"]:
             continue
@@ -360,6 +361,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
         "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
         "sensitivity_warning": [r.get("warned", "") for r in rows],
+        "p_costly_recommended": [float(r["p_costly"][r["candidates"].index(r["recommended"])]) if not r["refused"]
+                                 else np.nan for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
@@ -398,6 +401,20 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     ds["regret_over_25pct"].attrs["description"] = f"truths whose recommendation's regret exceeds {SILENT_REGRET:.0%}"
     ds["regret_over_25pct_warned"].attrs["description"] = ("of those, the truths where select printed a sensitivity "
                                                            "warning (sensitivity_warning names the assumption)")
+    # the model's own chance of a costly miss (engine.decision.p_costly): how many misses it expected, how many it
+    # warned of by chance (select prints "warning (chance)" at CHANCE_WARNING), and how often it did so in all
+    chance = ds["p_costly_recommended"]
+    ds["costly_expected"] = ("scope", [float(chance.where(m).sum()) for m in in_scope])
+    ds["chance_warnings"] = ("scope", [int(((chance >= CHANCE_WARNING) & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_chance"] = ("scope", [int((big & (chance >= CHANCE_WARNING) & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_warned_any"] = ("scope", [int((big & (warned | (chance >= CHANCE_WARNING)) & m).sum())
+                                                    for m in in_scope])
+    ds["costly_expected"].attrs["description"] = ("sum over the truths of the recommendation's p_costly: the number of "
+                                                  "regrets above 25% the model expected")
+    ds["chance_warnings"].attrs["description"] = f"truths where select warned by chance (p_costly >= {CHANCE_WARNING:g})"
+    ds["regret_over_25pct_chance"].attrs["description"] = "truths above 25% regret that had the chance warning"
+    ds["regret_over_25pct_warned_any"].attrs["description"] = ("truths above 25% regret with any warning: an "
+                                                               "assumption's, a branch's or the chance warning")
     rel = [reliability(*_scope(ds, s, "reliability")) for s in scopes]
     for k, v in enumerate(("reliability_predicted", "reliability_observed", "reliability_count")):
         ds[v] = (("scope", "bin"), np.array([r[k] for r in rel]))

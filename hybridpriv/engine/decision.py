@@ -16,11 +16,18 @@ import xarray as xr
 
 from ..core.privacy import Guarantee
 
-__all__ = ["CRITERIA", "decide", "eligibility", "format_summary", "format_table", "regret_ratio", "summarize_by"]
+__all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "chance_line", "decide", "eligibility", "format_summary", "format_table", "regret_ratio", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
 CRITERIA = ("loss", "regret")
+#: A candidate's regret above this on a dataset is a costly miss there (``p_costly``); the sensitivity checks and
+#: the calibration study use the same line (:data:`hybridpriv.engine.sensitivity.MATTERS`).
+COSTLY = 0.25
+#: ``select`` warns when the recommendation's ``p_costly`` reaches this: on at least one in four of the model's
+#: own datasets it is more than :data:`COSTLY` worse than the best candidate (fixed before it was measured on the
+#: calibration truths).
+CHANCE_WARNING = 0.25
 #: A dataset's best risk below this share of the smallest expected loss counts as this share (no 0 / 0).
 REGRET_FLOOR = 1e-9
 
@@ -103,10 +110,13 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
         ``regret_mcse`` (the posterior expected relative regret and its Monte Carlo error), ``regret_difference``
         and ``regret_difference_mcse`` (paired against the recommended one), ``difference`` and
         ``difference_mcse`` (expected loss minus the recommended one's, paired over datasets),
-        ``meets_requirements`` (its privacy declaration gives every unit at least what the unit
+        ``p_costly`` (the share of datasets on which its risk is more than :data:`COSTLY` above the best eligible
+        one's: for the recommended candidate, the model's own chance of a costly miss), ``meets_requirements``
+        (its privacy declaration gives every unit at least what the unit
         requires: epsilon, delta, relation and trust; candidates that do not are never
         recommended while one that does exists); ``risk`` ``(dim, chain, draw)``; attribute and
-        scalar ``recommended``.
+        scalar ``recommended``; attribute ``costly_best``: the candidate most often best on the datasets where the
+        recommended one is a costly miss (``""`` when there are none).
     """
     if not isinstance(evaluation, xr.Dataset):
         raise TypeError(
@@ -157,6 +167,10 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     p_best = (is_min / is_min.sum(dim)).mean(("chain", "draw"))
     diff = risk - risk.sel({dim: best})
     rdiff = regret - regret.sel({dim: best})
+    costly = regret > COSTLY
+    missed = costly.sel({dim: best}).values.ravel()
+    winners = (is_min / is_min.sum(dim)).transpose(dim, "chain", "draw").values.reshape(risk.sizes[dim], -1)[:, missed]
+    costly_best = str(evaluation[dim].values[int(np.argmax(winners.sum(axis=1)))]) if missed.any() else ""
     q = risk.quantile([lo, hi], dim=("chain", "draw"))
     out = xr.Dataset(
         {
@@ -167,6 +181,7 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
             "p_best": p_best,
             "expected_regret": expected_regret,
             "regret_mcse": _mcse(regret),
+            "p_costly": costly.mean(("chain", "draw")),
             "regret_difference": rdiff.mean(("chain", "draw")),
             "regret_difference_mcse": _mcse(rdiff).where(rdiff[dim] != best, 0.0),
             "difference": diff.mean(("chain", "draw")),
@@ -186,12 +201,31 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     out.attrs["interval"] = f"{lo:g}-{hi:g} quantiles of the per-dataset risk"
     what = "lowest expected loss" if criterion == "loss" else "lowest expected relative regret"
     out.attrs["criterion"] = criterion
+    out.attrs["costly_best"] = costly_best
     out.attrs["recommendation_rule"] = (
         f"{what} among candidates that give every unit at least its required protection"
         if any_eligible
         else f"{what} (no candidate meets every unit's requirement)"
     )
     return out
+
+
+def chance_line(decision: xr.Dataset) -> str:
+    """The recommendation's chance of a costly miss under the model, in words; ``""`` for a decision without
+    ``p_costly`` (made before it existed).  Starts with ``warning:`` when it reaches :data:`CHANCE_WARNING`."""
+    if "p_costly" not in decision:
+        return ""
+    dim, best = decision.attrs["candidate_dim"], decision.attrs["recommended"]
+    p = float(decision["p_costly"].sel({dim: best}))
+    text = (f"on {p:.0%} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
+            "candidate")
+    if p == 0:
+        return f"chance of a costly miss: none seen ({text.replace(f'on {p:.0%} of', 'on none of')})"
+    there = f" ({decision.attrs.get('costly_best')} best on most of them)" if decision.attrs.get("costly_best") else ""
+    if p >= CHANCE_WARNING:
+        return (f"warning (chance): {text}{there}; the public knowledge cannot tell whether the private data are one "
+                "of those: if such a miss would cost you much, compare the two candidates' 95% bounds before acting")
+    return f"chance of a costly miss: {text}{there}"
 
 
 def format_table(decision: xr.Dataset) -> str:

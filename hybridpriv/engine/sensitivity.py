@@ -18,6 +18,7 @@ import xarray as xr
 
 from ..core.assumptions import SHIFTS, Assumption
 from ..core.params import Parametrized
+from .decision import COSTLY
 
 __all__ = ["FLIP_WARNING", "MATTERS", "MAX_REMEMBERED_BYTES", "PerturbedSource", "RememberedSource", "sensitivity",
            "sensitivity_lines", "tipping_points", "warning_notes", "warnings_of"]
@@ -26,8 +27,8 @@ __all__ = ["FLIP_WARNING", "MATTERS", "MAX_REMEMBERED_BYTES", "PerturbedSource",
 FLIP_WARNING = 0.05
 #: ... and only when, at some departure within that share, the recommendation's expected loss is more than this
 #: much above the best candidate's: a flip between near-equals is a tie, not a danger (the calibration study
-#: counts a regret above this as a failure too).
-MATTERS = 0.25
+#: counts a regret above this as a failure too; the decision's ``p_costly`` uses the same line).
+MATTERS = COSTLY
 
 
 class PerturbedSource(Parametrized):

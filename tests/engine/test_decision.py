@@ -210,3 +210,35 @@ def test_summaries_by_group_pick_each_groups_best_by_the_decisions_criterion():
     group = lambda c: "all"  # noqa: E731
     assert summarize_by(decide(ev), group)["best"].values[0] == "e1"
     assert summarize_by(decide(ev, criterion="regret"), group)["best"].values[0] == "e0"
+
+
+def test_p_costly_counts_the_datasets_where_a_candidate_is_over_25_percent_worse_than_the_best():
+    """By hand: 10 datasets, three candidates with chosen risks; p_costly is the share where risk / best - 1 > 0.25, and
+    costly_best the candidate that is best most often where the recommended one misses."""
+    r = np.array([[1.0] * 10,                                   # e0: best on average
+                  [2.0, 2.0, 2.0, 0.5, 0.5, 0.79, 2.0, 2.0, 2.0, 2.0],  # e1: best (and by > 25%) on datasets 3, 4, 5
+                  [1.2, 1.2, 1.3, 1.2, 1.2, 1.2, 0.7, 1.2, 1.2, 1.2]])  # e2: best on dataset 6 by 1/0.7 - 1 = 43%
+    dec = decide(_evaluation(r[:, None, :, None]))
+    assert dec.attrs["recommended"] == "e0"
+    best = r.min(axis=0)
+    np.testing.assert_allclose(dec.p_costly, [np.mean(row / best - 1 > 0.25) for row in r])
+    assert float(dec.p_costly.sel(estimator="e0")) == pytest.approx(0.4)  # datasets 3, 4, 5 (by 27%-100%) and 6
+    assert dec.attrs["costly_best"] == "e1"
+
+
+def test_the_chance_line_warns_from_one_miss_in_four():
+    from hybridpriv.engine.decision import CHANCE_WARNING, chance_line
+
+    def line(misses):  # e0 recommended; e1 better by 2x on ``misses`` of 20 datasets
+        r = np.ones((2, 1, 20, 1))
+        r[1] *= 1.5
+        r[1, 0, :misses] = 0.5
+        return chance_line(decide(_evaluation(r)))
+
+    assert CHANCE_WARNING == 0.25
+    assert line(0).startswith("chance of a costly miss: none seen")
+    assert line(4) == ("chance of a costly miss: on 20% of the model's datasets the recommendation is more than 25% worse "
+                       "than the best candidate (e1 best on most of them)")
+    assert line(5).startswith("warning (chance): on 25% of the model's datasets") and "e1 best on most of them" in line(5)
+    assert chance_line(decide(_evaluation(np.ones((2, 1, 5, 1))))).startswith("chance of a costly miss: none")
+    assert chance_line(decide(_evaluation(np.ones((2, 1, 5, 1)))).drop_vars("p_costly")) == ""
