@@ -535,6 +535,6 @@ def plot_calibration(ds: xr.Dataset, axes=None):
             lo, hi = (ds[v].sel(scope=s).values for v in ("reliability_low", "reliability_high"))
             ax.vlines(pred, lo, hi, color=line.get_color(), lw=0.8, alpha=0.6)
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="P(best) reported", ylabel="share of truths where it was best",
-           title="Reliability of P(best) (bars: a calibrated P(best)'s 95% range)")
+           title="Reliability of P(best) (bars: 95% if calibrated)")
     ax.legend()
     return fig

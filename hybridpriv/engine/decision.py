@@ -16,7 +16,8 @@ import xarray as xr
 
 from ..core.privacy import Guarantee
 
-__all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "chance_line", "decide", "eligibility", "format_summary", "format_table", "regret_ratio", "summarize_by"]
+__all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "chance_line", "decide", "eligibility", "format_summary", "format_table",
+           "regret_ratio", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
