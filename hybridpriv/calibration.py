@@ -154,7 +154,7 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
               dec.meets_requirements.values, realised, recommended)
     out = {"candidates": coords, "dim": dim, "expected_loss": dec.expected_loss.values, "risk_low": dec.risk_low.values,
            "risk_high": dec.risk_high.values, "p_best": dec.p_best.values,
-           "p_costly": dec.p_costly.values, "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
+           "p_costly": dec.p_costly.values, "p_costly_raw": dec.p_costly_raw.values, "eligible": dec.meets_requirements.values, "realised": realised, "realised_mcse": se,
            **s, "recommended": coords[recommended], "oracle": coords[s["oracle"]],
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
@@ -363,6 +363,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "sensitivity_warning": [r.get("warned", "") for r in rows],
         "p_costly_recommended": [float(r["p_costly"][r["candidates"].index(r["recommended"])]) if not r["refused"]
                                  else np.nan for r in rows],
+        "p_costly_raw_recommended": [float(r["p_costly_raw"][r["candidates"].index(r["recommended"])])
+                                     if not r["refused"] else np.nan for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],

@@ -79,6 +79,68 @@ def regret_ratio(risk: xr.DataArray, meets: xr.DataArray, dim: str) -> xr.DataAr
     return risk / np.maximum(best, floor)
 
 
+def _cross_fitted_share(a: np.ndarray, b: np.ndarray, eligible: np.ndarray, floor: float) -> np.ndarray:
+    """Per candidate, the share of datasets on which its risk is more than :data:`COSTLY` above the best eligible
+    candidate's, with the best chosen on one set of trials (``a``: ``(candidates, datasets)`` risks) and both risks
+    read on the other (``b``), averaged over the two ways round: choosing and measuring on the same noisy numbers
+    (the minimum of noisy risks is too low) is what inflates the plain count most."""
+    out = np.zeros(a.shape[0])
+    datasets = np.arange(a.shape[1])
+    for pick, read in ((a, b), (b, a)):
+        best = np.where(eligible[:, None], pick, np.inf).argmin(axis=0)
+        out += np.mean(read / np.maximum(read[best, datasets], floor) - 1.0 > COSTLY, axis=1)
+    return out / 2.0
+
+
+def _p_costly(evaluation: xr.Dataset, risk: xr.DataArray, meets: xr.DataArray, dim: str,
+              costly: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray, str]:
+    """Each candidate's share of costly datasets, counted (``raw``) and corrected for the trials' noise.
+
+    A per-dataset risk run by Monte Carlo is the mean of ``T`` trials' losses: with 20 trials of a squared error
+    its relative error is about 0.32, so candidates of equal risk differ by more than 25% on a good share of the
+    datasets, and the plain count overstates the chance (by 0.16-0.37 on the simulated cases of
+    ``tests/engine/test_decision.py``).  Two corrections, both from the trials already run:
+
+    * **cross-fitting**: the best candidate of a dataset is chosen on one half of the trials and the ratio read on
+      the other (:func:`_cross_fitted_share`), which removes the winner's curse of a minimum of noisy numbers;
+    * **simulation-extrapolation** (SIMEX, Cook and Stefanski 1994) of what noise is left: the same share with
+      quarters of the trials (twice the noise variance) ``p(T/4)``, and the line through the two read at noise 0:
+      ``2 p(T/2) - p(T/4)``, clipped to [0, 1].
+
+    On the simulated cases this leaves a bias of -0.01 to +0.06 where the raw count's was +0.05 to +0.22, except when
+    every candidate is within 10% of the others on every dataset (raw +0.37, corrected +0.14: 20 trials cannot
+    tell such candidates apart).  Fewer than 4 trials: cross-fitting alone; no trials (exact risks, or an
+    evaluation without ``loss``): the count as it is."""
+    raw = costly.mean(("chain", "draw"))
+    loss = evaluation.get("loss")
+    if loss is None or set(loss.dims) != {dim, "chain", "draw", "trial"} or loss.sizes["trial"] < 2:
+        return raw, raw, "counted (the per-dataset risks carry no trial noise to correct)"
+    t = loss.sizes["trial"]
+    k = risk.sizes[dim]
+    trials = loss.transpose(dim, "chain", "draw", "trial").values.reshape(k, -1, t)
+    exact = risk.transpose(dim, "chain", "draw").values.reshape(k, -1)
+    eligible = meets.values if bool(meets.any()) else np.ones(k, dtype=bool)
+    floor = REGRET_FLOOR * float(np.nanmin(exact.mean(axis=1))) or np.finfo(float).tiny
+
+    def means(part: slice) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            m = trials[:, :, part].mean(axis=2)
+        return np.where(np.isfinite(m), m, exact)  # a candidate scored by its exact risk keeps it
+
+    half = t // 2
+    p_half = _cross_fitted_share(means(slice(0, half)), means(slice(half, 2 * half)), eligible, floor)
+    if t < 4:
+        value, how = p_half, f"cross-fitted over the two halves of {t} trials"
+    else:
+        q = t // 4
+        p_quarter = 0.5 * sum(_cross_fitted_share(means(slice(2 * j * q, (2 * j + 1) * q)),
+                                                  means(slice((2 * j + 1) * q, (2 * j + 2) * q)), eligible, floor)
+                              for j in range(2))
+        value = np.clip(2.0 * p_half - p_quarter, 0.0, 1.0)
+        how = f"cross-fitted over halves of {t} trials, extrapolated to no trial noise (SIMEX: 2 p(T/2) - p(T/4))"
+    return raw.copy(data=value), raw, how
+
+
 def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float, float] = (0.05, 0.95),
            criterion: str = "loss") -> xr.Dataset:
     """Summarise an evaluation into a decision over any candidate dimension.
@@ -112,7 +174,9 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
         and ``regret_difference_mcse`` (paired against the recommended one), ``difference`` and
         ``difference_mcse`` (expected loss minus the recommended one's, paired over datasets),
         ``p_costly`` (the share of datasets on which its risk is more than :data:`COSTLY` above the best eligible
-        one's: for the recommended candidate, the model's own chance of a costly miss), ``meets_requirements``
+        one's: for the recommended candidate, the model's own chance of a costly miss; corrected for the Monte Carlo
+        error of the per-dataset risks, :func:`_p_costly`) and ``p_costly_raw`` (the share as counted),
+        ``meets_requirements``
         (its privacy declaration gives every unit at least what the unit
         requires: epsilon, delta, relation and trust; candidates that do not are never
         recommended while one that does exists); ``risk`` ``(dim, chain, draw)``; attribute and
@@ -169,6 +233,7 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     diff = risk - risk.sel({dim: best})
     rdiff = regret - regret.sel({dim: best})
     costly = regret > COSTLY
+    p_costly, p_costly_raw, method = _p_costly(evaluation, risk, meets, dim, costly)
     missed = costly.sel({dim: best}).values.ravel()
     winners = (is_min / is_min.sum(dim)).transpose(dim, "chain", "draw").values.reshape(risk.sizes[dim], -1)[:, missed]
     costly_best = str(evaluation[dim].values[int(np.argmax(winners.sum(axis=1)))]) if missed.any() else ""
@@ -182,7 +247,8 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
             "p_best": p_best,
             "expected_regret": expected_regret,
             "regret_mcse": _mcse(regret),
-            "p_costly": costly.mean(("chain", "draw")),
+            "p_costly": p_costly,
+            "p_costly_raw": p_costly_raw,
             "regret_difference": rdiff.mean(("chain", "draw")),
             "regret_difference_mcse": _mcse(rdiff).where(rdiff[dim] != best, 0.0),
             "difference": diff.mean(("chain", "draw")),
@@ -203,6 +269,7 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     what = "lowest expected loss" if criterion == "loss" else "lowest expected relative regret"
     out.attrs["criterion"] = criterion
     out.attrs["costly_best"] = costly_best
+    out.attrs["p_costly_method"] = method
     out.attrs["recommendation_rule"] = (
         f"{what} among candidates that give every unit at least its required protection"
         if any_eligible
