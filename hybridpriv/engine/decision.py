@@ -285,10 +285,11 @@ def chance_line(decision: xr.Dataset) -> str:
         return ""
     dim, best = decision.attrs["candidate_dim"], decision.attrs["recommended"]
     p = float(decision["p_costly"].sel({dim: best}))
-    text = (f"on {p:.0%} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
+    share = f"{p:.0%}" if (round(p, 2) >= CHANCE_WARNING) == (p >= CHANCE_WARNING) else f"{p:.1%}"  # 24.8%, not 25%
+    text = (f"on {share} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
             "candidate")
     if p == 0:
-        return f"chance of a costly miss: none seen ({text.replace(f'on {p:.0%} of', 'on none of')})"
+        return f"chance of a costly miss: none seen ({text.replace(f'on {share} of', 'on none of')})"
     there = f" ({decision.attrs.get('costly_best')} best on most of them)" if decision.attrs.get("costly_best") else ""
     if p >= CHANCE_WARNING:
         return (f"warning (chance): {text}{there}; the public knowledge cannot tell whether the private data are one "

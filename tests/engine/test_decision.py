@@ -240,6 +240,11 @@ def test_the_chance_line_warns_from_one_miss_in_four():
     assert line(4) == ("chance of a costly miss: on 20% of the model's datasets the recommendation is more than 25% worse "
                        "than the best candidate (e1 best on most of them)")
     assert line(5).startswith("warning (chance): on 25% of the model's datasets") and "e1 best on most of them" in line(5)
+    # a share just under the line is not printed as the line itself
+    r = np.ones((2, 1, 400, 1))
+    r[1] *= 1.5
+    r[1, 0, :99] = 0.5  # 24.75%
+    assert chance_line(decide(_evaluation(r))).startswith("chance of a costly miss: on 24.8% of")
     assert chance_line(decide(_evaluation(np.ones((2, 1, 5, 1))))).startswith("chance of a costly miss: none")
     assert chance_line(decide(_evaluation(np.ones((2, 1, 5, 1)))).drop_vars("p_costly")) == ""
 
