@@ -98,8 +98,9 @@ def _p_costly(evaluation: xr.Dataset, risk: xr.DataArray, meets: xr.DataArray, d
 
     A per-dataset risk run by Monte Carlo is the mean of ``T`` trials' losses: with 20 trials of a squared error
     its relative error is about 0.32, so candidates of equal risk differ by more than 25% on a good share of the
-    datasets, and the plain count overstates the chance (by 0.16-0.37 on the simulated cases of
-    ``tests/engine/test_decision.py``).  Two corrections, both from the trials already run:
+    datasets, and the plain count overstates the chance (by 0.10-0.16 on the simulated cases of
+    ``tests/engine/test_decision.py``, 0.37 when the candidates are close).  Two corrections, both from the trials
+    already run:
 
     * **cross-fitting**: the best candidate of a dataset is chosen on one half of the trials and the ratio read on
       the other (:func:`_cross_fitted_share`), which removes the winner's curse of a minimum of noisy numbers;
@@ -107,9 +108,9 @@ def _p_costly(evaluation: xr.Dataset, risk: xr.DataArray, meets: xr.DataArray, d
       quarters of the trials (twice the noise variance) ``p(T/4)``, and the line through the two read at noise 0:
       ``2 p(T/2) - p(T/4)``, clipped to [0, 1].
 
-    On the simulated cases this leaves a bias of -0.01 to +0.06 where the raw count's was +0.05 to +0.22, except when
-    every candidate is within 10% of the others on every dataset (raw +0.37, corrected +0.14: 20 trials cannot
-    tell such candidates apart).  Fewer than 4 trials: cross-fitting alone; no trials (exact risks, or an
+    On the simulated cases this leaves a mean error under 0.04, except when every candidate is within 10% of the
+    others on every dataset (plain count +0.37, corrected about +0.14: 20 trials cannot tell such candidates
+    apart; the test states this limit too).  Fewer than 4 trials: cross-fitting alone; no trials (exact risks, or an
     evaluation without ``loss``): the count as it is."""
     raw = costly.mean(("chain", "draw"))
     loss = evaluation.get("loss")
@@ -289,7 +290,7 @@ def chance_line(decision: xr.Dataset) -> str:
     text = (f"on {share} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
             "candidate")
     if p == 0:
-        return f"chance of a costly miss: none seen ({text.replace(f'on {share} of', 'on none of')})"
+        return f"chance of a costly miss: none ({text.replace(f'on {share} of', 'on none of')})"
     there = f" ({decision.attrs.get('costly_best')} best on most of them)" if decision.attrs.get("costly_best") else ""
     if p >= CHANCE_WARNING:
         return (f"warning (chance): {text}{there}; the public knowledge cannot tell whether the private data are one "
