@@ -355,16 +355,13 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "family": [t.family for t in truths], "source": [t.source for t in truths],
         "generator": [t.generator for t in truths], "recommended": [r.get("recommended", "") for r in rows],
         "oracle": [r.get("oracle", "") for r in rows], "regret": [r.get("regret", np.nan) for r in rows],
-        "covered_recommended": [float(r["covered"][r["candidates"].index(r["recommended"])]) if not r["refused"]
-                                else np.nan for r in rows],
+        "covered_recommended": [_at_recommended(r, "covered") for r in rows],
         "oracle_at_edge": [bool(r.get("oracle_at_edge", False)) for r in rows],
         "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
         "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
         "sensitivity_warning": [r.get("warned", "") for r in rows],
-        "p_costly_recommended": [float(r["p_costly"][r["candidates"].index(r["recommended"])]) if not r["refused"]
-                                 else np.nan for r in rows],
-        "p_costly_raw_recommended": [float(r["p_costly_raw"][r["candidates"].index(r["recommended"])])
-                                     if not r["refused"] else np.nan for r in rows],
+        "p_costly_recommended": [_at_recommended(r, "p_costly") for r in rows],
+        "p_costly_raw_recommended": [_at_recommended(r, "p_costly_raw") for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
@@ -376,8 +373,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
         "pythia_regret": [r.get("pythia_regret", np.nan) for r in rows],
         "pythia_realised": [r.get("pythia_realised", np.nan) for r in rows],
-        "recommended_realised": [float(r["realised"][r["candidates"].index(r["recommended"])]) if not r["refused"]
-                                 else np.nan for r in rows],
+        "recommended_realised": [_at_recommended(r, "realised") for r in rows],
         "select_attempts": [r["attempts"] for r in rows],
         # where the time goes (wall seconds in the truth's process; not reproducible, unlike every number above)
         "seconds": [r.get("seconds", np.nan) for r in rows],
@@ -478,6 +474,11 @@ def _plan_summary(ds: xr.Dataset, scopes: Sequence[str]) -> dict[str, list[float
         out["final_regret_mean"].append(np.nan if none else float(np.mean(f)))
         out["plan_better"].append(np.nan if none else float(np.mean((p < m) + 0.5 * (p == m))))
     return out
+
+
+def _at_recommended(row: dict[str, Any], key: str) -> float:
+    """A truth's per-candidate ``key`` at its recommended candidate (NaN where select refused)."""
+    return np.nan if row["refused"] else float(row[key][row["candidates"].index(row["recommended"])])
 
 
 def _numbering(truths) -> list[int]:

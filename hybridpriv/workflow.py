@@ -211,7 +211,7 @@ class Selection:
     def figure_notes(self) -> list[str]:
         """What the figure says under the plot: each sensitivity warning, short, the chance warning and the two-stage
         plan's verdict."""
-        from .engine.decision import CHANCE_WARNING
+        from .engine.decision import chance_line
 
         notes = []
         if self.sensitivity is not None:
@@ -222,11 +222,9 @@ class Selection:
             from .engine.branches import branch_notes
 
             notes += branch_notes(self.branches)
-        if "p_costly" in self.decision:
-            best = self.decision.attrs["recommended"]
-            p = float(self.decision["p_costly"].sel({self.decision.attrs["candidate_dim"]: best}))
-            if p >= CHANCE_WARNING:
-                notes.append(f"chance: {best} is more than 25% worse than the best on {p:.0%} of the model's datasets")
+        chance = chance_line(self.decision, short=True)
+        if chance:
+            notes.append(chance)
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")

@@ -74,9 +74,13 @@ def regret_ratio(risk: xr.DataArray, meets: xr.DataArray, dim: str) -> xr.DataAr
     """
     pool = risk.where(meets) if bool(meets.any()) else risk
     best = pool.min(dim)
-    scale = float(pool.mean(("chain", "draw")).min())
-    floor = REGRET_FLOOR * scale if scale > 0 else np.finfo(float).tiny
-    return risk / np.maximum(best, floor)
+    return risk / np.maximum(best, _regret_floor(float(pool.mean(("chain", "draw")).min())))
+
+
+def _regret_floor(scale: float) -> float:
+    """The smallest best risk a ratio divides by: :data:`REGRET_FLOOR` times ``scale`` (the lowest expected loss of
+    an eligible candidate), or the tiniest float when that is 0."""
+    return REGRET_FLOOR * scale if scale > 0 else np.finfo(float).tiny
 
 
 def _cross_fitted_share(a: np.ndarray, b: np.ndarray, eligible: np.ndarray, floor: float) -> np.ndarray:
@@ -121,7 +125,7 @@ def _p_costly(evaluation: xr.Dataset, risk: xr.DataArray, meets: xr.DataArray, d
     trials = loss.transpose(dim, "chain", "draw", "trial").values.reshape(k, -1, t)
     exact = risk.transpose(dim, "chain", "draw").values.reshape(k, -1)
     eligible = meets.values if bool(meets.any()) else np.ones(k, dtype=bool)
-    floor = REGRET_FLOOR * float(np.nanmin(exact.mean(axis=1))) or np.finfo(float).tiny
+    floor = _regret_floor(float(exact.mean(axis=1)[eligible].min()))  # as regret_ratio's
 
     def means(part: slice) -> np.ndarray:
         with np.errstate(invalid="ignore"):
@@ -279,14 +283,18 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
     return out
 
 
-def chance_line(decision: xr.Dataset) -> str:
+def chance_line(decision: xr.Dataset, short: bool = False) -> str:
     """The recommendation's chance of a costly miss under the model, in words; ``""`` for a decision without
-    ``p_costly`` (made before it existed).  Starts with ``warning:`` when it reaches :data:`CHANCE_WARNING`."""
+    ``p_costly`` (made before it existed).  Starts with ``warning:`` when it reaches :data:`CHANCE_WARNING`.
+    ``short``: the few words written under the plot, and only for a warning (else ``""``)."""
     if "p_costly" not in decision:
         return ""
     dim, best = decision.attrs["candidate_dim"], decision.attrs["recommended"]
     p = float(decision["p_costly"].sel({dim: best}))
     share = f"{p:.0%}" if (round(p, 2) >= CHANCE_WARNING) == (p >= CHANCE_WARNING) else f"{p:.1%}"  # 24.8%, not 25%
+    if short:
+        return (f"chance: {best} is more than {COSTLY:.0%} worse than the best on {share} of the model's datasets"
+                if p >= CHANCE_WARNING else "")
     text = (f"on {share} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
             "candidate")
     if p == 0:

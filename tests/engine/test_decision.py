@@ -229,17 +229,22 @@ def test_p_costly_counts_the_datasets_where_a_candidate_is_over_25_percent_worse
 def test_the_chance_line_warns_from_one_miss_in_four():
     from hybridpriv.engine.decision import CHANCE_WARNING, chance_line
 
-    def line(misses):  # e0 recommended; e1 better by 2x on ``misses`` of 20 datasets
+    def _r(misses):  # e0 recommended; e1 better by 2x on ``misses`` of 20 datasets
         r = np.ones((2, 1, 20, 1))
         r[1] *= 1.5
         r[1, 0, :misses] = 0.5
-        return chance_line(decide(_evaluation(r)))
+        return r
+
+    def line(misses):
+        return chance_line(decide(_evaluation(_r(misses))))
 
     assert CHANCE_WARNING == 0.25
     assert line(0).startswith("chance of a costly miss: none (on none of the model's datasets")
     assert line(4) == ("chance of a costly miss: on 20% of the model's datasets the recommendation is more than 25% worse "
                        "than the best candidate (e1 best on most of them)")
     assert line(5).startswith("warning (chance): on 25% of the model's datasets") and "e1 best on most of them" in line(5)
+    short = [chance_line(decide(_evaluation(r)), short=True) for r in (_r(4), _r(5))]
+    assert short == ["", "chance: e0 is more than 25% worse than the best on 25% of the model's datasets"]
     # a share just under the line is not printed as the line itself
     r = np.ones((2, 1, 400, 1))
     r[1] *= 1.5

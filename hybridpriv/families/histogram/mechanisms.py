@@ -149,9 +149,12 @@ class LaplaceHistograms(HistogramMechanism):
         return {g.name: events.epsilon_delta(math.inf) if g.is_public else events.laplace(float(s), self._delta)
                 for g, s in zip(self.groups, self.scales)}
 
+    def _noisy(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
+        """``trials`` noisy count tables ``(trials, groups, categories)``: Laplace(``Delta / eps_g``) per count."""
+        return laplace(np.broadcast_to(counts, (trials, *counts.shape)), self.scales[None, :, None], rng)
+
     def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
-        noisy = laplace(np.broadcast_to(counts, (trials, *counts.shape)), self.scales[None, :, None], rng)
-        return np.einsum("g,tgc->tc", self.group_weights / self.sizes, noisy)
+        return np.einsum("g,tgc->tc", self.group_weights / self.sizes, self._noisy(counts, rng, trials))
 
     def mean_and_variance(self, counts: np.ndarray) -> tuple[np.ndarray, float]:
         c = len(self.categories)
@@ -218,8 +221,7 @@ class AdaptiveHistograms(LaplaceHistograms):
         return np.sqrt(np.minimum(tau2, 1.0))
 
     def _release(self, counts: np.ndarray, rng: np.random.Generator, trials: int) -> np.ndarray:
-        noisy = laplace(np.broadcast_to(counts, (trials, *counts.shape)), self.scales[None, :, None], rng)
-        shares = noisy / self.sizes[None, :, None]
+        shares = self._noisy(counts, rng, trials) / self.sizes[None, :, None]
         spread = self._s2 * (self.between(shares)[:, None] ** 2 + 1.0 / self.sizes)
         w = bias_aware_weights(self.sizes, spread, self.noise)
         return np.einsum("tg,tgc->tc", w, shares)
