@@ -39,7 +39,8 @@ PP = [Group("private", 200, 0.7), Group("public", 40, math.inf)]
 #: The Laplace-noise built-ins that state their noise as events (before, their bare labels: OpenDP mapped nothing).
 LAPLACE_BUILT_INS = [
     WeightedMean(MIXED, (0, 10), 4.0), WeightedMean(MIXED, (0, 10), 4.0, relation="replace"),
-    UniformMean(MIXED, (0, 10)), LaplaceHistograms(MIXED, CATS), LaplaceHistograms(MIXED, CATS, "replace", "size"),
+    WeightedMean(MIXED, (10, 20), 4.0), WeightedMean(MIXED, (10, 20), 4.0, relation="replace"),  # bounds without 0
+    UniformMean(MIXED, (0, 10)), UniformMean(MIXED, (10, 20), relation="replace"), LaplaceHistograms(MIXED, CATS), LaplaceHistograms(MIXED, CATS, "replace", "size"),
     AdaptiveHistograms(MIXED, CATS), PooledHistogram(MIXED, CATS, "replace"), Algorithm1("mean", 0.7),
     LeiHistogram("mean", 0.7, 3), HybridMEstimator(PP, (0, 1)),
 ]
