@@ -186,10 +186,11 @@ def test_user_item_items_prior_reaches_the_model_and_a_bad_one_is_named(tmp_path
     from hybridpriv.models import FixedItems
 
     body = 'kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 6\nepsilon = 1.0\n'
-    auto = load_spec(_write(tmp_path, body)).problem()  # n given: the mixture of three dispersions
-    assert isinstance(auto.model.items_prior, ItemsMixture) and auto.model.items_prior.dispersions == (0.25, 1.0, 4.0)
-    assert ("items per user: mixture prior (auto: n is given): negative binomials of dispersion 0.25, 1, 4, equal "
-            "weights") in auto.header
+    auto = load_spec(_write(tmp_path, body)).problem()  # n given: the mixture of three shapes
+    assert isinstance(auto.model.items_prior, ItemsMixture) and auto.model.items_prior.shapes == (
+        ("power-law", 2.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
+    assert ("items per user: mixture prior (auto: n is given): power law k^-2, negative binomial of dispersion 1, "
+            "negative binomial of dispersion 4, equal weights") in auto.header
     flat = load_spec(_write(tmp_path, body + 'items_prior = "exchangeable"\n')).problem()  # a flat pmf over 1..m
     assert isinstance(flat.model.items_prior, FixedItems) and np.allclose(flat.model.items_prior.log_pmf, np.log(0.25))
     unknown = load_spec(_write(tmp_path, body.replace("n = 6\n", ""))).problem()  # n not given: the seed's uniform

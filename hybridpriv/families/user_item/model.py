@@ -341,8 +341,8 @@ class UserItemModel(KnowledgeModel):
     items_prior
         ``None`` (uniform over sorted row sums given ``n``, the seed's default), ``"exchangeable"``
         (every split of the reports among the labelled users equally likely; needs ``n``), ``"mixture"``
-        (:class:`ItemsMixture`: three spreads around the exchangeable one, fitted apart and pooled with equal
-        weights; needs ``n``; or an instance for other dispersions), ``"negative-binomial"``
+        (:class:`ItemsMixture`: the exchangeable prior beside a power law of heavy users and a tighter spread,
+        fitted apart and pooled with equal weights; needs ``n``; or an instance for other shapes), ``"negative-binomial"``
         (:func:`negative_binomial_items` with default hyperpriors), a :class:`FixedItems` or a callable that,
         inside the model, creates hyperpriors and returns the log pmf of ``k = 1..m`` items per user.
     trades_per_row

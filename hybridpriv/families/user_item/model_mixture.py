@@ -6,11 +6,17 @@ exchangeable prior, the default until issue 25's eighth session) makes the poste
 spread as that prior is: on the calibration truths its 5-95% ranges held 30% of the realised risks.
 :class:`ItemsMixture` spreads the prior over several spreads instead.
 
-Each component is an i.i.d. prior on the row sums, a negative binomial of dispersion ``a`` truncated
-to ``1..m``: ``g_a(k) ∝ Γ(k + a) / (Γ(a) k!) p^k``.  Given the total ``sum(c)`` (which the model fixes)
-the factor ``p^k`` cancels (it contributes ``p^sum(c)`` to every histogram), so only the dispersion is
-left: ``a = 1`` is the exchangeable prior (``g`` flat), ``a < 1`` puts more users at one item and more
-in the tail, ``a > 1`` fewer at one item and a tighter spread (:func:`dispersion_log_pmf`).
+Each component is an i.i.d. prior on the row sums truncated to ``1..m``, one of two shapes:
+
+- a negative binomial of dispersion ``a``: ``g_a(k) ∝ Γ(k + a) / (Γ(a) k!) p^k``.  Given the total ``sum(c)``
+  (which the model fixes) the factor ``p^k`` cancels (it contributes ``p^sum(c)`` to every histogram), so only
+  the dispersion is left: ``a = 1`` is the exchangeable prior (``g`` flat), ``a < 1`` puts more users at one
+  item and more in the tail, ``a > 1`` fewer at one item and a tighter spread (:func:`dispersion_log_pmf`);
+- a power law of exponent ``s``: ``g_s(k) ∝ k^-s`` (:func:`power_law_log_pmf`), the discrete Pareto law of
+  heavy users: most users at one or two items and a tail far longer than a negative binomial's of the same
+  mean.  Given the mean, the negative binomials' tails differ little (at a mean of 3.6 items and 100 items,
+  ``P(r > 12)`` is 0.036, 0.019 and 0.004 for ``a = 0.25, 1, 4``; 0.051 for ``s = 2``), so the default
+  mixture (:data:`MIXTURE_SHAPES`, issue 25's twelfth session) replaced the dispersion 0.25 by ``s = 2``.
 
 The components are fitted separately (a chain that had to move between spreads would stay in one:
 given the histogram the dispersion is known to hundreds of nats) and pooled with **equal weights**:
@@ -18,7 +24,7 @@ feasibility of the column sums (Gale-Ryser) is the only evidence the model has a
 a weight from it would need the prior probability of feasibility under each component, which is not
 computed here; equal weights are the prior's, stated as such.  Each component's draws keep their own
 R-hat and ESS (the convergence check names the component), and the pooled posterior records which
-component every draw came from (``items_dispersion``).
+component every draw came from (``items_component``).
 """
 
 from __future__ import annotations
@@ -34,10 +40,13 @@ from scipy.special import gammaln
 from ...core.model import judge_convergence
 from ...core.random import stream
 
-__all__ = ["MIXTURE_DISPERSIONS", "ItemsMixture", "dispersion_log_pmf", "fit_mixture"]
+__all__ = ["MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture", "power_law_log_pmf"]
 
-#: The default dispersions: heavier tails than exchangeable, exchangeable, tighter (symmetric in log).
-MIXTURE_DISPERSIONS = (0.25, 1.0, 4.0)
+#: The shapes a component may take (see the module).
+SHAPES = ("negative-binomial", "power-law")
+#: The default components: a power law (the heavy users' long tail), the exchangeable prior and a tighter spread.
+#: Chosen on the 33 user-item calibration truths against the dispersions 0.25, 1, 4 (``docs/calibration.md``).
+MIXTURE_SHAPES = (("power-law", 2.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
 
 
 def dispersion_log_pmf(m: int, dispersion: float) -> np.ndarray:
@@ -51,43 +60,74 @@ def dispersion_log_pmf(m: int, dispersion: float) -> np.ndarray:
     return lp - np.logaddexp.reduce(lp)
 
 
-class ItemsMixture:
-    """An equal-weight mixture of fixed items-per-user priors, one per dispersion (see the module).
+def power_law_log_pmf(m: int, exponent: float) -> np.ndarray:
+    """``log g_s(k) = -s log k`` for ``k = 1..m``, normalised over ``1..m`` (a truncated zeta law)."""
+    s = float(exponent)
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"power-law exponent must be a finite number > 0, got {exponent!r}")
+    lp = -s * np.log(np.arange(1, int(m) + 1, dtype=float))
+    return lp - np.logaddexp.reduce(lp)
 
-    Used as ``UserItemModel(..., items_prior="mixture")`` (or an instance, for other dispersions);
-    needs ``n``, as the exchangeable prior does.  Pickles across processes.
+
+def _log_pmf(m: int, shape: str, value: float) -> np.ndarray:
+    return dispersion_log_pmf(m, value) if shape == "negative-binomial" else power_law_log_pmf(m, value)
+
+
+def _check_shapes(shapes: Sequence[Any]) -> tuple[tuple[str, float], ...]:
+    out = []
+    for item in shapes:
+        if (not isinstance(item, (tuple, list)) or len(item) != 2 or item[0] not in SHAPES
+                or isinstance(item[1], bool) or not isinstance(item[1], (int, float))):
+            raise ValueError(f"shapes: each component must be a pair (shape, value), shape one of {list(SHAPES)}, "
+                             f"got {item!r}")
+        out.append((str(item[0]), float(item[1])))
+    if len(out) < 2 or len(set(out)) != len(out):
+        raise ValueError(f"shapes must hold at least two different components, got {list(shapes)!r}")
+    return tuple(out)
+
+
+class ItemsMixture:
+    """An equal-weight mixture of fixed items-per-user priors, one per shape (see the module).
+
+    ``shapes``: pairs ``("negative-binomial", dispersion)`` or ``("power-law", exponent)``, at least two
+    different ones (default :data:`MIXTURE_SHAPES`).  Used as ``UserItemModel(..., items_prior="mixture")`` (or
+    an instance, for other shapes); needs ``n``, as the exchangeable prior does.  Pickles across processes.
     """
 
-    def __init__(self, m: int, dispersions: Sequence[float] = MIXTURE_DISPERSIONS) -> None:
+    def __init__(self, m: int, shapes: Sequence[tuple[str, float]] = MIXTURE_SHAPES) -> None:
         from .model import FixedItems
 
-        ds = tuple(float(a) for a in dispersions)
-        if len(ds) < 2 or len(set(ds)) != len(ds):
-            raise ValueError(f"dispersions must hold at least two different values, got {list(dispersions)!r}")
-        self.m, self.dispersions = int(m), ds
-        self.components = tuple(FixedItems(dispersion_log_pmf(self.m, a)) for a in ds)
+        self.m, self.shapes = int(m), _check_shapes(shapes)
+        self.components = tuple(FixedItems(_log_pmf(self.m, shape, v)) for shape, v in self.shapes)
 
     def describe_params(self) -> dict:
         """Its parameters (for :func:`hybridpriv.core.params.describe`)."""
-        return {"class": type(self).__name__, "m": self.m, "dispersions": list(self.dispersions)}
+        return {"class": type(self).__name__, "m": self.m, "shapes": [list(x) for x in self.shapes]}
 
     def label(self, j: int) -> str:
-        """How component ``j`` is named in diagnostics."""
-        return f"dispersion {self.dispersions[j]:g}"
+        """How component ``j`` is named in diagnostics: ``"power law 2"``, ``"dispersion 1"``."""
+        shape, v = self.shapes[j]
+        return f"{'dispersion' if shape == 'negative-binomial' else 'power law'} {v:g}"
+
+    def describe(self) -> str:
+        """The components in words, for the selection's header."""
+        return ", ".join(f"negative binomial of dispersion {v:g}" if shape == "negative-binomial" else f"power law k^-{v:g}"
+                         for shape, v in self.shapes)
 
 
-def _pool(parts: list[Any], dispersions: tuple[float, ...]) -> xr.DataTree:
+def _pool(parts: list[Any], mixture: ItemsMixture) -> xr.DataTree:
     """The components' posterior draws one after another along ``draw`` (chain by chain), with the
-    dispersion of every draw as ``items_dispersion``."""
+    component of every draw as ``items_component`` (its index in ``mixture.shapes``)."""
     datasets = []
-    for post, a in zip(parts, dispersions):
+    for j, post in enumerate(parts):
         # log_f_items: a constant per component, different between them
         ds = post.idata["posterior"].to_dataset().drop_vars(["log_f_items", "log_f_items_dim_0"], errors="ignore")
-        datasets.append(ds.assign(items_dispersion=xr.full_like(ds["share_one_item"], a, dtype=float)))
+        datasets.append(ds.assign(items_component=xr.full_like(ds["share_one_item"], j, dtype=np.int64)))
     pooled = xr.concat(datasets, dim="draw", coords="minimal", compat="override", join="override")
     pooled = pooled.assign_coords(draw=np.arange(pooled.sizes["draw"]))
-    pooled.attrs["items_prior"] = (f"mixture, equal weights: the draws of dispersion {', '.join(f'{a:g}' for a in dispersions)}"
-                                   f" one after another ({datasets[0].sizes['draw']} per chain each; items_dispersion)")
+    labels = [mixture.label(j) for j in range(len(parts))]
+    pooled.attrs["items_prior"] = (f"mixture, equal weights: the draws of {', '.join(labels)} one after another "
+                                   f"({datasets[0].sizes['draw']} per chain each; items_component 0..{len(parts) - 1})")
     return xr.DataTree.from_dict({"/posterior": pooled})
 
 
@@ -98,7 +138,7 @@ def fit_mixture(model: Any, mixture: ItemsMixture, draws: int, tune: int, chains
 
     Convergence is checked per component (a chain over pooled draws would mix nothing); a refusal names
     the component.  ``posterior.convergence`` holds every component's variables as
-    ``"share_one_item (dispersion 0.25)"``; ``posterior.component_summaries`` their summaries.
+    ``"share_one_item (power law 2)"``; ``posterior.component_summaries`` their summaries.
     """
     import pandas as pd
 
@@ -119,7 +159,7 @@ def fit_mixture(model: Any, mixture: ItemsMixture, draws: int, tune: int, chains
         s = post.summary()
         summaries.append(s.rename(index={name: f"{name} ({label})" for name in s.index}))
         parts.append(post)
-    posterior = model.posterior_class(model, _pool(parts, mixture.dispersions), seed)
+    posterior = model.posterior_class(model, _pool(parts, mixture), seed)
     posterior.convergence = convergence
     posterior.component_summaries = pd.concat(summaries)
     return posterior

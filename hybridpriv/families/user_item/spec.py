@@ -72,7 +72,7 @@ MOVES_PER_REPORT = 25
 MIN_MOVES = 300
 #: The same with the exchangeable prior or a mixture's components (``FIXED_MOVES_PER_REPORT`` there).
 FIXED_MOVES_PER_REPORT = 10
-#: Components of ``items_prior = "mixture"`` (``len(hybridpriv.families.user_item.model_mixture.MIXTURE_DISPERSIONS)``;
+#: Components of ``items_prior = "mixture"`` (``len(hybridpriv.families.user_item.model_mixture.MIXTURE_SHAPES)``;
 #: not imported: that loads PyMC).
 MIXTURE_COMPONENTS = 3
 
@@ -107,8 +107,8 @@ TOP = Table((
         doc="squared (total, exact), max (largest item error) or top10 (squared, 10 largest items)"),
     Key("items_prior", choice("auto", "uniform", "exchangeable", "mixture", "negative-binomial"), "auto",
         doc="prior on the items per user: exchangeable (every split of the reports among the labelled users equally "
-            "likely: geometric-like rows; needs n), mixture (exchangeable beside a heavier- and a lighter-tailed "
-            "spread, equal weights, each fitted on its own; needs n), uniform over feasible sorted row sums (the "
+            "likely: geometric-like rows; needs n), mixture (exchangeable beside a power law k^-2 of heavy users and "
+            "a tighter spread, equal weights, each fitted on its own; needs n), uniform over feasible sorted row sums (the "
             "seed's: most users at one item), a truncated negative binomial with hyperpriors, or auto (mixture "
             "when n is given, else uniform)"),
     Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), TRADES_PER_ROW,
@@ -236,8 +236,7 @@ def build(v: Config):
         return {k: ContributionBoundedCounts(k, eps) for k in range(top + 1, min(model.m, 2 * top) + 1)}
 
     n_text = f"{lo}" if lo == hi else f"{lo}..{hi}"
-    mixture = (": negative binomials of dispersion " + ", ".join(f"{a:g}" for a in model.items_prior.dispersions)
-               + ", equal weights") if prior == "mixture" else ""
+    mixture = f": {model.items_prior.describe()}, equal weights" if prior == "mixture" else ""
     auto = f" (auto: n is {'given' if prior == 'mixture' else 'not given'})" if v.items_prior == "auto" else ""
     header = [f"m = {model.m} items, {int(v.column_sums.sum())} reports, n = {n_text} users, "
               f"epsilon = {eps:g}, k = {v.k[0]}..{v.k[-1]}, loss = {v.loss}",

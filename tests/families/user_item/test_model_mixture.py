@@ -1,4 +1,4 @@
-"""items_prior='mixture': the components' log pmfs against SciPy's negative binomial, the pooled posterior
+"""items_prior='mixture': the components' log pmfs against SciPy's negative binomial and zipfian, the pooled posterior
 against an enumeration of every labelled row-sum vector, the pooling itself, and refusals."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from hybridpriv.core.model import ConvergenceError
-from hybridpriv.families.user_item.model_mixture import MIXTURE_DISPERSIONS, ItemsMixture, dispersion_log_pmf
+from hybridpriv.families.user_item.model_mixture import (MIXTURE_SHAPES, ItemsMixture, dispersion_log_pmf,
+                                                         power_law_log_pmf)
 from hybridpriv.models import FixedItems, UserItemModel
 
 from _support.matrices import chisquare_counts as _chisquare, labelled_row_sum_law
@@ -31,14 +32,29 @@ def test_a_components_log_pmf_is_scipys_negative_binomial_up_to_a_term_linear_in
         np.testing.assert_allclose(ours, np.log(np.full(m, 1 / m)), atol=1e-12)
 
 
-def _mixture_law(c, n, dispersions, p=0.35):
+@pytest.mark.parametrize("s", [2.0, 1.0, 3.5])
+def test_a_power_law_components_log_pmf_is_scipys_zipfian(s):
+    m = 12
+    ours = power_law_log_pmf(m, s)
+    np.testing.assert_allclose(ours, stats.zipfian.logpmf(np.arange(1, m + 1), s, m), atol=1e-12)
+
+
+def _scipy_pmf(shape, value, p=0.35):
+    """A component's pmf from SciPy: NB(a, p) (its truncation to 1..m is a constant that cancels) or the zipfian
+    law on 1..n items (n = the number of items, big enough: rows never exceed m)."""
+    if shape == "negative-binomial":
+        return lambda r: np.prod(stats.nbinom.pmf(r, value, p))
+    return lambda r: np.prod(stats.zipfian.pmf(r, value, 50))
+
+
+def _mixture_law(c, n, shapes):
     """P(h) of the equal mixture, from all m^n labelled row-sum vectors with the column sums' total, each weighted
-    by the product of SciPy's NB(a, p) pmfs (truncated to 1..m: the truncation's constant cancels) and kept when
-    a matrix with margins (r, c) exists; each component normalised, then averaged."""
+    by the product of SciPy's pmfs of the component and kept when a matrix with margins (r, c) exists; each
+    component normalised, then averaged."""
     law: Counter = Counter()
-    for a in dispersions:
-        for h, q in labelled_row_sum_law(c, n, lambda r, a=a: np.prod(stats.nbinom.pmf(r, a, p))).items():
-            law[h] += q / len(dispersions)
+    for shape, value in shapes:
+        for h, q in labelled_row_sum_law(c, n, _scipy_pmf(shape, value)).items():
+            law[h] += q / len(shapes)
     return dict(law)
 
 
@@ -50,32 +66,34 @@ def test_the_pooled_posterior_is_the_equal_mixture_of_the_components_laws():
     post = model.fit(draws=1500, tune=200, chains=2, seed=21, moves=1000)
     assert post.shape == (2, 4500)
     counts = Counter(tuple(post.histogram(ch, d).tolist()) for ch in range(2) for d in range(4500))
-    p, states = _chisquare(_mixture_law(c, n, MIXTURE_DISPERSIONS), counts, 9000)
+    p, states = _chisquare(_mixture_law(c, n, MIXTURE_SHAPES), counts, 9000)
     assert states >= 4 and p > 1e-3, (p, counts)
-    for one in (0.25, 4.0):  # a component's law alone (10% in total variation from the mixture's here) is refused;
-        p_one, _ = _chisquare(_mixture_law(c, n, (one,)), counts, 9000)  # the exchangeable law alone is only 1.2%
-        assert p_one < 1e-6, (one, p_one)  # away on a case this small (9 histograms), too close for 9,000 draws
+    for one in (MIXTURE_SHAPES[0], MIXTURE_SHAPES[2]):  # a component's law alone is refused (the exchangeable law
+        p_one, _ = _chisquare(_mixture_law(c, n, (one,)), counts, 9000)  # sits too close to the mixture's on a case
+        assert p_one < 1e-6, (one, p_one)  # this small, 9 histograms, for 9,000 draws)
 
 
 def test_the_pool_is_each_component_fitted_alone_one_after_another():
     c, n = [30, 20, 12, 9, 7, 5, 3, 2], 45
     post = UserItemModel(c, n, items_prior="mixture").fit(draws=80, tune=40, chains=2, seed=3)
-    disp = post.idata["posterior"]["items_dispersion"].values
+    comp = post.idata["posterior"]["items_component"].values
     from hybridpriv.core.random import stream
 
     share = []
-    for j, (a, prior) in enumerate(zip(MIXTURE_DISPERSIONS, ItemsMixture(len(c)).components)):
+    for j, prior in enumerate(ItemsMixture(len(c)).components):
         seed = int(stream(3, "items-mixture", j).generate_state(1, np.uint32)[0])
         alone = UserItemModel(c, n, items_prior=FixedItems(prior.log_pmf)).fit(draws=80, tune=40, chains=2, seed=seed)
         np.testing.assert_array_equal(post._h[:, 80 * j:80 * (j + 1)], alone._h)
-        assert np.all(disp[:, 80 * j:80 * (j + 1)] == a)
+        assert np.all(comp[:, 80 * j:80 * (j + 1)] == j)
         share.append(alone._h[..., 0].mean() / n)
     assert share[0] > share[1] > share[2], share  # heavier tails put more users at one item
     # convergence and the summary name every component's variables; a refusal names the component
-    assert set(post.convergence) == {f"{v} (dispersion {a:g})" for v in ("share_one_item", "max_items")
-                                     for a in MIXTURE_DISPERSIONS}
-    assert list(post.summary().index)[:2] == ["share_one_item (dispersion 0.25)", "max_items (dispersion 0.25)"]
-    with pytest.raises(ConvergenceError, match=r"items prior dispersion 0.25\) did not converge"):
+    labels = ("power law 2", "dispersion 1", "dispersion 4")
+    assert set(post.convergence) == {f"{v} ({a})" for v in ("share_one_item", "max_items") for a in labels}
+    assert list(post.summary().index)[:2] == ["share_one_item (power law 2)", "max_items (power law 2)"]
+    assert "the draws of power law 2, dispersion 1, dispersion 4 one after another" in post.idata["posterior"].attrs[
+        "items_prior"]
+    with pytest.raises(ConvergenceError, match=r"items prior power law 2\) did not converge"):
         UserItemModel([60, 30, 20, 15, 12, 10, 9, 8, 7, 6], 90, items_prior="mixture").fit(
             draws=4, tune=0, chains=4, seed=0, moves=1)
 
@@ -103,9 +121,15 @@ def test_mixture_refusals_name_the_parameter():
         UserItemModel([4, 2, 2, 1], None, items_prior="mixture")
     with pytest.raises(ValueError, match="an ItemsMixture needs m = 4 .* got 5"):
         UserItemModel([4, 2, 2, 1], 6, items_prior=ItemsMixture(5))
-    with pytest.raises(ValueError, match=r"dispersions must hold at least two different values, got \[1.0\]"):
-        ItemsMixture(4, (1.0,))
+    with pytest.raises(ValueError, match=r"shapes must hold at least two different components, got \[\('power-law', 2\)\]"):
+        ItemsMixture(4, [("power-law", 2)])
     with pytest.raises(ValueError, match="dispersion must be a finite number > 0, got -1"):
-        ItemsMixture(4, (1.0, -1))
+        ItemsMixture(4, [("negative-binomial", 1.0), ("negative-binomial", -1)])
+    with pytest.raises(ValueError, match="power-law exponent must be a finite number > 0, got nan"):
+        ItemsMixture(4, [("negative-binomial", 1.0), ("power-law", float("nan"))])
+    with pytest.raises(ValueError, match=r"shapes: each component must be a pair \(shape, value\), .* got 0.25"):
+        ItemsMixture(4, (0.25, 1.0))  # the old form: dispersions alone
+    with pytest.raises(ValueError, match=r"got \('zipf', 2\)"):
+        ItemsMixture(4, [("negative-binomial", 1.0), ("zipf", 2)])
     with pytest.raises(ValueError, match="on_unconverged must be 'raise', 'warn' or 'ignore', got 'no'"):
         UserItemModel([4, 2, 2, 1], 6, items_prior="mixture").fit(draws=5, tune=0, on_unconverged="no")

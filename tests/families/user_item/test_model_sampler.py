@@ -104,4 +104,4 @@ def test_the_specs_copies_of_the_models_constants_agree():
     assert spec_useritem.BLOCK == model.BLOCK
     assert (spec_useritem.MOVES_PER_REPORT, spec_useritem.MIN_MOVES) == (model.MOVES_PER_REPORT, model.MIN_MOVES)
     assert spec_useritem.FIXED_MOVES_PER_REPORT == model.FIXED_MOVES_PER_REPORT
-    assert spec_useritem.MIXTURE_COMPONENTS == len(model_mixture.MIXTURE_DISPERSIONS)
+    assert spec_useritem.MIXTURE_COMPONENTS == len(model_mixture.MIXTURE_SHAPES)
