@@ -30,6 +30,7 @@ component every draw came from (``items_component``).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,7 +78,7 @@ def _check_shapes(shapes: Sequence[Any]) -> tuple[tuple[str, float], ...]:
     out = []
     for item in shapes:
         if (not isinstance(item, (tuple, list)) or len(item) != 2 or item[0] not in SHAPES
-                or isinstance(item[1], bool) or not isinstance(item[1], (int, float))):
+                or isinstance(item[1], bool) or not isinstance(item[1], numbers.Real)):
             raise ValueError(f"shapes: each component must be a pair (shape, value), shape one of {list(SHAPES)}, "
                              f"got {item!r}")
         out.append((str(item[0]), float(item[1])))

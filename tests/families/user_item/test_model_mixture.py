@@ -129,6 +129,8 @@ def test_mixture_refusals_name_the_parameter():
         ItemsMixture(4, [("negative-binomial", 1.0), ("power-law", float("nan"))])
     with pytest.raises(ValueError, match=r"shapes: each component must be a pair \(shape, value\), .* got 0.25"):
         ItemsMixture(4, (0.25, 1.0))  # the old form: dispersions alone
+    assert ItemsMixture(4, [("power-law", np.int64(2)), ("negative-binomial", np.float32(1))]).shapes == (
+        ("power-law", 2.0), ("negative-binomial", 1.0))  # NumPy scalars are numbers
     with pytest.raises(ValueError, match=r"got \('zipf', 2\)"):
         ItemsMixture(4, [("negative-binomial", 1.0), ("zipf", 2)])
     with pytest.raises(ValueError, match="on_unconverged must be 'raise', 'warn' or 'ignore', got 'no'"):
