@@ -43,8 +43,6 @@ from ...core.random import stream
 
 __all__ = ["MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture", "power_law_log_pmf"]
 
-#: The shapes a component may take (see the module).
-SHAPES = ("negative-binomial", "power-law")
 #: The default components: a power law (the heavy users' long tail), the exchangeable prior and a tighter spread.
 #: Chosen on the 33 user-item calibration truths against the dispersions 0.25, 1, 4 (``docs/calibration.md``).
 MIXTURE_SHAPES = (("power-law", 2.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
@@ -70,8 +68,11 @@ def power_law_log_pmf(m: int, exponent: float) -> np.ndarray:
     return lp - np.logaddexp.reduce(lp)
 
 
-def _log_pmf(m: int, shape: str, value: float) -> np.ndarray:
-    return dispersion_log_pmf(m, value) if shape == "negative-binomial" else power_law_log_pmf(m, value)
+#: The shapes a component may take (see the module): each one's log pmf over ``1..m``, its label in diagnostics and
+#: its words in the selection's header.
+_SHAPES = {"negative-binomial": (dispersion_log_pmf, "dispersion {:g}", "negative binomial of dispersion {:g}"),
+           "power-law": (power_law_log_pmf, "power law {:g}", "power law k^-{:g}")}
+SHAPES = tuple(_SHAPES)
 
 
 def _check_shapes(shapes: Sequence[Any]) -> tuple[tuple[str, float], ...]:
@@ -99,7 +100,7 @@ class ItemsMixture:
         from .model import FixedItems
 
         self.m, self.shapes = int(m), _check_shapes(shapes)
-        self.components = tuple(FixedItems(_log_pmf(self.m, shape, v)) for shape, v in self.shapes)
+        self.components = tuple(FixedItems(_SHAPES[shape][0](self.m, v)) for shape, v in self.shapes)
 
     def describe_params(self) -> dict:
         """Its parameters (for :func:`hybridpriv.core.params.describe`)."""
@@ -108,12 +109,11 @@ class ItemsMixture:
     def label(self, j: int) -> str:
         """How component ``j`` is named in diagnostics: ``"power law 2"``, ``"dispersion 1"``."""
         shape, v = self.shapes[j]
-        return f"{'dispersion' if shape == 'negative-binomial' else 'power law'} {v:g}"
+        return _SHAPES[shape][1].format(v)
 
     def describe(self) -> str:
         """The components in words, for the selection's header."""
-        return ", ".join(f"negative binomial of dispersion {v:g}" if shape == "negative-binomial" else f"power law k^-{v:g}"
-                         for shape, v in self.shapes)
+        return ", ".join(_SHAPES[shape][2].format(v) for shape, v in self.shapes)
 
 
 def _pool(parts: list[Any], mixture: ItemsMixture) -> xr.DataTree:
