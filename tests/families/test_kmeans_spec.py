@@ -80,7 +80,7 @@ def test_bayesian_bootstrap_draws_are_dirichlet_with_the_chain_seeds():
 
 def test_datasets_resample_the_pilot_with_the_draws_weights():
     pilot = np.array(PILOT)
-    post = KMeansPilotModel(pilot, (0, 1), n=60_000, c=0.25, k=2).fit(draws=200, chains=1, seed=1)
+    post = KMeansPilotModel(pilot, (0, 1), n=60_000, c=0.25, k=2, smoothing=0).fit(draws=200, chains=1, seed=1)
     data = post.generate(0, 3, rng(0, "t"))
     assert isinstance(data, PointCloud) and data.points.shape == (60_000, 2) and data.n_trusted == 15_000
     idx = np.argmin(((data.points[:, None] - pilot[None]) ** 2).sum(-1), 1)  # which pilot point each one is
@@ -137,6 +137,7 @@ BAD = [
     ("[0.9, 0.85]]", "[0.9]]", "knowledge.pilot rows must all have the same number"),
     ("[knowledge]", '[knowledge]\nstart = "random"', "knowledge.start must be 'pilot' or 'uniform', got 'random'"),
     ("[knowledge]", "[knowledge]\nsmoothing = -0.1", "knowledge.smoothing must be >= 0, got -0.1"),
+    ("[knowledge]", '[knowledge]\nsmoothing = "cv"', 'knowledge.smoothing must be a number >= 0 or "auto", got \'cv\''),
     ("[knowledge]", "[knowledge]\nfoo = 1", "unknown key(s) ['foo'] in knowledge"),
     ("[knowledge]", '[evaluation]\nalgorithms = ["magic"]\n[knowledge]', "evaluation.algorithms: unknown candidate 'magic'"),
     ("[knowledge]", "[evaluation]\ndraws = 1000000\ntrials = 1000\n[knowledge]", "point-operations (hours of CPU)"),
@@ -181,7 +182,8 @@ def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, caps
     dec = tree["decision"].to_dataset()
     assert list(dec.algorithm.values) == [f"{a}-T{t}" for a in ("hybrid", "tcm", "hybrid-debiased") for t in (1, 2, 3, 5)]
     assert tree.attrs["kind"] == "kmeans" and f"recommended: algorithm = {tree.attrs['recommended']}" in out
-    assert "predictive checks: none can fail here: the Bayesian bootstrap resamples the pilot itself" in out
+    assert "predictive checks: none possible: the model is the Bayesian bootstrap of the pilot sample" in out
+    assert out.count("predictive checks") == 1
     ev = tree["evaluation"].to_dataset()
     assert ev.sizes["trial"] == 2 and ev.sizes["chain"] * ev.sizes["draw"] == 6
     np.testing.assert_allclose(dec["expected_loss"].values,

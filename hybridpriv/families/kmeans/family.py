@@ -68,8 +68,9 @@ class KMeansFamily(Family):
         return f"the {spec.values.k} final centres (k rows of d coordinates, row by row), after every round"
 
     def predictive_checks(self, posterior: Any, seed: int) -> Any:
-        return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset "
-                        "resamples the pilot points themselves, so there is no modelled law to check them against")
+        return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset resamples the "
+                        "pilot's points (blurred by model.smoothing), so it reproduces the pilot by construction; what "
+                        "it cannot show is structure the pilot lacks (a cluster no pilot point fell in)")
 
     def template_files(self) -> dict[str, str]:
         """The template's data: a built-in example's real file (its source and licence: hybridpriv/examples/README.md)."""

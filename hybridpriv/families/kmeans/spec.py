@@ -102,13 +102,29 @@ def points() -> Any:
     return parse
 
 
+def _smoothing() -> Any:
+    """A number >= 0, or the string "auto"."""
+    as_number = number(0.0)
+
+    def parse(value: Any, path: str, ctx: Any) -> float | str:
+        if isinstance(value, str):
+            if value == "auto":
+                return value
+            raise SpecError(f'{path} must be a number >= 0 or "auto", got {value!r}')
+        return as_number(value, path, ctx)
+
+    return parse
+
+
 MODEL = Table((
     Key("pilot", points(), doc="public pilot points: a CSV path (columns = coordinates, header allowed) or a list",
         example='"pilot.csv"'),
     Key("clamp", boolean(), False, doc="clip pilot points into the box instead of refusing points outside"),
     Key("start", choice("pilot", "uniform"), "pilot",
         doc="the public start: pilot (Lloyd's algorithm on the pilot, same for every dataset) or uniform (fresh per dataset)"),
-    Key("smoothing", number(0.0), 0.0, doc="sd of Gaussian noise added to every resampled pilot point (0: plain bootstrap)"),
+    Key("smoothing", _smoothing(), "auto",
+        doc="sd of Gaussian noise added to every resampled pilot point (0: plain bootstrap; \"auto\": the blur that "
+            "makes the pilot's in-sample K-means cost its cross-validated one)"),
 ), doc="what is public besides the setting: a pilot sample of points (KMeansPilotModel, a Bayesian bootstrap)")
 
 FIT = fit_table("posterior chains (exact Dirichlet draws; R-hat and ESS are a check)", tune=None)
@@ -168,7 +184,7 @@ def check(v: Config, ctx: Context) -> Config:
                         "(fix it, or set model.clamp = true)")
     if kn.start == "pilot" and pilot.shape[0] < v.k:
         raise SpecError(f"model.start = \"pilot\" needs at least k = {v.k} pilot points, the pilot has {pilot.shape[0]}")
-    if kn.smoothing > hi - lo:
+    if kn.smoothing != "auto" and kn.smoothing > hi - lo:
         raise SpecError(f"model.smoothing = {kn.smoothing!r} exceeds the box's width {hi - lo:g}")
     ev = v.evaluation
     for name in ev.candidates or []:
@@ -239,16 +255,10 @@ def build(v: Config):
               f"{v.n - n_t} only their device (LM, local DP); epsilon = {v.epsilon:g} each",
               f"k = {v.k} clusters, iterations {v.iterations}",
               f"public: {kn.pilot.shape[0]} pilot points (Bayesian bootstrap"
-              + (f", smoothed by sd {kn.smoothing:g}" if kn.smoothing else "") + f"), start: {kn.start}"]
-    def diagnostics(posterior, seed: int) -> tuple[list[str], dict]:
-        note = ("predictive checks: none can fail here: the Bayesian bootstrap resamples the pilot itself, so it "
-                "reproduces the pilot's statistics by construction; what it cannot show is structure the pilot "
-                "lacks (a cluster no pilot point fell in)")
-        return [note], {}
-
+              + (f", smoothed by sd {model.smoothing:.3g}" if model.smoothing else "")
+              + (" (cross-validated)" if model.smoothing_rule == "auto" else "") + f"), start: {kn.start}"]
     return Problem(
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
-        diagnostics=diagnostics,
         task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),
         chains=v.fit.chains, tune=0,
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
