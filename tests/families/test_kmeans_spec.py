@@ -169,7 +169,7 @@ def test_missing_pilot_file_is_named(tmp_path, capsys):
 def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, capsys):
     code, text, _ = _run(capsys, "spec", "kmeans")
     assert code == 0 and text.startswith(template("kmeans"))
-    assert text.endswith(f"`hybridpriv spec kmeans --with-data DIR` writes it beside the template (small real data)\n")
+    assert text.endswith("`hybridpriv spec kmeans --with-data DIR` writes it beside the template (small real data)\n")
     # as a new user would: write the pilot CSV the template names, fewer datasets; keep the rest as printed
     (tmp_path / "pilot.csv").write_text("x,y\n" + "\n".join(f"{a},{b}" for a, b in PILOT) + "\n")
     filled = (text.replace("# draws = 100", "draws = 6").replace("# trials = 10", "trials = 2")
