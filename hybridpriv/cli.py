@@ -249,16 +249,16 @@ def _with_overrides(spec, overrides: dict):
 def _advice(decision) -> None:
     """The recommendation and what the table implies: its chance of a costly miss, near-ties, ineligible candidates, a
     choice at the edge."""
-    from .engine.decision import chance_line
+    from .engine.decision import chance_line, free_line
 
     dim = decision.attrs["candidate_dim"]
     best = decision.attrs["recommended"]
     by_regret = decision.attrs.get("criterion") == "regret"
     rule = "  by expected relative regret" if by_regret else ""
     print(f"recommended: {dim} = {best}  (P(best) = {float(decision.p_best.sel({dim: best})):.2f}){rule}")
-    chance = chance_line(decision)
-    if chance:
-        print(f"  {chance}")
+    for line in (chance_line(decision), free_line(decision)):
+        if line:
+            print(f"  {line}")
     meets = decision["meets_requirements"]
     coords = list(decision[dim].values)
     gap, err = (("regret_difference", "regret_difference_mcse") if by_regret else ("difference", "difference_mcse"))

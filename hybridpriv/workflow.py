@@ -211,7 +211,7 @@ class Selection:
     def figure_notes(self) -> list[str]:
         """What the figure says under the plot: each sensitivity warning, short, the chance warning and the two-stage
         plan's verdict."""
-        from .engine.decision import chance_line
+        from .engine.decision import chance_line, free_line
 
         notes = []
         if self.sensitivity is not None:
@@ -222,9 +222,7 @@ class Selection:
             from .engine.branches import branch_notes
 
             notes += branch_notes(self.branches)
-        chance = chance_line(self.decision, short=True)
-        if chance:
-            notes.append(chance)
+        notes += [line for line in (chance_line(self.decision, short=True), free_line(self.decision, short=True)) if line]
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")

@@ -310,3 +310,51 @@ def test_p_costly_is_the_plain_count_without_trials():
     dec = decide(_evaluation(r[:, None, :, None]))
     assert float(dec.p_costly.sel(estimator="e0")) == pytest.approx(1 / 6)
     assert dec.attrs["p_costly_method"].startswith("counted")
+
+
+def test_a_free_candidate_best_on_a_fifth_of_the_datasets_is_a_warning():
+    from hybridpriv.engine.decision import FREE_WARNING, free_line, free_warning
+
+    def _r(wins):  # e0 (noisy) is recommended; e1 (spends nothing) is best on ``wins`` of 20 datasets, far worse elsewhere
+        r = np.ones((3, 1, 20, 1))
+        r[1] *= 3.0
+        r[1, 0, :wins] = 0.01
+        r[2] *= 2.0
+        return r
+
+    def dec(wins, e1_epsilon=0.0, e1_other_relation=False):
+        ev = _evaluation(_r(wins))
+        # unit g0 is public (no requirement), g1 and g2 require epsilon 1
+        _declare(ev, [[(np.inf,), (1.0,), (1.0,)],
+                      [(np.inf,), (e1_epsilon,), (0.0, 0.0, "replace") if e1_other_relation else (0.0,)],
+                      [(np.inf,), (1.0,), (1.0,)]], [(np.inf,), (1.0,), (1.0,)])
+        return decide(ev)
+
+    assert FREE_WARNING == 0.2
+    d = dec(4)
+    assert d.attrs["recommended"] == "e0" and d.spends_nothing.values.tolist() == [False, True, False]
+    assert free_warning(d) == ("e1", pytest.approx(0.2))
+    assert free_line(d) == ("warning (free candidate): e1 spends no budget and is best on 20% of the model's datasets: "
+                            "its error is the public data's own, which the public knowledge leaves open; where that error "
+                            "is small it beats e0 by far and keeps the whole budget: compare their 5-95% ranges before "
+                            "acting")
+    assert free_line(d, short=True) == "free: e1 spends no budget and is best on 20% of the model's datasets"
+    assert free_warning(dec(3)) is None and free_line(dec(3)) == ""  # 15%: below the line
+    assert free_warning(dec(4, e1_epsilon=0.5)) is None  # spends budget on g1: not free
+    # epsilon 0 satisfies every requirement, even under another neighbouring relation: a free candidate is eligible
+    assert bool(dec(4, e1_other_relation=True).meets_requirements.sel(estimator="e1"))
+    assert free_warning(dec(4).drop_vars("spends_nothing")) is None  # a decision made before it existed
+    # without requirements no candidate counts as free
+    assert not decide(_evaluation(_r(4))).spends_nothing.values.any()
+
+
+def test_the_recommended_free_candidate_is_no_warning():
+    from hybridpriv.engine.decision import free_warning
+
+    r = np.ones((2, 1, 20, 1))
+    r[1] *= 2.0
+    ev = _evaluation(r)
+    _declare(ev, [[(0.0,)], [(1.0,)]], [(1.0,)])
+    d = decide(ev)
+    assert d.attrs["recommended"] == "e0" and bool(d.spends_nothing.sel(estimator="e0"))
+    assert free_warning(d) is None
