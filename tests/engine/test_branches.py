@@ -154,7 +154,7 @@ def test_the_calibration_counts_a_branch_warning():
     from hybridpriv.calibration import _warned
 
     check = branch_check(_evaluation(RISK), [_branch(HOLDS)], DRAW_INDEX, "a")
-    decision = SimpleNamespace(attrs={"recommended": "a"})
+    decision = xr.Dataset(attrs={"recommended": "a"})  # no spends_nothing: a decision made before it existed
     got = _warned(SimpleNamespace(sensitivity=None, branches=check, decision=decision))
     assert got["warned"] == "law" and np.isnan(got["flip_share"])
     assert _warned(SimpleNamespace(sensitivity=None, branches=None, decision=decision))["warned"] == ""
@@ -163,3 +163,8 @@ def test_the_calibration_counts_a_branch_warning():
     both = branch_check(_evaluation(RISK), [_branch(HOLDS)], DRAW_INDEX, "c")
     assert len(branch_warnings(both)) == 2
     assert _warned(SimpleNamespace(sensitivity=None, branches=both, decision=decision))["warned"] == "law"
+    # a free candidate best on a fifth of the datasets is the warning "free", after the branches
+    free = xr.Dataset({"p_best": ("c", [0.7, 0.3]), "spends_nothing": ("c", [False, True])}, coords={"c": ["a", "b"]},
+                      attrs={"recommended": "a", "candidate_dim": "c"})
+    assert _warned(SimpleNamespace(sensitivity=None, branches=both, decision=free))["warned"] == "law, free"
+    assert _warned(SimpleNamespace(sensitivity=None, branches=None, decision=free))["warned"] == "free"
