@@ -16,8 +16,8 @@ import xarray as xr
 
 from ..core.privacy import Guarantee
 
-__all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "free_line", "free_warning", "spends_nothing", "decide", "eligibility", "format_summary", "format_table",
-           "regret_ratio", "summarize_by"]
+__all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "decide", "eligibility", "format_summary",
+           "format_table", "free_line", "free_warning", "regret_ratio", "spends_nothing", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
@@ -329,20 +329,20 @@ def chance_line(decision: xr.Dataset, short: bool = False) -> str:
 
 
 def free_warning(decision: xr.Dataset) -> tuple[str, float] | None:
-    """The candidate that spends no budget (and so meets every requirement) and is best on at least :data:`FREE_WARNING` of the model's
-    datasets while another is recommended (the one with the highest P(best)), and that P(best); ``None`` when there
-    is none, or for a decision without ``spends_nothing`` (made before it existed)."""
+    """The candidate that spends no budget (and so meets every requirement) and is best on at least
+    :data:`FREE_WARNING` of the model's datasets while another is recommended (the one with the highest P(best)), and
+    that P(best); ``None`` when there is none, or for a decision without ``spends_nothing`` (made before it existed)."""
     if "spends_nothing" not in decision:
         return None
     dim, best = decision.attrs["candidate_dim"], decision.attrs["recommended"]
     if bool(decision["spends_nothing"].sel({dim: best})):
         return None
-    shown = [(float(decision["p_best"].sel({dim: c})), str(c)) for c in decision[dim].values
-             if bool(decision["spends_nothing"].sel({dim: c}))]
-    shown = [(p, c) for p, c in shown if p >= FREE_WARNING]
-    if not shown:
+    free = [(float(decision["p_best"].sel({dim: c})), str(c)) for c in decision[dim].values
+            if bool(decision["spends_nothing"].sel({dim: c}))]
+    likely = [(p, c) for p, c in free if p >= FREE_WARNING]
+    if not likely:
         return None
-    p, c = max(shown)
+    p, c = max(likely)
     return c, p
 
 
