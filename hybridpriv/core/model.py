@@ -122,11 +122,16 @@ def quiet_sampler() -> Iterator[None]:
 
 
 def _strict_sample_kwargs(sample_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``sample_kwargs`` with ``compile_kwargs["mode"]`` made strict (:func:`sampling_mode`).
+    """``sample_kwargs`` with ``compile_kwargs["mode"]`` made strict (:func:`sampling_mode`) and PyMC's own
+    NUTS chosen (``nuts_sampler="pymc"``).
 
-    A ``backend=...`` given by the caller is honoured (turned into its mode, made strict if Numba).
+    A ``backend=...`` given by the caller is honoured (turned into its mode, made strict if Numba), and so is a
+    ``nuts_sampler`` the caller names.  Without one PyMC 6 picks nutpie whenever nutpie is installed: the same
+    seed would then give other draws on a machine that happens to have it, and the toolkit's many small fits
+    ran slower there (``benchmarks/nuts_samplers.py``: nutpie compiles each model for several seconds).
     """
     kwargs = dict(sample_kwargs)
+    kwargs.setdefault("nuts_sampler", "pymc")
     given = kwargs.get("compile_kwargs")
     if given is not None and not isinstance(given, Mapping):
         raise TypeError(f"compile_kwargs must be a mapping of pytensor.function arguments, got {given!r}")

@@ -177,3 +177,34 @@ def test_fit_hands_pm_sample_a_strict_mode_unless_another_backend_is_asked_for()
         _strict_sample_kwargs({"backend": "numba", "compile_kwargs": {"mode": "NUMBA"}})
     with pytest.raises(TypeError, match="compile_kwargs.*'fast'"):
         _strict_sample_kwargs({"compile_kwargs": "fast"})
+
+
+def test_fit_asks_for_pymcs_own_nuts_unless_another_sampler_is_named():
+    assert _strict_sample_kwargs({})["nuts_sampler"] == "pymc"
+    assert _strict_sample_kwargs({"nuts_sampler": "nutpie"})["nuts_sampler"] == "nutpie"
+
+
+def test_an_installed_nutpie_does_not_change_the_sampler(monkeypatch):
+    """PyMC 6 samples with nutpie whenever it finds it installed and no sampler is named; the toolkit names
+    PyMC's own, so the same seed gives the same draws on a machine with nutpie.  Here PyMC is made to believe
+    nutpie is installed, and its route to an external sampler refuses: the fit must not take it."""
+    import math
+
+    import pymc.sampling.mcmc as mcmc
+    from hybridpriv.core.privacy import Group
+    from hybridpriv.models import GroupedDataModel, NormalFamily
+
+    def external(*args, **kwargs):
+        raise AssertionError(f"pm.sample went to the external sampler {kwargs.get('sampler')!r}")
+
+    monkeypatch.setattr(mcmc, "NUTPIE_INSTALLED", True)
+    monkeypatch.setattr(mcmc, "_nutpie_meets_min_version", lambda: True)
+    monkeypatch.setattr(mcmc, "_sample_external_nuts", external)
+    panel = np.random.default_rng(1).normal(20, 5, 30)
+    model = GroupedDataModel([Group("panel", 30, math.inf), Group("private", 200, 1.0)], (0, 80),
+                             family=NormalFamily(mu=(20.0, 20.0), sigma_scale=30.0), public_data={"panel": panel})
+    post = model.fit(draws=20, tune=20, chains=1, seed=0, on_unconverged="ignore")
+    assert post.idata["posterior"]["mu"].shape == (1, 20)
+    # and the check can fail: without a named sampler PyMC takes the external route
+    with pytest.raises(AssertionError, match="external sampler"):
+        model.fit(draws=20, tune=20, chains=1, seed=0, on_unconverged="ignore", nuts_sampler=None)
