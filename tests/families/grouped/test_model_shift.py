@@ -80,8 +80,10 @@ def test_a_released_mean_pulls_its_groups_shift(panel):
     """Group a's mean released at 55 (noise 0.2) beside a panel centred near 40: a's shift must explain the gap,
     a's released mean = mu + shift_a up to the Laplace noise and the records' sampling error (sd 10 / sqrt(300)),
     while b's shift keeps its prior (E[shift_b^2] far below the gap squared)."""
-    post = _model(panel, group_shift=0.2, released_means=[ReleasedMean(55.0, 0.2, "a")]).fit(draws=400, tune=400, chains=2,
-                                                                                       seed=4)
+    # 200 draws after 300 tuning steps (400 / 400 until 2026-11-28, twice the time): at seeds 4, 5, 6 the three
+    # checks below held with margins of at most 0.07 against 1.5 and a ratio of at most 0.07 against 0.5
+    post = _model(panel, group_shift=0.2, released_means=[ReleasedMean(55.0, 0.2, "a")]).fit(draws=200, tune=300, chains=2,
+                                                                                        seed=4)
     mu = np.asarray(post.idata["posterior"]["mu"]).ravel()
     shift = np.asarray(post.idata["posterior"]["group_shift"]).reshape(-1, 2)
     implied = mu + shift[:, 0]
