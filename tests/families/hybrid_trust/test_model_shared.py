@@ -41,17 +41,15 @@ def _loglik(x, p, v):
 def _brute_force_p_shared(pilot_T, pilot_L, pi, gap_logit_sd=0.5, draws=2_000_000, seed=0):
     """P(one shared law | pilots): pi Z_s / (pi Z_s + (1 - pi) Z_d), each Z a prior average of the likelihood."""
     rng = np.random.default_rng(seed)
-    loglik = _loglik
-
     log_zs, log_zd = [], []
-    for _ in range(draws // 200_000):  # in chunks: 200,000 draws x 6 records at a time
+    for _ in range(draws // 200_000):  # in chunks of 200,000 draws
         p0, d = rng.beta(1, 1, 200_000), rng.normal(0, gap_logit_sd, 200_000)
         v_T, v_L = rng.beta(1, 1, 200_000), rng.beta(1, 1, 200_000)
         z = special.logit(p0)
         p_T, p_L = special.expit(z + d / 2), special.expit(z - d / 2)
-        ll_T = loglik(pilot_T, p_T, v_T)
-        log_zs.append(special.logsumexp(ll_T + loglik(pilot_L, p_T, v_T)))
-        log_zd.append(special.logsumexp(ll_T + loglik(pilot_L, p_L, v_L)))
+        ll_T = _loglik(pilot_T, p_T, v_T)
+        log_zs.append(special.logsumexp(ll_T + _loglik(pilot_L, p_T, v_T)))
+        log_zd.append(special.logsumexp(ll_T + _loglik(pilot_L, p_L, v_L)))
     return float(special.expit(np.log(pi) - np.log1p(-pi) + special.logsumexp(log_zs) - special.logsumexp(log_zd)))
 
 
