@@ -27,7 +27,7 @@ __all__ = ["BETWEEN", "CATEGORY_DATA", "SHARED_PRIOR", "CategoryCounts", "Catego
 #: share's standard deviation across groups over ``sqrt(p (1 - p))``.  Real groups that differ by an attribute
 #: (Swiss women by age beside a foreign-born panel; Mroz's women by age beside a college panel) spread by 0.16-0.32
 #: on average, one group by up to 0.55; groups assigned at random, by 0.  Scale 0.3 puts the average spreads in
-#: the prior's bulk (median 0.2); the calibration measured 0.2, 0.3 and 0.45 (docs/calibration.md).
+#: the prior's bulk (median 0.2); the calibration measured 0.2, 0.3 and 0.45 (docs/calibration-history.md).
 BETWEEN = 0.3
 #: The default prior probability that the private groups answer alike (``tau = 0``).
 SHARED_PRIOR = 0.5

@@ -86,7 +86,7 @@ MODEL = Table((
 EVALUATION = Table((
     Key("candidates", list_of(choice(*CANDIDATES)), None, doc="candidates by name (default: every built-in one)",
         example='["weighted", "pooled"]'),
-    # criterion "regret": on the calibration's 31 truths the mean regret 11% -> 8% (docs/calibration.md): pooled and
+    # criterion "regret": on the calibration's 31 truths the mean regret 11% -> 8% (docs/calibration-history.md): pooled and
     # Sample, safe when the groups differ, are several times worse when they answer alike
     *run_keys(200, 50, trials_doc="releases per dataset (PDP Sample and adaptive are run; the others are exact)",
               criterion="regret"),

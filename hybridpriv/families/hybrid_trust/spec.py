@@ -98,7 +98,7 @@ FIT = fit_table()
 EVALUATION = Table((
     Key("candidates", list_of(string()), None, doc=f"candidates by name (default: all of {list(CANDIDATES)})",
         example='["tcm-only", "full-lm", "hybrid-pwh", "hybrid-bayes"]'),
-    *run_keys(200, 20, criterion="regret"),  # calibration: expected loss lost to the hkvh fixed rule (docs/calibration.md)
+    *run_keys(200, 20, criterion="regret"),  # calibration: expected loss lost to the hkvh fixed rule (docs/calibration-history.md)
     Key("loss", choice("squared", "absolute"), "squared", doc="squared or absolute error against the dataset's mean"),
 ), doc="how the candidates are evaluated")
 

@@ -150,7 +150,7 @@ FIT = fit_table()
 
 EVALUATION = Table((
     # criterion "regret": on the calibration's 33 truths the mean regret 26% -> 21% and 9 -> 6 truths above 25%
-    # (docs/calibration.md): public-only's heavy right tail no longer outweighs how often it is best
+    # (docs/calibration-history.md): public-only's heavy right tail no longer outweighs how often it is best
     *run_keys(100, 10, draws_doc="simulated private datasets", trials_doc="releases per dataset and candidate",
               max_trials=100_000, criterion="regret"),
 ), doc="how the candidates are evaluated")

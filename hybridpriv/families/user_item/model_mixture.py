@@ -44,7 +44,7 @@ from ...core.random import stream
 __all__ = ["MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture", "power_law_log_pmf"]
 
 #: The default components: a power law (the heavy users' long tail), the exchangeable prior and a tighter spread.
-#: Chosen on the 33 user-item calibration truths against the dispersions 0.25, 1, 4 (``docs/calibration.md``).
+#: Chosen on the 33 user-item calibration truths against the dispersions 0.25, 1, 4 (``docs/calibration-history.md``).
 MIXTURE_SHAPES = (("power-law", 2.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
 
 
