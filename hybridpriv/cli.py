@@ -81,7 +81,8 @@ def _build_parser() -> argparse.ArgumentParser:
     stsub.add_parser("list", help="list the registered studies")
     r = stsub.add_parser("run", help="run a study")
     r.add_argument("name", help="a study of `study list`, or all (every study, --jobs at a time, with a timing table)")
-    r.add_argument("--quick", action="store_true", help="small settings (under a minute)")
+    r.add_argument("--quick", action="store_true",
+                   help="small settings (seconds for most studies; calibration about 3 minutes, all about 4 on 2 cores)")
     r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
     r.add_argument("--seed", type=int, default=0)
