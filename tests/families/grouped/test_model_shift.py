@@ -53,7 +53,10 @@ def test_shift_prior_second_moment(panel):
 
 @pytest.mark.slow
 def test_generated_records_are_the_law_moved_by_the_draws_shift(panel):
-    post = _model(panel, group_shift=0.05).fit(draws=100, tune=200, chains=1, seed=3)
+    # the identity checked below holds for any draw, converged or not; one chain of 100 draws gave R-hat 1.111 for
+    # mu on one machine (refused at 1.1) and passed on another (NUTS's draws differ in the last bits between
+    # machines), so convergence is not judged here (the other tests of this file judge it)
+    post = _model(panel, group_shift=0.05).fit(draws=100, tune=200, chains=1, seed=3, on_unconverged="ignore")
     c, d = 0, 37
     data = post.generate(c, d, np.random.default_rng(5))
     shifts = post.shifts(c, d)
