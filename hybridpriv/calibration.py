@@ -388,6 +388,12 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     summary = {s: summarize(*_scope(ds, s)) for s in scopes}
     for stat in next(iter(summary.values())):
         ds[stat] = ("scope", [summary[s][stat] for s in scopes])
+    from .families import family
+
+    recorded = [family(s).range_coverage if s != "overall" else {} for s in scopes]
+    ds["coverage_recorded"] = ("scope", [float(np.mean(list(r.values()))) if r else np.nan for r in recorded])
+    ds["coverage_recorded"].attrs["description"] = ("the family's range_coverage (what select prints), averaged over "
+                                                    "its seeds: compare with coverage, this run's")
     for stat, values in _pythia_summary(ds, scopes).items():
         ds[stat] = ("scope", values)
     for stat, values in _plan_summary(ds, scopes).items():

@@ -220,7 +220,7 @@ def _select(args: argparse.Namespace) -> int:
 
         print(format_summary(result.summary))
         print()
-    _advice(decision)
+    _advice(decision, result.range_line())
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
@@ -247,9 +247,9 @@ def _with_overrides(spec, overrides: dict):
         raise ValueError(f"{given}: {exc}") from None
 
 
-def _advice(decision) -> None:
+def _advice(decision, ranges: str = "") -> None:
     """The recommendation and what the table implies: its chance of a costly miss, near-ties, ineligible candidates, a
-    choice at the edge."""
+    choice at the edge; ``ranges``: how well the family's ranges held on held-out truths (``SelectionResult.range_line``)."""
     from .engine.decision import chance_line, free_line
 
     dim = decision.attrs["candidate_dim"]
@@ -274,6 +274,8 @@ def _advice(decision) -> None:
     values = decision[dim].values
     if values.dtype.kind in "iuf" and values.size > 2 and best in (values.min(), values.max()):
         print(f"  note: {dim} = {best} is at the edge of the range searched; widen the range in the SPEC")
+    if ranges:
+        print(f"  {ranges}")
 
 
 def _audit(args: argparse.Namespace) -> int:

@@ -185,8 +185,14 @@ class Selection:
         ``hybridpriv audit --selection`` rebuild the candidates from it."""
         from .report import provenance, result_tree
 
+        from .families import family
+
         attrs = {**provenance(config or self.config or {"kind": self.problem.kind}, self.problem.seed, started, dask=dask),
                  **self.attrs, "kind": self.problem.kind, "recommended": str(self.decision.attrs["recommended"])}
+        held = family(self.problem.kind).range_coverage
+        if held:  # how well the ranges held on held-out truths, by calibration seed (Family.range_coverage)
+            attrs.update(range_coverage_held_out=np.array([float(held[k]) for k in sorted(held)]),
+                         range_coverage_seeds=np.array([int(k) for k in sorted(held)]))
         idata = self.posterior.idata
         groups: dict[str, Any] = {name: idata[name].to_dataset() for name in idata.children}
         groups.update(evaluation=self.evaluation, decision=self.decision.drop_vars("risk", errors="ignore"))
@@ -208,6 +214,14 @@ class Selection:
                 groups[f"candidates/{coord}"] = xr.Dataset(attrs=values)
         return result_tree(groups, attrs)
 
+    def range_line(self, short: bool = False) -> str:
+        """How well the family's 5-95% ranges held on data its model did not generate (the calibration's held-out
+        truths; :func:`hybridpriv.engine.decision.range_line`); ``""`` if never measured."""
+        from .engine.decision import range_line
+        from .families import family
+
+        return range_line(family(self.problem.kind).range_coverage, short=short)
+
     def figure_notes(self) -> list[str]:
         """What the figure says under the plot: each sensitivity warning, short, the chance warning and the two-stage
         plan's verdict."""
@@ -222,7 +236,8 @@ class Selection:
             from .engine.branches import branch_notes
 
             notes += branch_notes(self.branches)
-        notes += [line for line in (chance_line(self.decision, short=True), free_line(self.decision, short=True)) if line]
+        notes += [line for line in (chance_line(self.decision, short=True), free_line(self.decision, short=True),
+                                    self.range_line(short=True)) if line]
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")

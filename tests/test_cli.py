@@ -96,6 +96,13 @@ def test_select_builtin_example_writes_results(tmp_path, capsys):
     assert np.isfinite(ds["expected_loss"]).all()
     assert {"mu", "sigma"} <= set(tree["posterior"].data_vars)
     assert (tmp_path / "selection.png").stat().st_size > 10_000
+    # how well the family's ranges held on held-out truths, printed and kept (Family.range_coverage)
+    from hybridpriv.families import family
+
+    held = family("grouped").range_coverage
+    assert "note (ranges): on the calibration study's held-out truths of this kind" in out
+    assert list(tree.attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
+    assert list(tree.attrs["range_coverage_seeds"]) == sorted(held)
     # the same seed gives the same numbers (model fit, simulated datasets and noise)
     code, _, err = _run(capsys, "select", "--out", str(tmp_path / "again"), "--draws", "40", "--trials", "5", "--seed", "1")
     assert code == 0, err

@@ -70,6 +70,12 @@ class Family:
     calibration_trials
         At most this many realised-risk releases per draw of a truth (``None``: the study's own number): for a
         family whose candidates are slow to run (K-means iterates), with a Monte Carlo error still recorded.
+    range_coverage
+        How well its printed 5-95% ranges held on data its model did not generate: the share of realised risks
+        inside them on the calibration study's held-out truths at default scale, by seed (``{}``: never
+        measured).  ``select`` prints it under every recommendation (:func:`hybridpriv.engine.decision.range_line`);
+        the calibration study writes it beside its own measurement (``coverage_recorded``), and a test keeps it
+        equal to the table in ``docs/calibration.md``.  Update all three after a calibration run.
     """
 
     name: ClassVar[str] = ""
@@ -88,6 +94,7 @@ class Family:
     real_datasets: ClassVar[Sequence[str]] = ()
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
     calibration_trials: ClassVar[int | None] = None
+    range_coverage: ClassVar[Mapping[int, float]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -8,7 +8,7 @@ and ``draw``, so autocorrelated posterior draws are not over-counted).  Selectio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Real
 
 import numpy as np
@@ -17,7 +17,8 @@ import xarray as xr
 from ..core.privacy import Guarantee
 
 __all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "decide", "eligibility", "format_summary",
-           "format_table", "free_line", "free_warning", "regret_ratio", "spends_nothing", "summarize_by"]
+           "format_table", "free_line", "free_warning", "range_line", "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio",
+           "spends_nothing", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
@@ -35,6 +36,9 @@ CHANCE_WARNING = 0.25
 #: stored results of two calibration runs (401 truths): from 0.2 it names 7 of their 19 silent failures, at 12
 #: more false alarms on the 327 truths below a 25% regret (from 0.15: 11, at 22 more).
 FREE_WARNING = 0.2
+#: The share of realised risks a 5-95% range holds when the model is right, and the least share issue 25 accepts on
+#: held-out truths (:func:`range_line` says when a family's ranges held less).
+RANGE_NOMINAL, RANGE_TARGET = 0.90, 0.80
 #: A dataset's best risk below this share of the smallest expected loss counts as this share (no 0 / 0).
 REGRET_FLOOR = 1e-9
 
@@ -358,6 +362,32 @@ def free_line(decision: xr.Dataset, short: bool = False) -> str:
     return (f"warning (free candidate): {c} spends no budget and is best on {p:.0%} of the model's datasets: its error "
             f"is the public data's own, which the public knowledge leaves open; where that error is small it beats "
             f"{best} by far and keeps the whole budget: compare their 5-95% ranges before acting")
+
+
+def range_line(coverage: Mapping[int, float], short: bool = False) -> str:
+    """How well the table's 5-95% ranges held on data the model did not generate, in words: ``coverage`` is a
+    family's :attr:`~hybridpriv.core.family.Family.range_coverage` (the share of realised risks inside the ranges on
+    the calibration study's held-out truths, per seed); ``""`` when it was never measured.  Below
+    :data:`RANGE_TARGET` on any seed it says to read the ranges as too narrow.  It is a note, not one of the
+    warnings the calibration counts: it is the same for every selection of the family.  ``short``: the few words
+    written under the plot, and only when the ranges held too little (else ``""``)."""
+    if not coverage:
+        return ""
+    values = sorted(float(v) for v in coverage.values())
+    if any(not 0.0 <= v <= 1.0 for v in values):
+        raise ValueError(f"range_coverage must hold shares in [0, 1], got {dict(coverage)}")
+    lo, hi = values[0], values[-1]
+    held = f"{lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{100 * lo:.0f}-{hi:.0%}"
+    seeds = ", ".join(str(k) for k in sorted(coverage))
+    if short:
+        return (f"ranges: held {held} of realised risks on held-out truths (not {RANGE_NOMINAL:.0%})"
+                if lo < RANGE_TARGET else "")
+    where = (f"on the calibration study's held-out truths of this kind (seed{'s' if len(coverage) > 1 else ''} "
+             f"{seeds}; docs/calibration.md) the 5-95% ranges held {held} of the realised risks")
+    if lo < RANGE_TARGET:
+        return (f"note (ranges): {where}, not {RANGE_NOMINAL:.0%}: the real risk falls outside them more often than "
+                "they say; read them as too narrow")
+    return f"note (ranges): {where} ({RANGE_NOMINAL:.0%} if the model were right)"
 
 
 def format_table(decision: xr.Dataset) -> str:

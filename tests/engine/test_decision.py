@@ -358,3 +358,46 @@ def test_the_recommended_free_candidate_is_no_warning():
     d = decide(ev)
     assert d.attrs["recommended"] == "e0" and bool(d.spends_nothing.sel(estimator="e0"))
     assert free_warning(d) is None
+
+
+def test_the_range_line_says_how_well_the_ranges_held_and_when_to_read_them_as_too_narrow():
+    from hybridpriv.engine.decision import RANGE_NOMINAL, RANGE_TARGET, range_line
+
+    assert (RANGE_NOMINAL, RANGE_TARGET) == (0.90, 0.80)
+    assert range_line({}) == "" and range_line({}, short=True) == ""
+    fine = range_line({0: 0.88, 1: 0.89, 2: 0.87})
+    assert fine == ("note (ranges): on the calibration study's held-out truths of this kind (seeds 0, 1, 2; "
+                    "docs/calibration.md) the 5-95% ranges held 87-89% of the realised risks (90% if the model were right)")
+    assert range_line({0: 0.88, 1: 0.89}, short=True) == ""  # under the plot only when they held too little
+    narrow = range_line({0: 0.70, 1: 0.75, 2: 0.72})
+    assert "held 70-75% of the realised risks, not 90%" in narrow and narrow.endswith("read them as too narrow")
+    assert range_line({2: 0.79}).startswith("note (ranges): on the calibration study's held-out truths of this kind "
+                                            "(seed 2;")  # one seed; 79% is below the 80% line
+    assert "held 79%" in range_line({2: 0.79}) and "too narrow" in range_line({2: 0.79})
+    assert range_line({0: 0.70, 1: 0.75}, short=True) == "ranges: held 70-75% of realised risks on held-out truths (not 90%)"
+    assert "held 80% of" in range_line({0: 0.8, 1: 0.801}) and "too narrow" not in range_line({0: 0.8})
+    with pytest.raises(ValueError, match=r"range_coverage must hold shares in \[0, 1\], got \{0: 75\}"):
+        range_line({0: 75})
+
+
+def test_every_familys_range_coverage_is_the_calibration_pages_table():
+    """What select prints (Family.range_coverage) is the coverage column of docs/calibration.md's table, seed by
+    seed: a new calibration run that updates one must update the other."""
+    import re
+    from pathlib import Path
+
+    from hybridpriv.families import registry
+
+    page = (Path(__file__).parents[2] / "docs" / "calibration.md").read_text()
+    head = "| kind | coverage, seeds 0 / 1 / 2 |"
+    rows = page[page.index(head):].split("\n\n")[0].splitlines()[2:]
+    names = {"hybrid trust": "hybrid-trust", "K-means": "kmeans"}
+    table = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        table[names.get(cells[0], cells[0])] = [int(v) / 100 for v in re.findall(r"\d+", cells[1])]
+    measured = {name: fam for name, fam in registry().items() if fam.has_truths}
+    assert set(table) == set(measured)
+    for name, fam in measured.items():
+        assert sorted(fam.range_coverage) == [0, 1, 2], name
+        assert [fam.range_coverage[k] for k in (0, 1, 2)] == pytest.approx(table[name], abs=1e-12), name

@@ -245,7 +245,7 @@ def test_knowledge_the_model_cannot_use_is_refused_naming_it(tmp_path):
 def test_spec_prints_a_template_that_a_new_user_fills_in_and_runs(tmp_path, capsys):
     code, text, _ = _run(capsys, "spec", "public-private")
     assert code == 0 and text.startswith(template("public-private"))
-    assert text.endswith(f"`hybridpriv spec public-private --with-data DIR` writes it beside the template (small real data)\n")
+    assert text.endswith("`hybridpriv spec public-private --with-data DIR` writes it beside the template (small real data)\n")
     from hybridpriv.families import family
     from hybridpriv.spec import top_table
 

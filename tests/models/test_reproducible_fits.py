@@ -256,7 +256,7 @@ def test_the_sampler_targets_the_exact_posterior_of_n_and_the_hyperparameters():
     drawn from the prior, not on the sampled ones: its n was 0.43 too low on average (total
     variation 0.09 from the exact posterior of n), its log_mu 0.21 too high."""
     c, (lo, hi) = helper.COLUMN_SUMS, (6, 16)
-    m, k = len(c), np.arange(1, len(c) + 1)
+    k = np.arange(1, len(c) + 1)
     states = [(n, h) for n in range(lo, hi + 1) for h in _feasible_histograms(c, n)]
     ns, H = np.array([s[0] for s in states]), np.array([s[1] for s in states])
     rng = np.random.default_rng(0)

@@ -175,6 +175,13 @@ def test_quick_study_structure(quick):
         inside = (row.risk_low <= row.realised) & (row.realised <= row.risk_high)
         np.testing.assert_array_equal(row.covered.values[have], inside.values[have])
     assert float(ds.truths.sel(scope="overall")) == 12 and not ds.select_refused.any()
+    # what select prints of each family's ranges (Family.range_coverage), beside this run's coverage
+    from hybridpriv.families import family
+
+    for scope in ds.scope.values[:-1]:
+        want = np.mean(list(family(str(scope)).range_coverage.values()))
+        assert float(ds.coverage_recorded.sel(scope=scope)) == pytest.approx(want, abs=1e-12)
+    assert np.isnan(float(ds.coverage_recorded.sel(scope="overall")))
     assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()

@@ -207,8 +207,8 @@ def test_claims_recomputed_from_the_dataset(quick):
     # the oracle against Lei, both at 2 eps
     oracle = dp.mean(axis=1).min(axis=1)
     lei_m = lei[:, :, 0].mean(axis=1)
-    for e, o, l in zip([0.5, 1, 3], oracle, lei_m):
-        assert f"eps = {e:g}: oracle {o:.3g}" in rows[4].ours and f"Lei {l:.3g}" in rows[4].ours
+    for e, o, lei_e in zip([0.5, 1, 3], oracle, lei_m):
+        assert f"eps = {e:g}: oracle {o:.3g}" in rows[4].ours and f"Lei {lei_e:.3g}" in rows[4].ours
     assert rows[4].verdict == {3: "holds", 0: "does not hold"}.get(int((oracle < lei_m).sum()), "partly")
     # Algorithm 2's release against the oracle
     a2 = quick.chosen_error.sel(selector="algorithm2", p=2).values.mean(axis=1)

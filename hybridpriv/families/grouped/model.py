@@ -56,7 +56,7 @@ RELEASE_TAIL = 50.0
 from .data import GROUP_SHIFT  # noqa: E402
 
 from .model_choice import choose_family  # noqa: E402
-from .model_families import (
+from .model_families import (  # noqa: E402
     _FAMILIES,
     BETA_BOUNDARY_NUDGE,
     CUSTOM_MC_SAMPLES,

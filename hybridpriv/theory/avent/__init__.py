@@ -31,7 +31,7 @@ in ``tests/theory/test_avent*.py``.
 from __future__ import annotations
 
 from . import amplification, improvement, risk, weights
-from ._checks import AMPLIFICATION_GROUPS, BENCHMARKS, CALIBRATIONS, NOISES
+from ._checks import AMPLIFICATION_GROUPS, BENCHMARKS, CALIBRATIONS, NOISES  # noqa: F401  (in __all__ below)
 from .amplification import *  # noqa: F403  (amplification.__all__)
 from .improvement import *  # noqa: F403  (improvement.__all__)
 from .risk import *  # noqa: F403  (risk.__all__)
