@@ -74,6 +74,8 @@ __all__ = [
 TRADES_PER_ROW = 10
 #: Default draws per block of the continuing matrix chain (see :class:`UserItemModel`).
 BLOCK = 100
+#: Stands for ``items_prior="mixture"`` when ``n`` is not known, until the refusal that names it.
+_NEEDS_N = object()
 #: Where a matrix's Curveball chain starts (see :class:`UserItemModel`).
 STARTS = ("random", "greedy")
 
@@ -424,15 +426,15 @@ class UserItemModel(KnowledgeModel):
                                  f"[{self.n_range[0]}, {self.n_range[1]}]: without it the split of the reports "
                                  "would decide n too; give n, or use the uniform prior (None)")
             items_prior = FixedItems(np.zeros(self.m))
-        elif items_prior == "mixture":
-            items_prior = ItemsMixture(self.m)
+        elif items_prior == "mixture":  # its power law is matched to the known mean sum(c) / n (needs n: below)
+            items_prior = ItemsMixture(self.m, mean=self.total / self.n_range[0]) if self.n_known else _NEEDS_N
         elif isinstance(items_prior, str):
             raise ValueError(f"items_prior must be None, 'negative-binomial', 'exchangeable', 'mixture' or a callable, "
                              f"got {items_prior!r}")
         elif items_prior is not None and not callable(items_prior) and not isinstance(items_prior, ItemsMixture):
             raise TypeError(f"items_prior must be None, 'negative-binomial', 'exchangeable', 'mixture' or a callable, "
                             f"got {items_prior!r}")
-        if isinstance(items_prior, ItemsMixture) and not self.n_known:
+        if (items_prior is _NEEDS_N or isinstance(items_prior, ItemsMixture)) and not self.n_known:
             raise ValueError(f"items_prior='mixture' needs n (the number of users), got n in "
                              f"[{self.n_range[0]}, {self.n_range[1]}]: its components are exchangeable-type priors, "
                              "which would decide n too; give n, or use the uniform prior (None)")

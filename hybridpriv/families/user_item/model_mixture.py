@@ -17,6 +17,12 @@ Each component is an i.i.d. prior on the row sums truncated to ``1..m``, one of 
   mean.  Given the mean, the negative binomials' tails differ little (at a mean of 3.6 items and 100 items,
   ``P(r > 12)`` is 0.036, 0.019 and 0.004 for ``a = 0.25, 1, 4``; 0.051 for ``s = 2``), so the default
   mixture (:data:`MIXTURE_SHAPES`, issue 25's twelfth session) replaced the dispersion 0.25 by ``s = 2``.
+  Unlike ``p^k``, the power law's mean does not cancel: an i.i.d. prior conditioned on a total below its own mean
+  is exponentially tilted, ``k^-s e^(-theta k)``, and the tilt cuts the tail (``s = 2`` has a mean of 2.9 items at
+  ``m = 66``; on a heavy-tailed truth of 1.74 items per user, 2.6% of its reports beyond ``k = 20``, the
+  posterior allowed 0-0.6%).  So the default power law is ``("power-law-mean", 1.0)``: the exponent whose own
+  mean is the known mean ``sum(c) / n`` (:func:`matched_exponent`; 2.52 there), which conditioning on the total
+  leaves untilted (issue 25's seventeenth session; the numbers in ``docs/calibration.md``).
 
 The components are fitted separately (a chain that had to move between spreads would stay in one:
 given the histogram the dispersion is known to hundreds of nats) and pooled with **equal weights**:
@@ -36,16 +42,20 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+from scipy.optimize import brentq
 from scipy.special import gammaln
 
 from ...core.model import judge_convergence
 from ...core.random import stream
 
-__all__ = ["MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture", "power_law_log_pmf"]
+__all__ = ["MATCHED_EXPONENTS", "MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture", "matched_exponent",
+           "power_law_log_pmf"]
 
-#: The default components: a power law (the heavy users' long tail), the exchangeable prior and a tighter spread.
-#: Chosen on the 33 user-item calibration truths against the dispersions 0.25, 1, 4 (``docs/calibration-history.md``).
-MIXTURE_SHAPES = (("power-law", 2.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
+#: The default components: a power law whose own mean is the known mean (the heavy users' long tail), the
+#: exchangeable prior and a tighter spread.  The power law was ``k^-2`` (chosen on the 33 user-item calibration truths
+#: against the dispersions 0.25, 1, 4, ``docs/calibration-history.md``) until issue 25's seventeenth session, which
+#: matched its mean: a fixed exponent's mean above the data's was tilted by the total and lost its tail (the module).
+MIXTURE_SHAPES = (("power-law-mean", 1.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
 
 
 def dispersion_log_pmf(m: int, dispersion: float) -> np.ndarray:
@@ -68,10 +78,55 @@ def power_law_log_pmf(m: int, exponent: float) -> np.ndarray:
     return lp - np.logaddexp.reduce(lp)
 
 
-#: The shapes a component may take (see the module): each one's log pmf over ``1..m``, its label in diagnostics and
-#: its words in the selection's header.
-_SHAPES = {"negative-binomial": (dispersion_log_pmf, "dispersion {:g}", "negative binomial of dispersion {:g}"),
-           "power-law": (power_law_log_pmf, "power law {:g}", "power law k^-{:g}")}
+#: The exponents :func:`matched_exponent` chooses between (a mean at or above the uniform law's gives the lower end,
+#: a mean at or below 1 the upper one).
+MATCHED_EXPONENTS = (0.05, 50.0)
+
+
+def matched_exponent(m: int, mean: float) -> float:
+    """The exponent ``s`` whose power law on ``1..m`` has mean ``mean`` (its *own* mean, before the total is fixed).
+
+    The mean of ``k^-s`` on ``1..m`` falls from ``(m + 1) / 2`` at ``s = 0`` towards 1 as ``s`` grows, so the root is
+    unique; it is clipped to :data:`MATCHED_EXPONENTS` (a mean of 1 item per user is met by any steep law).
+    """
+    m, mu = int(m), float(mean)
+    if m < 1:
+        raise ValueError(f"m must be an integer >= 1, got {m!r}")
+    if not (math.isfinite(mu) and mu >= 1):
+        raise ValueError(f"mean must be a finite number >= 1 (items per user), got {mean!r}")
+    lo, hi = MATCHED_EXPONENTS
+    k = np.arange(1, m + 1, dtype=float)
+
+    def gap(s: float) -> float:
+        return float(np.exp(power_law_log_pmf(m, s)) @ k) - mu
+
+    if m == 1 or gap(hi) >= 0:
+        return hi
+    if gap(lo) <= 0:
+        return lo
+    return float(brentq(gap, lo, hi, xtol=1e-10))
+
+
+def _matched(m: int, factor: float, mean: float | None) -> float:
+    """The exponent of a ``("power-law-mean", factor)`` component: its own mean is ``factor x mean``."""
+    if mean is None:
+        raise ValueError("shapes: a 'power-law-mean' component needs the known mean number of items per user: "
+                         "ItemsMixture(m, shapes, mean=sum(column_sums) / n) (items_prior=\"mixture\" passes it)")
+    f = float(factor)
+    if not (math.isfinite(f) and f > 0):
+        raise ValueError(f"power-law-mean factor must be a finite number > 0, got {factor!r}")
+    return matched_exponent(m, max(1.0, f * mean))
+
+
+#: The shapes a component may take (see the module): each one's log pmf over ``1..m`` given ``(m, value, mean)``,
+#: its label in diagnostics and its words in the selection's header (formatted with the value and the exponent).
+_SHAPES = {
+    "negative-binomial": (lambda m, v, mean: dispersion_log_pmf(m, v), "dispersion {v:g}",
+                          "negative binomial of dispersion {v:g}"),
+    "power-law": (lambda m, v, mean: power_law_log_pmf(m, v), "power law {v:g}", "power law k^-{v:g}"),
+    "power-law-mean": (lambda m, v, mean: power_law_log_pmf(m, _matched(m, v, mean)), "power law {s:.3g}",
+                       "power law k^-{s:.3g} (its own mean {v:g} x sum(c) / n = {mu:.3g} items)"),
+}
 SHAPES = tuple(_SHAPES)
 
 
@@ -91,29 +146,47 @@ def _check_shapes(shapes: Sequence[Any]) -> tuple[tuple[str, float], ...]:
 class ItemsMixture:
     """An equal-weight mixture of fixed items-per-user priors, one per shape (see the module).
 
-    ``shapes``: pairs ``("negative-binomial", dispersion)`` or ``("power-law", exponent)``, at least two
-    different ones (default :data:`MIXTURE_SHAPES`).  Used as ``UserItemModel(..., items_prior="mixture")`` (or
-    an instance, for other shapes); needs ``n``, as the exchangeable prior does.  Pickles across processes.
+    ``shapes``: pairs ``("negative-binomial", dispersion)``, ``("power-law", exponent)`` or
+    ``("power-law-mean", factor)`` (a power law whose own mean is ``factor x mean``; :func:`matched_exponent`),
+    at least two different ones (default :data:`MIXTURE_SHAPES`).  ``mean``: the known mean number of items per
+    user, ``sum(column_sums) / n`` (needed by a ``power-law-mean`` component; ``items_prior="mixture"`` passes the
+    model's).  Used as ``UserItemModel(..., items_prior="mixture")`` (or an instance, for other shapes);
+    needs ``n``, as the exchangeable prior does.  Pickles across processes.
     """
 
-    def __init__(self, m: int, shapes: Sequence[tuple[str, float]] = MIXTURE_SHAPES) -> None:
+    def __init__(self, m: int, shapes: Sequence[tuple[str, float]] = MIXTURE_SHAPES, mean: float | None = None) -> None:
         from .model import FixedItems
 
+        if mean is not None and (isinstance(mean, bool) or not isinstance(mean, numbers.Real)
+                                 or not (math.isfinite(mean) and mean >= 1)):
+            raise ValueError(f"mean must be None or a finite number >= 1 (items per user), got {mean!r}")
         self.m, self.shapes = int(m), _check_shapes(shapes)
-        self.components = tuple(FixedItems(_SHAPES[shape][0](self.m, v)) for shape, v in self.shapes)
+        self.mean = None if mean is None else float(mean)
+        #: Every component's exponent (``None`` for a negative binomial): a ``power-law-mean``'s as solved.
+        self.exponents = tuple(v if shape == "power-law" else _matched(self.m, v, self.mean)
+                               if shape == "power-law-mean" else None for shape, v in self.shapes)
+        self.components = tuple(FixedItems(_SHAPES[shape][0](self.m, v, self.mean)) for shape, v in self.shapes)
+
+    @property
+    def needs_mean(self) -> bool:
+        """Whether a component is a ``power-law-mean`` (and so depends on ``mean``)."""
+        return any(shape == "power-law-mean" for shape, _ in self.shapes)
 
     def describe_params(self) -> dict:
         """Its parameters (for :func:`hybridpriv.core.params.describe`)."""
-        return {"class": type(self).__name__, "m": self.m, "shapes": [list(x) for x in self.shapes]}
+        return {"class": type(self).__name__, "m": self.m, "shapes": [list(x) for x in self.shapes], "mean": self.mean}
+
+    def _format(self, j: int, which: int) -> str:
+        shape, v = self.shapes[j]
+        return _SHAPES[shape][which].format(v=v, s=self.exponents[j], mu=(self.mean or 0.0) * v)
 
     def label(self, j: int) -> str:
         """How component ``j`` is named in diagnostics: ``"power law 2"``, ``"dispersion 1"``."""
-        shape, v = self.shapes[j]
-        return _SHAPES[shape][1].format(v)
+        return self._format(j, 1)
 
     def describe(self) -> str:
         """The components in words, for the selection's header."""
-        return ", ".join(_SHAPES[shape][2].format(v) for shape, v in self.shapes)
+        return ", ".join(self._format(j, 2) for j in range(len(self.shapes)))
 
 
 def _pool(parts: list[Any], mixture: ItemsMixture) -> xr.DataTree:

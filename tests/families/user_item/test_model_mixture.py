@@ -7,11 +7,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 from hybridpriv.core.model import ConvergenceError
-from hybridpriv.families.user_item.model_mixture import (MIXTURE_SHAPES, ItemsMixture, dispersion_log_pmf,
-                                                         power_law_log_pmf)
+from hybridpriv.families.user_item.model_mixture import (MATCHED_EXPONENTS, MIXTURE_SHAPES, ItemsMixture,
+                                                         dispersion_log_pmf, matched_exponent, power_law_log_pmf)
 from hybridpriv.models import FixedItems, UserItemModel
 
 from _support.matrices import chisquare_counts as _chisquare, labelled_row_sum_law
@@ -39,11 +39,14 @@ def test_a_power_law_components_log_pmf_is_scipys_zipfian(s):
     np.testing.assert_allclose(ours, stats.zipfian.logpmf(np.arange(1, m + 1), s, m), atol=1e-12)
 
 
-def _scipy_pmf(shape, value, p=0.35):
+def _scipy_pmf(shape, value, m, mean, p=0.35):
     """A component's pmf from SciPy: NB(a, p) (its truncation to 1..m is a constant that cancels) or the zipfian
-    law on 1..n items (n = the number of items, big enough: rows never exceed m)."""
+    law on 1..50 items (big enough: rows never exceed m; the truncation to 1..m is a constant too), its exponent
+    for "power-law-mean" found by SciPy's root finder on SciPy's zipfian mean on 1..m."""
     if shape == "negative-binomial":
         return lambda r: np.prod(stats.nbinom.pmf(r, value, p))
+    if shape == "power-law-mean":
+        value = optimize.brentq(lambda s: stats.zipfian(s, m).mean() - value * mean, 0.01, 40)
     return lambda r: np.prod(stats.zipfian.pmf(r, value, 50))
 
 
@@ -53,7 +56,7 @@ def _mixture_law(c, n, shapes):
     component normalised, then averaged."""
     law: Counter = Counter()
     for shape, value in shapes:
-        for h, q in labelled_row_sum_law(c, n, _scipy_pmf(shape, value)).items():
+        for h, q in labelled_row_sum_law(c, n, _scipy_pmf(shape, value, len(c), sum(c) / n)).items():
             law[h] += q / len(shapes)
     return dict(law)
 
@@ -80,7 +83,7 @@ def test_the_pool_is_each_component_fitted_alone_one_after_another():
     from hybridpriv.core.random import stream
 
     share = []
-    for j, prior in enumerate(ItemsMixture(len(c)).components):
+    for j, prior in enumerate(UserItemModel(c, n, items_prior="mixture").items_prior.components):
         seed = int(stream(3, "items-mixture", j).generate_state(1, np.uint32)[0])
         alone = UserItemModel(c, n, items_prior=FixedItems(prior.log_pmf)).fit(draws=80, tune=40, chains=2, seed=seed)
         np.testing.assert_array_equal(post._h[:, 80 * j:80 * (j + 1)], alone._h)
@@ -88,12 +91,13 @@ def test_the_pool_is_each_component_fitted_alone_one_after_another():
         share.append(alone._h[..., 0].mean() / n)
     assert share[0] > share[1] > share[2], share  # heavier tails put more users at one item
     # convergence and the summary name every component's variables; a refusal names the component
-    labels = ("power law 2", "dispersion 1", "dispersion 4")
+    power = f"power law {matched_exponent(len(c), 88 / 45):.3g}"  # its own mean: the known 88 / 45 items per user
+    labels = (power, "dispersion 1", "dispersion 4")
     assert set(post.convergence) == {f"{v} ({a})" for v in ("share_one_item", "max_items") for a in labels}
-    assert list(post.summary().index)[:2] == ["share_one_item (power law 2)", "max_items (power law 2)"]
-    assert "the draws of power law 2, dispersion 1, dispersion 4 one after another" in post.idata["posterior"].attrs[
+    assert list(post.summary().index)[:2] == [f"share_one_item ({power})", f"max_items ({power})"]
+    assert f"the draws of {power}, dispersion 1, dispersion 4 one after another" in post.idata["posterior"].attrs[
         "items_prior"]
-    with pytest.raises(ConvergenceError, match=r"items prior power law 2\) did not converge"):
+    with pytest.raises(ConvergenceError, match=r"items prior power law [0-9.]+\) did not converge"):
         UserItemModel([60, 30, 20, 15, 12, 10, 9, 8, 7, 6], 90, items_prior="mixture").fit(
             draws=4, tune=0, chains=4, seed=0, moves=1)
 
@@ -120,7 +124,7 @@ def test_mixture_refusals_name_the_parameter():
     with pytest.raises(ValueError, match=r"items_prior='mixture' needs n \(the number of users\), got n in \[4, 9\]"):
         UserItemModel([4, 2, 2, 1], None, items_prior="mixture")
     with pytest.raises(ValueError, match="an ItemsMixture needs m = 4 .* got 5"):
-        UserItemModel([4, 2, 2, 1], 6, items_prior=ItemsMixture(5))
+        UserItemModel([4, 2, 2, 1], 6, items_prior=ItemsMixture(5, mean=1.5))
     with pytest.raises(ValueError, match=r"shapes must hold at least two different components, got \[\('power-law', 2\)\]"):
         ItemsMixture(4, [("power-law", 2)])
     with pytest.raises(ValueError, match="dispersion must be a finite number > 0, got -1"):
@@ -135,3 +139,44 @@ def test_mixture_refusals_name_the_parameter():
         ItemsMixture(4, [("negative-binomial", 1.0), ("zipf", 2)])
     with pytest.raises(ValueError, match="on_unconverged must be 'raise', 'warn' or 'ignore', got 'no'"):
         UserItemModel([4, 2, 2, 1], 6, items_prior="mixture").fit(draws=5, tune=0, on_unconverged="no")
+
+
+@pytest.mark.parametrize("m, mean", [(66, 1.74), (100, 3.6), (20, 1.05), (8, 4.0), (300, 2.2)])
+def test_the_matched_exponents_power_law_has_the_asked_mean_by_scipys_zipfian(m, mean):
+    s = matched_exponent(m, mean)
+    assert MATCHED_EXPONENTS[0] < s < MATCHED_EXPONENTS[1]
+    np.testing.assert_allclose(stats.zipfian(s, m).mean(), mean, rtol=1e-8)
+    # and the root is the only one: a little steeper is below the mean, a little flatter above
+    assert stats.zipfian(s * 1.01, m).mean() < mean < stats.zipfian(s * 0.99, m).mean()
+
+
+def test_the_matched_exponent_on_two_items_is_the_closed_form_and_clips_at_the_ends():
+    # m = 2: mean = (1 + 2 * 2^-s) / (1 + 2^-s), so 2^-s = (mean - 1) / (2 - mean)
+    for mean in (1.1, 1.25, 1.4, 1.49):
+        assert matched_exponent(2, mean) == pytest.approx(np.log2((2 - mean) / (mean - 1)), rel=1e-8)
+    assert matched_exponent(10, 5.5) == MATCHED_EXPONENTS[0]  # the uniform law's mean (m + 1) / 2, or above
+    assert matched_exponent(10, 7.0) == MATCHED_EXPONENTS[0]
+    assert matched_exponent(10, 1.0) == MATCHED_EXPONENTS[1]  # every user at one item
+    assert matched_exponent(1, 1.0) == MATCHED_EXPONENTS[1]
+    for bad in (float("nan"), 0.5, float("inf")):
+        with pytest.raises(ValueError, match=r"mean must be a finite number >= 1 \(items per user\), got"):
+            matched_exponent(10, bad)
+
+
+def test_a_mean_matched_component_takes_the_models_known_mean():
+    c, n = [30, 20, 12, 9, 7, 5, 3, 2], 45  # 88 reports over 45 users: 1.96 items per user
+    shapes = [("power-law-mean", 1.0), ("negative-binomial", 1.0)]
+    mix = ItemsMixture(len(c), shapes, mean=88 / 45)
+    s = matched_exponent(len(c), 88 / 45)
+    assert mix.exponents == (s, None) and mix.label(0) == f"power law {s:.3g}"
+    np.testing.assert_allclose(mix.components[0].log_pmf, stats.zipfian.logpmf(np.arange(1, 9), s, 8), atol=1e-12)
+    assert "power law k^-%.3g (its own mean 1 x sum(c) / n = 1.96 items)" % s in mix.describe()
+    twice = ItemsMixture(len(c), [("power-law-mean", 1.2), ("negative-binomial", 1.0)], mean=88 / 45)
+    assert twice.exponents[0] == pytest.approx(matched_exponent(len(c), 1.2 * 88 / 45))
+    with pytest.raises(ValueError, match="a 'power-law-mean' component needs the known mean number of items per user"):
+        ItemsMixture(len(c), shapes)
+    with pytest.raises(ValueError, match="power-law-mean factor must be a finite number > 0, got -1"):
+        ItemsMixture(len(c), [("power-law-mean", -1), ("negative-binomial", 1.0)], mean=2.0)
+    with pytest.raises(ValueError, match=r"mean must be None or a finite number >= 1 \(items per user\), got 0.5"):
+        ItemsMixture(len(c), shapes, mean=0.5)
+    assert UserItemModel(c, n, items_prior=mix).items_prior is mix
