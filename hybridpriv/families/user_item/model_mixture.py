@@ -48,8 +48,8 @@ from scipy.special import gammaln
 from ...core.model import judge_convergence
 from ...core.random import stream
 
-__all__ = ["MATCHED_EXPONENTS", "MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture", "matched_exponent",
-           "power_law_log_pmf"]
+__all__ = ["MATCHED_EXPONENTS", "MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture",
+           "matched_exponent", "power_law_log_pmf"]
 
 #: The default components: a power law whose own mean is the known mean (the heavy users' long tail), the
 #: exchangeable prior and a tighter spread.  The power law was ``k^-2`` (chosen on the 33 user-item calibration truths
@@ -118,14 +118,12 @@ def _matched(m: int, factor: float, mean: float | None) -> float:
     return matched_exponent(m, max(1.0, f * mean))
 
 
-#: The shapes a component may take (see the module): each one's log pmf over ``1..m`` given ``(m, value, mean)``,
-#: its label in diagnostics and its words in the selection's header (formatted with the value and the exponent).
+#: The shapes a component may take (see the module): each one's label in diagnostics and its words in the
+#: selection's header (formatted with its value ``v``, its exponent ``s`` and the power law's own mean ``mu``).
 _SHAPES = {
-    "negative-binomial": (lambda m, v, mean: dispersion_log_pmf(m, v), "dispersion {v:g}",
-                          "negative binomial of dispersion {v:g}"),
-    "power-law": (lambda m, v, mean: power_law_log_pmf(m, v), "power law {v:g}", "power law k^-{v:g}"),
-    "power-law-mean": (lambda m, v, mean: power_law_log_pmf(m, _matched(m, v, mean)), "power law {s:.3g}",
-                       "power law k^-{s:.3g} (its own mean {v:g} x sum(c) / n = {mu:.3g} items)"),
+    "negative-binomial": ("dispersion {v:g}", "negative binomial of dispersion {v:g}"),
+    "power-law": ("power law {v:g}", "power law k^-{v:g}"),
+    "power-law-mean": ("power law {s:.3g}", "power law k^-{s:.3g} (its own mean {v:g} x sum(c) / n = {mu:.3g} items)"),
 }
 SHAPES = tuple(_SHAPES)
 
@@ -165,7 +163,8 @@ class ItemsMixture:
         #: Every component's exponent (``None`` for a negative binomial): a ``power-law-mean``'s as solved.
         self.exponents = tuple(v if shape == "power-law" else _matched(self.m, v, self.mean)
                                if shape == "power-law-mean" else None for shape, v in self.shapes)
-        self.components = tuple(FixedItems(_SHAPES[shape][0](self.m, v, self.mean)) for shape, v in self.shapes)
+        self.components = tuple(FixedItems(dispersion_log_pmf(self.m, v) if s is None else power_law_log_pmf(self.m, s))
+                                for (_, v), s in zip(self.shapes, self.exponents))
 
     @property
     def needs_mean(self) -> bool:
@@ -182,11 +181,11 @@ class ItemsMixture:
 
     def label(self, j: int) -> str:
         """How component ``j`` is named in diagnostics: ``"power law 2"``, ``"dispersion 1"``."""
-        return self._format(j, 1)
+        return self._format(j, 0)
 
     def describe(self) -> str:
         """The components in words, for the selection's header."""
-        return ", ".join(self._format(j, 2) for j in range(len(self.shapes)))
+        return ", ".join(self._format(j, 1) for j in range(len(self.shapes)))
 
 
 def _pool(parts: list[Any], mixture: ItemsMixture) -> xr.DataTree:
