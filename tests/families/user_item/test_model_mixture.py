@@ -180,3 +180,27 @@ def test_a_mean_matched_component_takes_the_models_known_mean():
     with pytest.raises(ValueError, match=r"mean must be None or a finite number >= 1 \(items per user\), got 0.5"):
         ItemsMixture(len(c), shapes, mean=0.5)
     assert UserItemModel(c, n, items_prior=mix).items_prior is mix
+
+
+def _marginal_given_total(g, n, total):
+    """P(r_1 = k | r_1 + ... + r_n = total) for n i.i.d. rows of pmf g on 1..m, by repeated convolution."""
+    rest = np.zeros(total + 1)
+    rest[0] = 1.0
+    for _ in range(n - 1):  # the law of the other n - 1 rows' sum
+        rest = np.convolve(rest, np.r_[0.0, g])[:total + 1]
+    p = np.array([g[k - 1] * rest[total - k] if k <= total else 0.0 for k in range(1, g.size + 1)])
+    return p / p.sum()
+
+
+def test_the_known_total_tilts_a_power_law_above_the_mean_and_leaves_the_matched_one_as_it_is():
+    """Why the default power law is matched (module docstring): conditioned on the known total (50 users, 80 reports,
+    1.6 items each, 20 items), k^-2 (own mean 2.25) loses 60% of its tail P(r >= 5); the matched exponent keeps it."""
+    m, n, total = 20, 50, 80
+    k = np.arange(1, m + 1)
+    steep = stats.zipfian.pmf(k, 2.0, m)
+    cond = _marginal_given_total(steep, n, total)
+    assert cond @ k == pytest.approx(1.6, abs=0.01) and steep @ k > 2.2
+    assert cond[4:].sum() < 0.45 * steep[4:].sum()  # 0.041 against 0.108
+    matched = stats.zipfian.pmf(k, matched_exponent(m, total / n), m)
+    cond = _marginal_given_total(matched, n, total)
+    assert cond[4:].sum() == pytest.approx(matched[4:].sum(), rel=0.05)  # 0.045 against 0.044
