@@ -166,11 +166,6 @@ class ItemsMixture:
         self.components = tuple(FixedItems(dispersion_log_pmf(self.m, v) if s is None else power_law_log_pmf(self.m, s))
                                 for (_, v), s in zip(self.shapes, self.exponents))
 
-    @property
-    def needs_mean(self) -> bool:
-        """Whether a component is a ``power-law-mean`` (and so depends on ``mean``)."""
-        return any(shape == "power-law-mean" for shape, _ in self.shapes)
-
     def describe_params(self) -> dict:
         """Its parameters (for :func:`hybridpriv.core.params.describe`)."""
         return {"class": type(self).__name__, "m": self.m, "shapes": [list(x) for x in self.shapes], "mean": self.mean}

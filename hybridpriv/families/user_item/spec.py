@@ -108,9 +108,9 @@ TOP = Table((
     Key("items_prior", choice("auto", "uniform", "exchangeable", "mixture", "negative-binomial"), "auto",
         doc="prior on the items per user: exchangeable (every split of the reports among the labelled users equally "
             "likely: geometric-like rows; needs n), mixture (exchangeable beside a power law of heavy users "
-            "whose own mean is the known sum(c) / n, and a tighter spread, equal weights, each fitted on its own; needs n), uniform over feasible sorted row sums (the "
-            "seed's: most users at one item), a truncated negative binomial with hyperpriors, or auto (mixture "
-            "when n is given, else uniform)"),
+            "whose own mean is the known sum(c) / n, and a tighter spread, equal weights, each fitted on its own; "
+            "needs n), uniform over feasible sorted row sums (the seed's: most users at one item), a truncated "
+            "negative binomial with hyperpriors, or auto (mixture when n is given, else uniform)"),
     Key("trades_per_row", integer(1, MAX_TRADES_PER_ROW), TRADES_PER_ROW,
         doc="Curveball trades per user for each sampled matrix (one continuing chain per block of draws, "
             "each block from a random start)"),
