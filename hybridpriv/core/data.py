@@ -19,7 +19,7 @@ import numpy as np
 
 from .params import Parametrized
 
-__all__ = ["DatasetSource", "FixedSource", "ThinnedSource", "check_source", "data_kind_of"]
+__all__ = ["DatasetSource", "FixedSource", "ThinnedSource", "check_source", "data_kind_of", "strata_of"]
 
 
 def data_kind_of(data: object) -> str:
@@ -44,7 +44,9 @@ class DatasetSource(Protocol):
     dataset at that index using only ``rng`` for randomness (and the same dataset for the same
     index and generator state).  Sources should also offer ``get_params()`` or
     ``describe_params()`` (what :func:`hybridpriv.core.params.describe` records in results and
-    checkpoints).  Grouped sources also carry ``groups`` and ``bounds``.
+    checkpoints).  Grouped sources also carry ``groups`` and ``bounds``.  A source whose draws come in
+    strata (a mixture's components fitted apart and laid one after another along ``draw``) says so with
+    ``strata`` (:func:`strata_of`), so that Monte Carlo errors are computed within strata.
     """
 
     @property
@@ -67,6 +69,26 @@ def _check_draws(draws: object) -> int:
     if not isinstance(draws, Integral) or isinstance(draws, bool) or draws < 1:
         raise ValueError(f"draws must be an integer >= 1, got {draws!r}")
     return int(draws)
+
+
+def strata_of(source: object) -> np.ndarray | None:
+    """The stratum of every ``(chain, draw)`` of ``source``: its ``strata`` attribute (integers shaped like
+    ``source.shape``), or ``None`` when it has none.
+
+    Strata are parts of a source's draws made apart, each with its own law (a mixture's components, each fitted
+    by its own sampler and laid one after another along ``draw``): the evaluation carries them as the
+    coordinate ``stratum`` and :func:`hybridpriv.engine.stats.mcse_mean` computes the Monte Carlo error within
+    each (a block of draws from another component is not autocorrelation).
+    """
+    strata = getattr(source, "strata", None)
+    if strata is None:
+        return None
+    out = np.asarray(strata)
+    shape = tuple(getattr(source, "shape", ()))
+    if out.shape != shape or out.dtype.kind not in "iu":
+        raise ValueError(f"{type(source).__name__}.strata must be integers shaped like its (chains, draws) {shape}, "
+                         f"got dtype {out.dtype} and shape {out.shape}")
+    return out
 
 
 class FixedSource(Parametrized):
@@ -110,6 +132,9 @@ class ThinnedSource(Parametrized):
         self.data_kind = source.data_kind
         self.index = np.unique(np.linspace(0, total - 1, draws).round().astype(int))
         self._chains = chains
+        strata = strata_of(source)
+        #: The stratum of every kept draw (:func:`strata_of`), ``None`` if the source has none.
+        self.strata = None if strata is None else strata[:, self.index]
 
     @property
     def shape(self) -> tuple[int, int]:

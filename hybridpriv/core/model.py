@@ -264,6 +264,21 @@ class Posterior(ABC):
         post = idata["posterior"]
         self._shape = (int(post.sizes["chain"]), int(post.sizes["draw"]))
         self.convergence: dict[str, dict[str, float]] = {}
+        #: The stratum of every draw (:func:`hybridpriv.core.data.strata_of`): the posterior variable that the
+        #: posterior's attribute ``strata`` names (a pooled mixture's component), else ``None``.
+        self.strata = self._strata(post)
+
+    @staticmethod
+    def _strata(post: Any) -> np.ndarray | None:
+        name = post.attrs.get("strata")
+        if name is None:
+            return None
+        if name not in post:
+            raise ValueError(f"the posterior's attribute strata names {name!r}, which it does not hold")
+        out = np.asarray(post[name].transpose("chain", "draw").values)
+        if out.dtype.kind not in "iu":
+            raise ValueError(f"the posterior's strata variable {name!r} must hold integers, got dtype {out.dtype}")
+        return out
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from ..core.data import check_source
+from ..core.data import check_source, strata_of
 from ..core.mechanism import Mechanism
 from ..core.params import describe, fingerprint
 from ..core.privacy import NOT_READ, Guarantee
@@ -261,6 +261,11 @@ def _assemble(job: _Job, parts: list[dict[str, np.ndarray]], dim: str, required)
     out["params_fingerprint"].attrs["description"] = (
         "SHA-256 of the candidate's parameters (hybridpriv.core.params.fingerprint); a selection.nc holds the "
         "parameters themselves in its candidates group")
+    strata = strata_of(job.source)
+    if strata is not None:  # the source's draws come in strata: Monte Carlo errors are computed within them
+        out = out.assign_coords(stratum=(("chain", "draw"), strata[:, :draws]))
+        out["stratum"].attrs["description"] = ("the stratum of each dataset's draw (a mixture's component, fitted "
+                                               "apart): hybridpriv.engine.stats.mcse_mean works within strata")
     out = out.merge(_privacy_table(job, dim, required))
     out.attrs.update({
         "seed": job.seed, "trials": t, "candidate_dim": dim, "task": repr(job.task), "loss": job.task.loss_name,
@@ -394,14 +399,15 @@ def evaluate_many(
     name (``n``, ``share``, ...) to its value; results are stacked in the order of ``dim_values``.
     The other arguments are :func:`evaluate`'s; the chunks of every setting run together (on the
     engine's cluster when it has a client), each setting with its own chunk size.  Per-candidate
-    coordinates that differ between settings (a threshold chosen per setting) become variables.
+    coordinates that differ between settings (a threshold chosen per setting) become variables, as does a
+    source's ``stratum``.
     """
     runs_list = list(runs)
     results = _evaluate_settings(runs_list, dim_values, task, trials, seed, dim, requirements, draws, engine)
     parts = []
     per_candidate = list(CANDIDATE_COORDS)
     for (coords, _, _), out in zip(runs_list, results):
-        out = out.reset_coords(per_candidate)
+        out = out.reset_coords(per_candidate + [c for c in ("stratum",) if c in out.coords])
         parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))
     # settings with other candidates (or other truth quantities): every setting gets them all, missing
     # ones as NaN ("" for text, False for flags), so the settings stack along the swept dimensions only
@@ -412,7 +418,8 @@ def evaluate_many(
         fill = {k: "" if v.dtype.kind in "OUS" else (False if v.dtype.kind == "b" else np.nan)
                 for part in parts for k, v in part.data_vars.items()}
         parts = [part.reindex({d: u for d, u in union.items() if d in part.dims}, fill_value=fill) for part in parts]
-    combined = xr.combine_by_coords(parts, combine_attrs="drop_conflicts", data_vars="all")
+    combined = xr.combine_by_coords(parts, combine_attrs="drop_conflicts", data_vars="all", join="outer",
+                                   compat="no_conflicts")  # the current defaults, said (xarray will change them)
     return combined.reindex({k: list(v) for k, v in dim_values.items()})  # type: ignore[return-value]
 
 

@@ -39,6 +39,7 @@ class PerturbedSource(Parametrized):
         self.data_kind = source.data_kind
         self.groups = getattr(source, "groups", None)
         self.bounds = getattr(source, "bounds", None)
+        self.strata = getattr(source, "strata", None)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -86,6 +87,7 @@ class RememberedSource(Parametrized):
         self.data_kind = source.data_kind
         self.groups = getattr(source, "groups", None)
         self.bounds = getattr(source, "bounds", None)
+        self.strata = getattr(source, "strata", None)
         self._memo: dict[tuple, Any] = {}
         self._bytes = 0
 

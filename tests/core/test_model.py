@@ -90,3 +90,23 @@ def test_a_fit_prints_none_of_pymcs_chatter_and_restores_its_loggers(caplog):
     model.fit(draws=50, tune=50, chains=2, seed=0, on_unconverged="ignore")
     assert not [r for r in caplog.records if r.name.startswith(("pymc", "pytensor"))], caplog.records
     assert logging.getLogger("pymc").level == logging.INFO  # restored
+
+
+def test_a_posterior_reads_its_strata_from_the_variable_its_attribute_names():
+    import numpy as np
+    import xarray as xr
+
+    from hybridpriv.core.model import Posterior
+
+    class _Post(Posterior):
+        def generate(self, chain, draw, rng):
+            return None
+
+    comp = np.repeat([[0, 1, 2]], 2, axis=0).repeat(4, axis=1)  # (2 chains, 12 draws)
+    ds = xr.Dataset({"x": (("chain", "draw"), np.zeros((2, 12))), "part": (("chain", "draw"), comp)})
+    assert _Post(None, {"posterior": ds}).strata is None  # no attribute: no strata
+    assert _Post(None, {"posterior": ds.assign_attrs(strata="part")}).strata.tolist() == comp.tolist()
+    with pytest.raises(ValueError, match="the posterior's attribute strata names 'nope', which it does not hold"):
+        _Post(None, {"posterior": ds.assign_attrs(strata="nope")})
+    with pytest.raises(ValueError, match="strata variable 'x' must hold integers"):
+        _Post(None, {"posterior": ds.assign_attrs(strata="x")})

@@ -184,3 +184,51 @@ def test_noise_is_keyed_by_the_coordinate_and_the_dataset_only():
     data = src.generate(0, 2, stream_rng(9, "dataset", 0, 2))
     again = ests[1].release(data, stream_rng(9, "mechanism", "pdp-min", 0, 2), 4)
     np.testing.assert_array_equal(res["estimate"].sel(estimator="pdp-min", chain=0, draw=2), again)
+
+
+class _Strata:
+    """A source whose draws come in strata (as a pooled mixture's): another source's datasets plus ``strata``."""
+
+    def __init__(self, source, strata):
+        self.source, self.strata = source, strata
+        self.data_kind, self.groups, self.bounds = source.data_kind, source.groups, source.bounds
+
+    @property
+    def shape(self):
+        return self.source.shape
+
+    def generate(self, chain, draw, rng):
+        return self.source.generate(chain, draw, rng)
+
+
+def test_a_sources_strata_reach_the_evaluation_and_its_errors():
+    from hybridpriv.core.data import ThinnedSource, strata_of
+    from hybridpriv.engine.stats import _mcse_mean, stratified_mcse_mean
+
+    src, ests = _setup(draws=40)
+    strata = np.repeat([0, 1], 20)[None, :]
+    thinned = ThinnedSource(_Strata(src, strata), 10)  # draws 0, 4, 9, ..., 39: five of each stratum
+    assert thinned.strata.tolist() == [strata[0, thinned.index].tolist()] and thinned.strata.sum() == 5
+    res = evaluate(ests, thinned, trials=3, seed=4)
+    assert res["stratum"].dims == ("chain", "draw") and res["stratum"].values.tolist() == thinned.strata.tolist()
+    d = decide(res)
+    risk = res["risk"]
+    np.testing.assert_allclose(d["mcse"].values, stratified_mcse_mean(risk, risk["stratum"]).values, rtol=1e-12)
+    assert not np.allclose(d["mcse"].values, _mcse_mean(risk.drop_vars("stratum")).values)
+    # no strata: no coordinate, the plain error
+    plain = evaluate(ests, ThinnedSource(src, 10), trials=3, seed=4)
+    assert "stratum" not in plain.coords and strata_of(src) is None
+    # evaluate_many keeps the strata as a variable (they may differ between settings)
+    many = evaluate_many([({"n": 1}, ests, thinned), ({"n": 2}, ests, ThinnedSource(src, 10))], {"n": [1, 2]},
+                         trials=1, seed=4)
+    assert "stratum" in many.data_vars and "stratum" not in many.coords
+
+
+def test_strata_that_do_not_fit_the_source_are_refused():
+    from hybridpriv.core.data import ThinnedSource, strata_of
+
+    src, _ = _setup(draws=40)
+    with pytest.raises(ValueError, match=r"_Strata.strata must be integers shaped like its \(chains, draws\) \(1, 40\)"):
+        strata_of(_Strata(src, np.zeros((1, 39), dtype=int)))
+    with pytest.raises(ValueError, match="must be integers"):
+        ThinnedSource(_Strata(src, np.zeros((1, 40))), 5)

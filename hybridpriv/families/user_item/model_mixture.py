@@ -194,6 +194,7 @@ def _pool(parts: list[Any], mixture: ItemsMixture) -> xr.DataTree:
     pooled = xr.concat(datasets, dim="draw", coords="minimal", compat="override", join="override")
     pooled = pooled.assign_coords(draw=np.arange(pooled.sizes["draw"]))
     labels = [mixture.label(j) for j in range(len(parts))]
+    pooled.attrs["strata"] = "items_component"  # Monte Carlo errors within components (core.data.strata_of)
     pooled.attrs["items_prior"] = (f"mixture, equal weights: the draws of {', '.join(labels)} one after another "
                                    f"({datasets[0].sizes['draw']} per chain each; items_component 0..{len(parts) - 1})")
     return xr.DataTree.from_dict({"/posterior": pooled})

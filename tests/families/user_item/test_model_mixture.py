@@ -88,6 +88,7 @@ def test_the_pool_is_each_component_fitted_alone_one_after_another():
         alone = UserItemModel(c, n, items_prior=FixedItems(prior.log_pmf)).fit(draws=80, tune=40, chains=2, seed=seed)
         np.testing.assert_array_equal(post._h[:, 80 * j:80 * (j + 1)], alone._h)
         assert np.all(comp[:, 80 * j:80 * (j + 1)] == j)
+        assert np.all(post.strata[:, 80 * j:80 * (j + 1)] == j)  # the strata the evaluation's errors work within
         share.append(alone._h[..., 0].mean() / n)
     assert share[0] > share[1] > share[2], share  # heavier tails put more users at one item
     # convergence and the summary name every component's variables; a refusal names the component
@@ -115,6 +116,7 @@ def test_a_mixture_posterior_pickles_and_reads_back_from_its_saved_group():
     saved = xr.DataTree.from_dict({"/posterior": post.idata["posterior"].to_dataset()})
     again = model.posterior_class(model, saved, 4)
     for other in (back, again):
+        np.testing.assert_array_equal(other.strata, post.strata)  # the components, kept as strata
         for ch, d in ((0, 0), (1, 59), (0, 31)):
             a = post.generate(ch, d, rng(0, "dataset", ch, d)).toarray()
             np.testing.assert_array_equal(a, other.generate(ch, d, rng(0, "dataset", ch, d)).toarray())
