@@ -17,7 +17,8 @@ pays is decided before any budget is spent, on the datasets the fitted model sim
    is the plan's expected loss, compared pairwise with choosing now.
 
 The plan is recommended when it lowers the decision's criterion by more than :data:`PAYS_Z` Monte Carlo
-standard errors.  :func:`second_stage` is the rule the plan then follows on the real release (the release of
+standard errors and by at least :data:`PAYS_GAIN` of choosing now's: the Monte Carlo error is the analysis's own,
+the model's error is not in it, and on held-out truths smaller gains did not hold.  :func:`second_stage` is the rule the plan then follows on the real release (the release of
 the features, the weights, the choice): the same rule the analysis scored.
 """
 
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["DEFAULT_SHARE", "PAYS_Z", "REPLICATES", "Probe", "choose_later", "plan_lines", "preposterior",
+__all__ = ["DEFAULT_SHARE", "PAYS_GAIN", "PAYS_Z", "REPLICATES", "Probe", "choose_later", "plan_lines", "preposterior",
            "run_plan", "second_stage"]
 
 #: The share of each unit's budget a two-stage plan spends on its probe by default.
@@ -39,6 +40,10 @@ DEFAULT_SHARE = 0.1
 REPLICATES = 8
 #: The plan is recommended when its paired gain over choosing now exceeds this many Monte Carlo standard errors.
 PAYS_Z = 2.0
+#: ... and lowers it by at least this share of choosing now's.  The analysis trusts the model's datasets; on the
+#: calibration's 99 user-item truths (seeds 0-2, 2026-11-29) the plan carried out beat choosing now on 7 of the
+#: 30 whose printed gain was 0-8% and on 6 of the 8 above 8% (grouped: no plan gained).  Chosen on those truths.
+PAYS_GAIN = 0.08
 #: Rows of the (dataset x dataset) weight matrix computed at once (a size guard: ``ROWS x datasets`` floats).
 ROWS = 256
 
@@ -150,7 +155,9 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
     dataset (``plan_regret``, ``now_regret``, ``regret_difference(_mcse)``), ``ess`` (the median effective number
     of datasets behind a second-stage choice), ``chosen`` (how often the second stage picks each candidate), and
     what :func:`second_stage` needs on a real release (``features``, ``scale``, ``later_risk``,
-    ``later_eligible``); attrs ``pays`` (the plan lowers the criterion by more than :data:`PAYS_Z` errors),
+    ``later_eligible``); attrs ``pays`` (the plan lowers the criterion by more than :data:`PAYS_Z` errors and by
+    at least :data:`PAYS_GAIN`), ``gain`` (how much lower, as a share of choosing now's), ``significant`` (the
+    first condition alone),
     ``share``, ``what``, ``criterion``, ``recommended_now``."""
     from ..core.random import rng
     from .decision import decide, eligibility
@@ -194,8 +201,10 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
     plan = loss.mean(0)
     floor = np.maximum(best_now, np.finfo(float).tiny)
 
+    strata = {"stratum": now["stratum"]} if "stratum" in now.coords else {}  # errors within strata (stats.mcse_mean)
+
     def per_dataset(x: np.ndarray) -> xr.DataArray:
-        return xr.DataArray(x.reshape(chains, draws), dims=("chain", "draw"))
+        return xr.DataArray(x.reshape(chains, draws), dims=("chain", "draw"), coords=strata)
 
     stats = {}
     for name, p, c in (("", plan, r_now[:, c_now]),
@@ -207,7 +216,10 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
         stats[f"{prefix}difference"] = float(d.mean())
         stats[f"{prefix}difference_mcse"] = float(mcse_mean(d))
     key = "difference" if criterion == "loss" else "regret_difference"
-    pays = bool(stats[key] < -PAYS_Z * stats[f"{key}_mcse"])
+    now_value = stats["now_loss" if criterion == "loss" else "now_regret"]
+    gain = -stats[key] / now_value if now_value > 0 else 0.0
+    significant = bool(stats[key] < -PAYS_Z * stats[f"{key}_mcse"])
+    pays = significant and gain >= PAYS_GAIN
     later_dim = f"later_{dim}"
     coords_later = [str(c) for c in later[dim].values]
     out = xr.Dataset(
@@ -219,7 +231,7 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
          "later_risk": ((later_dim, "chain", "draw"), r_later.T.reshape(-1, chains, draws)),
          "later_eligible": ((later_dim,), meets_later)},
         coords={later_dim: coords_later},
-        attrs={"pays": int(pays), "share": probe.share, "what": probe.what, "criterion": criterion,
+        attrs={"pays": int(pays), "gain": gain, "significant": int(significant), "share": probe.share, "what": probe.what, "criterion": criterion,
                "recommended_now": coords_now[c_now], "replicates": replicates, "candidate_dim": dim,
                "description": "a two-stage plan (spend share of each unit's budget on the probe's features, then "
                               "choose at the rest) against choosing now, on the selection's simulated datasets"})
@@ -271,9 +283,15 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
             f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
             f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d)} ± {fmt(se)})")
     ess = float(plan["ess"])
-    tail = (f"  the plan pays ({-d / c if c else 0:.0%} lower): hybridpriv release carries it out, the probe first, "
-            "then the candidate its features choose" if plan.attrs["pays"] else
-            "  choosing now is at least as good: the plan does not pay")
+    gain = -d / c if c else 0.0
+    if plan.attrs["pays"]:
+        tail = (f"  the plan pays ({gain:.0%} lower): hybridpriv release carries it out, the probe first, then the "
+                "candidate its features choose")
+    elif int(plan.attrs.get("significant", 0)):
+        tail = (f"  the plan would be {gain:.0%} lower, less than the {PAYS_GAIN:.0%} it needs: on held-out truths "
+                "smaller gains did not hold (the model's error is not in the ± above); choose now")
+    else:
+        tail = "  choosing now is at least as good: the plan does not pay"
     lines = [head, tail]
     if ess < 10:
         lines.append(f"  note: a second-stage choice rests on {ess:.1f} simulated datasets (median effective "

@@ -108,3 +108,37 @@ def test_bad_input_is_refused_naming_it():
         preposterior(_evaluation(now), _evaluation(now), feats[:, :5], _probe(1.0), seed=0)
     with pytest.raises(ValueError, match="replicates"):
         preposterior(_evaluation(now), _evaluation(now), feats, _probe(1.0), seed=0, replicates=0)
+
+
+def test_a_gain_within_the_models_error_does_not_pay_and_says_so():
+    from hybridpriv.engine.plan import PAYS_GAIN, plan_lines
+
+    now, feats = _two_types(200, 100.0)
+    # features tell the type, but the rest of the budget costs 45%: plan 1.45 against 1.5 now, 3.3% lower; the
+    # types as strata, within which the paired difference is constant: no Monte Carlo error, significant, yet
+    # below the floor
+    kind = (np.arange(200) // 2) % 2
+    strat = _evaluation(now).assign_coords(stratum=(("chain", "draw"), kind[None, :]))
+    small = preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0)
+    assert float(small["plan_loss"]) == pytest.approx(1.45) and small.attrs["gain"] == pytest.approx(0.05 / 1.5)
+    assert small.attrs["significant"] == 1 and small.attrs["pays"] == 0
+    assert PAYS_GAIN > 0.05 / 1.5
+    lines = plan_lines(small)
+    assert "the plan would be 3% lower, less than the 8% it needs" in lines[1] and "choose now" in lines[1]
+    # a gain above the floor pays (17.7%: 1.5 against 1 / 0.9^2)
+    big = preposterior(_evaluation(now), _evaluation(now * LATER), feats, _probe(0.01), seed=0)
+    assert big.attrs["gain"] == pytest.approx(1 - LATER / 1.5) and big.attrs["pays"] == 1
+    assert "the plan pays (18% lower)" in plan_lines(big)[1]
+
+
+def test_the_plans_error_is_computed_within_strata():
+    # the two types as strata of the draws: the paired difference (plan - now) is constant within a type, so its
+    # Monte Carlo error is 0 within strata; read as one series (no strata), the types' alternation is variance
+    now, feats = _two_types(200, 100.0)
+    kind = (np.arange(200) // 2) % 2
+    plain = _evaluation(now)
+    strat = plain.assign_coords(stratum=(("chain", "draw"), kind[None, :]))
+    a = preposterior(plain, _evaluation(now * LATER), feats, _probe(0.01), seed=0)
+    b = preposterior(strat, _evaluation(now * LATER), feats, _probe(0.01), seed=0)
+    assert float(a["difference"]) == pytest.approx(float(b["difference"]))
+    assert float(a["difference_mcse"]) > 0.01 and float(b["difference_mcse"]) == pytest.approx(0.0, abs=1e-12)
