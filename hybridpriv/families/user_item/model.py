@@ -286,6 +286,21 @@ class UserItemPosterior(Posterior):
         indptr, indices = chain_.matrix(c, d, key)
         return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr), shape=(indptr.size - 1, self.model.m))
 
+    def branches(self) -> list[Any]:
+        """With the mixture prior (``items_prior="mixture"``): one alternative per component, "items per user follow
+        <the component>" against the others; the components' draws are the posterior's strata.  None otherwise."""
+        mixture = self.model.items_prior
+        if self.strata is None or not isinstance(mixture, ItemsMixture):
+            return []
+        from ...core.assumptions import Branch
+
+        return [Branch(f"items-{mixture.label(j).replace(' ', '-')}",
+                       f"the items per user follow the {mixture.describe_one(j)}",
+                       "they follow one of the other components", self.strata == j,
+                       advice="the published counts cannot tell the components apart: a DP histogram of items per user "
+                              "can (the two-stage plan), or set model.items_prior if you know the spread")
+                for j in range(len(mixture.shapes))]
+
     def mixing_check(self, chain: int = 0, draw: int | None = None, rng: object = 0, chains: int = 4,
                      samples: int = 100, trades_between: int | None = None) -> dict[str, Any]:
         """Does the matrix chain mix?  R-hat and ESS of Curveball chains over the matrices with the

@@ -178,9 +178,13 @@ class ItemsMixture:
         """How component ``j`` is named in diagnostics: ``"power law 2"``, ``"dispersion 1"``."""
         return self._format(j, 0)
 
+    def describe_one(self, j: int) -> str:
+        """Component ``j`` in words: ``"power law k^-1.9 (its own mean 1 x sum(c) / n = 1.5 items)"``."""
+        return self._format(j, 1)
+
     def describe(self) -> str:
         """The components in words, for the selection's header."""
-        return ", ".join(self._format(j, 1) for j in range(len(self.shapes)))
+        return ", ".join(self.describe_one(j) for j in range(len(self.shapes)))
 
 
 def _pool(parts: list[Any], mixture: ItemsMixture) -> xr.DataTree:
