@@ -115,8 +115,13 @@ def branch_lines(check: xr.Dataset) -> list[str]:
     lines = [f"the recommendation ({rec}) within each alternative the model cannot rule out "
              "(decided again on that alternative's datasets):"]
     for b in check["branch"].values:
-        for s in SIDES:
-            row = check.sel(branch=b, side=s)
+        rows = [check.sel(branch=b, side=s) for s in SIDES]
+        if all(str(row["best"].values) == rec for row in rows if int(row["datasets"])):  # one line when both agree
+            holds = rows[0]
+            lines.append(f"  {b}: {rec} is best whether {holds['statement'].values} ({float(holds['share']):.0%} of the "
+                         "datasets) or not")
+            continue
+        for row in rows:
             head = f"  {b}: {row['statement'].values} ({float(row['share']):.0%} of the datasets): "
             excess = float(row["excess"])
             if not int(row["datasets"]):

@@ -168,3 +168,13 @@ def test_the_calibration_counts_a_branch_warning():
                       attrs={"recommended": "a", "candidate_dim": "c"})
     assert _warned(SimpleNamespace(sensitivity=None, branches=both, decision=free))["warned"] == "law, free"
     assert _warned(SimpleNamespace(sensitivity=None, branches=None, decision=free))["warned"] == "free"
+
+
+def test_an_alternative_that_changes_nothing_takes_one_line():
+    ev = _evaluation(RISK)
+    check = branch_check(ev, [_branch(HOLDS)], DRAW_INDEX, "b")  # b: best where the law is shared ...
+    same = check.copy()
+    same["best"] = xr.full_like(check["best"], "b")  # ... and, in this copy, where it differs too
+    lines = branch_lines(same)
+    assert lines[1] == "  law: b is best whether the law is shared (38% of the datasets) or not" and len(lines) == 2
+    assert len([x for x in branch_lines(check) if x.startswith("  law:")]) == 2  # where the sides disagree, a line each

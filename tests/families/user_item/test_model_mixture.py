@@ -206,3 +206,35 @@ def test_the_known_total_tilts_a_power_law_above_the_mean_and_leaves_the_matched
     matched = stats.zipfian.pmf(k, matched_exponent(m, total / n), m)
     cond = _marginal_given_total(matched, n, total)
     assert cond[4:].sum() == pytest.approx(matched[4:].sum(), rel=0.05)  # 0.045 against 0.044
+
+
+def test_the_mixtures_components_are_the_alternatives_the_decision_is_checked_within():
+    from hybridpriv.core.data import ThinnedSource
+    from hybridpriv.engine.branches import branch_check
+    from hybridpriv.engine.decision import decide
+    from hybridpriv.engine.evaluate import evaluate
+    from hybridpriv.estimators import ContributionBoundedCounts, ItemCounts
+
+    c, n = [30, 20, 12, 9, 7, 5, 3, 2], 45
+    model = UserItemModel(c, n, items_prior="mixture")
+    post = model.fit(draws=60, tune=30, chains=2, seed=5)
+    branches = post.branches()
+    labels = [model.items_prior.label(j) for j in range(3)]
+    assert [b.name for b in branches] == [f"items-{x.replace(' ', '-')}" for x in labels]
+    for j, b in enumerate(branches):
+        assert b.holds == f"the items per user follow the {model.items_prior.describe_one(j)}"
+        np.testing.assert_array_equal(b.draws, post.idata["posterior"]["items_component"].values == j)
+    assert "negative binomial of dispersion 4" in branches[2].holds
+    # the check within each component, against the mean risk over that component's datasets by hand
+    source = ThinnedSource(post, 30)
+    ev = evaluate({k: ContributionBoundedCounts(k, 1.0) for k in (1, 2, 3, 5)}, source, ItemCounts(), dim="k", seed=1)
+    rec = decide(ev).attrs["recommended"]
+    check = branch_check(ev, branches, source.index, rec)
+    risk = ev["risk"].transpose("k", "chain", "draw").values
+    for j, b in enumerate(branches):
+        mask = b.draws[:, source.index]
+        by_hand = risk[:, mask].mean(axis=1)
+        assert str(check["best"].sel(branch=b.name, side="holds").values) == str([1, 2, 3, 5][int(np.argmin(by_hand))])
+        assert float(check["share"].sel(branch=b.name, side="holds")) == pytest.approx(mask.mean())
+    # one prior, no strata: no alternatives
+    assert UserItemModel(c, n, items_prior="exchangeable").fit(draws=30, tune=10, chains=2, seed=5).branches() == []
