@@ -118,8 +118,8 @@ def branch_lines(check: xr.Dataset) -> list[str]:
         rows = [check.sel(branch=b, side=s) for s in SIDES]
         if all(str(row["best"].values) == rec for row in rows if int(row["datasets"])):  # one line when both agree
             holds = rows[0]
-            lines.append(f"  {b}: {rec} is best whether {holds['statement'].values} ({float(holds['share']):.0%} of the "
-                         "datasets) or not")
+            lines.append(f"  {b}: {rec} is best whether {holds['statement'].values} "
+                         f"({float(holds['share']):.0%} of the datasets) or not")
             continue
         for row in rows:
             head = f"  {b}: {row['statement'].values} ({float(row['share']):.0%} of the datasets): "

@@ -18,8 +18,9 @@ pays is decided before any budget is spent, on the datasets the fitted model sim
 
 The plan is recommended when it lowers the decision's criterion by more than :data:`PAYS_Z` Monte Carlo
 standard errors and by at least :data:`PAYS_GAIN` of choosing now's: the Monte Carlo error is the analysis's own,
-the model's error is not in it, and on held-out truths smaller gains did not hold.  :func:`second_stage` is the rule the plan then follows on the real release (the release of
-the features, the weights, the choice): the same rule the analysis scored.
+the model's error is not in it, and on held-out truths smaller gains did not hold.  :func:`second_stage` is the
+rule the plan then follows on the real release (the release of the features, the weights, the choice): the same
+rule the analysis scored.
 """
 
 from __future__ import annotations
@@ -231,7 +232,8 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
          "later_risk": ((later_dim, "chain", "draw"), r_later.T.reshape(-1, chains, draws)),
          "later_eligible": ((later_dim,), meets_later)},
         coords={later_dim: coords_later},
-        attrs={"pays": int(pays), "gain": gain, "significant": int(significant), "share": probe.share, "what": probe.what, "criterion": criterion,
+        attrs={"pays": int(pays), "gain": gain, "significant": int(significant), "share": probe.share,
+               "what": probe.what, "criterion": criterion,
                "recommended_now": coords_now[c_now], "replicates": replicates, "candidate_dim": dim,
                "description": "a two-stage plan (spend share of each unit's budget on the probe's features, then "
                               "choose at the rest) against choosing now, on the selection's simulated datasets"})
