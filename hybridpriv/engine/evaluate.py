@@ -407,7 +407,7 @@ def evaluate_many(
     parts = []
     per_candidate = list(CANDIDATE_COORDS)
     for (coords, _, _), out in zip(runs_list, results):
-        out = out.reset_coords(per_candidate + [c for c in ("stratum",) if c in out.coords])
+        out = out.reset_coords(per_candidate + (["stratum"] if "stratum" in out.coords else []))
         parts.append(out.expand_dims({k: [coords[k]] for k in dim_values}))
     # settings with other candidates (or other truth quantities): every setting gets them all, missing
     # ones as NaN ("" for text, False for flags), so the settings stack along the swept dimensions only

@@ -285,7 +285,7 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
             f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
             f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d)} ± {fmt(se)})")
     ess = float(plan["ess"])
-    gain = -d / c if c else 0.0
+    gain = float(plan.attrs.get("gain", -d / c if c else 0.0))  # preposterior's (a file older than it: the same ratio)
     if plan.attrs["pays"]:
         tail = (f"  the plan pays ({gain:.0%} lower): hybridpriv release carries it out, the probe first, then the "
                 "candidate its features choose")
