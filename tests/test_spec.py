@@ -187,14 +187,15 @@ def test_user_item_items_prior_reaches_the_model_and_a_bad_one_is_named(tmp_path
     from hybridpriv.models import FixedItems
 
     body = 'kind = "user-item"\ncolumn_sums = [4, 2, 2, 1]\nn = 6\nepsilon = 1.0\n'
-    auto = load_spec(_write(tmp_path, body)).problem()  # n given: the mixture of three shapes
+    auto = load_spec(_write(tmp_path, body)).problem()  # n given: the mixture of four shapes
     assert isinstance(auto.model.items_prior, ItemsMixture) and auto.model.items_prior.shapes == (
-        ("power-law-mean", 1.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
+        ("power-law-mean", 1.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0), ("power-law-capped", 6.0))
     # the power law's own mean is the known 9 / 6 = 1.5 items per user: on 1..4 items, exponent 1.90 (SciPy's zipfian)
     assert auto.model.items_prior.mean == 1.5 and stats.zipfian(auto.model.items_prior.exponents[0], 4).mean() == (
         pytest.approx(1.5))
     assert ("items per user: mixture prior (auto: n is given): power law k^-1.9 (its own mean 1 x sum(c) / n = 1.5 "
-            "items), negative binomial of dispersion 1, negative binomial of dispersion 4, equal weights") in auto.header
+            "items), negative binomial of dispersion 1, negative binomial of dispersion 4, power law k^-1.9 up to 4 items "
+            "(6 x sum(c) / n; its own mean sum(c) / n = 1.5 items), equal weights") in auto.header
     flat = load_spec(_write(tmp_path, body + 'items_prior = "exchangeable"\n')).problem()  # a flat pmf over 1..m
     assert isinstance(flat.model.items_prior, FixedItems) and np.allclose(flat.model.items_prior.log_pmf, np.log(0.25))
     unknown = load_spec(_write(tmp_path, body.replace("n = 6\n", ""))).problem()  # n not given: the seed's uniform

@@ -22,7 +22,15 @@ Each component is an i.i.d. prior on the row sums truncated to ``1..m``, one of 
   ``m = 66``; on a heavy-tailed truth of 1.74 items per user, 2.6% of its reports beyond ``k = 20``, the
   posterior allowed 0-0.6%).  So the default power law is ``("power-law-mean", 1.0)``: the exponent whose own
   mean is the known mean ``sum(c) / n`` (:func:`matched_exponent`; 2.52 there), which conditioning on the total
-  leaves untilted (issue 25's seventeenth session; the numbers in ``docs/calibration.md``).
+  leaves untilted (issue 25's seventeenth session; the numbers in ``docs/calibration.md``);
+- a capped power law ``("power-law-capped", v)``: ``k^-s`` up to ``cap = v x sum(c) / n`` items, falling by
+  ``e^-2`` per item beyond (:func:`power_law_log_pmf`), its exponent again matched to the known mean.  The power
+  law above spreads its heavy users' reports up to ``m`` items, where every ``k`` of interest drops nearly all of
+  them alike, so under it a small ``k`` is seldom costly; a group of heavy users holding some 5-20 items each
+  (a light majority beside a heavy minority) makes the choice between ``k = 6`` and ``k = 9`` matter most, and no
+  other component puts its reports there (issue 25's nineteenth session: the three `mixture` truths of calibration
+  seed 3 that came without a warning; their co-occurrence of items did not matter: the same row sums spread
+  uniformly over the margins gave the same best ``k``).
 
 The components are fitted separately (a chain that had to move between spreads would stay in one:
 given the histogram the dispersion is known to hundreds of nats) and pooled with **equal weights**:
@@ -48,14 +56,17 @@ from scipy.special import gammaln
 from ...core.model import judge_convergence
 from ...core.random import stream
 
-__all__ = ["MATCHED_EXPONENTS", "MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "dispersion_log_pmf", "fit_mixture",
-           "matched_exponent", "power_law_log_pmf"]
+__all__ = ["CAP_DROP", "MATCHED_EXPONENTS", "MIXTURE_SHAPES", "SHAPES", "ItemsMixture", "capped_at",
+           "dispersion_log_pmf", "fit_mixture", "matched_exponent", "power_law_log_pmf"]
 
 #: The default components: a power law whose own mean is the known mean (the heavy users' long tail), the
-#: exchangeable prior and a tighter spread.  The power law was ``k^-2`` (chosen on the 33 user-item calibration truths
-#: against the dispersions 0.25, 1, 4, ``docs/calibration-history.md``) until issue 25's seventeenth session, which
-#: matched its mean: a fixed exponent's mean above the data's was tilted by the total and lost its tail (the module).
-MIXTURE_SHAPES = (("power-law-mean", 1.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0))
+#: exchangeable prior, a tighter spread, and a power law capped at 6 times the mean (a heavy minority of some 5-20
+#: items each).  The power law was ``k^-2`` (chosen on the 33 user-item calibration truths against the dispersions
+#: 0.25, 1, 4, ``docs/calibration-history.md``) until issue 25's seventeenth session, which matched its mean: a fixed
+#: exponent's mean above the data's was tilted by the total and lost its tail (the module).  The capped power law
+#: joined in its nineteenth session (the module; the numbers in ``docs/user-item.md``).
+MIXTURE_SHAPES = (("power-law-mean", 1.0), ("negative-binomial", 1.0), ("negative-binomial", 4.0),
+                  ("power-law-capped", 6.0))
 
 
 def dispersion_log_pmf(m: int, dispersion: float) -> np.ndarray:
@@ -69,13 +80,24 @@ def dispersion_log_pmf(m: int, dispersion: float) -> np.ndarray:
     return lp - np.logaddexp.reduce(lp)
 
 
-def power_law_log_pmf(m: int, exponent: float) -> np.ndarray:
-    """``log g_s(k) = -s log k`` for ``k = 1..m``, normalised over ``1..m`` (a truncated zeta law)."""
+def power_law_log_pmf(m: int, exponent: float, cap: int | None = None) -> np.ndarray:
+    """``log g_s(k) = -s log k`` for ``k = 1..m``, normalised over ``1..m`` (a truncated zeta law).
+
+    ``cap``: beyond ``cap`` items the law falls by a factor ``e^CAP_DROP`` per item (``-s log cap - CAP_DROP (k -
+    cap)``): a power law of heavy users who hold up to about ``cap`` items (finite everywhere, so a matrix whose
+    column sums need a user above ``cap`` stays possible)."""
     s = float(exponent)
     if not (math.isfinite(s) and s > 0):
         raise ValueError(f"power-law exponent must be a finite number > 0, got {exponent!r}")
-    lp = -s * np.log(np.arange(1, int(m) + 1, dtype=float))
+    k = np.arange(1, int(m) + 1, dtype=float)
+    lp = -s * np.log(k)
+    if cap is not None:
+        lp = np.where(k <= cap, lp, -s * math.log(cap) - CAP_DROP * (k - cap))
     return lp - np.logaddexp.reduce(lp)
+
+
+#: How steeply a capped power law (:func:`power_law_log_pmf`) falls beyond its cap: ``e^-2`` per item.
+CAP_DROP = 2.0
 
 
 #: The exponents :func:`matched_exponent` chooses between (a mean at or above the uniform law's gives the lower end,
@@ -83,11 +105,13 @@ def power_law_log_pmf(m: int, exponent: float) -> np.ndarray:
 MATCHED_EXPONENTS = (0.05, 50.0)
 
 
-def matched_exponent(m: int, mean: float) -> float:
-    """The exponent ``s`` whose power law on ``1..m`` has mean ``mean`` (its *own* mean, before the total is fixed).
+def matched_exponent(m: int, mean: float, cap: int | None = None) -> float:
+    """The exponent ``s`` whose power law on ``1..m`` (capped at ``cap``: :func:`power_law_log_pmf`) has mean
+    ``mean`` (its *own* mean, before the total is fixed).
 
-    The mean of ``k^-s`` on ``1..m`` falls from ``(m + 1) / 2`` at ``s = 0`` towards 1 as ``s`` grows, so the root is
-    unique; it is clipped to :data:`MATCHED_EXPONENTS` (a mean of 1 item per user is met by any steep law).
+    The mean of ``k^-s`` on ``1..m`` falls from ``(m + 1) / 2`` at ``s = 0`` towards 1 as ``s`` grows (capped: from
+    about ``(cap + 1) / 2``), so the root is unique; it is clipped to :data:`MATCHED_EXPONENTS` (a mean of 1 item per
+    user is met by any steep law).
     """
     m, mu = int(m), float(mean)
     if m < 1:
@@ -98,7 +122,7 @@ def matched_exponent(m: int, mean: float) -> float:
     k = np.arange(1, m + 1, dtype=float)
 
     def gap(s: float) -> float:
-        return float(np.exp(power_law_log_pmf(m, s)) @ k) - mu
+        return float(np.exp(power_law_log_pmf(m, s, cap)) @ k) - mu
 
     if m == 1 or gap(hi) >= 0:
         return hi
@@ -107,15 +131,29 @@ def matched_exponent(m: int, mean: float) -> float:
     return float(brentq(gap, lo, hi, xtol=1e-10))
 
 
+def _needs_mean(shape: str, mean: float | None) -> float:
+    if mean is None:
+        raise ValueError(f"shapes: a {shape!r} component needs the known mean number of items per user: "
+                         "ItemsMixture(m, shapes, mean=sum(column_sums) / n) (items_prior=\"mixture\" passes it)")
+    return mean
+
+
 def _matched(m: int, factor: float, mean: float | None) -> float:
     """The exponent of a ``("power-law-mean", factor)`` component: its own mean is ``factor x mean``."""
-    if mean is None:
-        raise ValueError("shapes: a 'power-law-mean' component needs the known mean number of items per user: "
-                         "ItemsMixture(m, shapes, mean=sum(column_sums) / n) (items_prior=\"mixture\" passes it)")
+    mean = _needs_mean("power-law-mean", mean)
     f = float(factor)
     if not (math.isfinite(f) and f > 0):
         raise ValueError(f"power-law-mean factor must be a finite number > 0, got {factor!r}")
     return matched_exponent(m, max(1.0, f * mean))
+
+
+def capped_at(m: int, multiple: float, mean: float | None) -> int:
+    """The cap of a ``("power-law-capped", multiple)`` component: ``multiple x mean`` items, rounded, in ``2..m``."""
+    mean = _needs_mean("power-law-capped", mean)
+    v = float(multiple)
+    if not (math.isfinite(v) and v >= 1):
+        raise ValueError(f"power-law-capped multiple must be a finite number >= 1, got {multiple!r}")
+    return int(min(max(m, 2), max(2, round(v * mean))))
 
 
 #: The shapes a component may take (see the module): each one's label in diagnostics and its words in the
@@ -124,6 +162,8 @@ _SHAPES = {
     "negative-binomial": ("dispersion {v:g}", "negative binomial of dispersion {v:g}"),
     "power-law": ("power law {v:g}", "power law k^-{v:g}"),
     "power-law-mean": ("power law {s:.3g}", "power law k^-{s:.3g} (its own mean {v:g} x sum(c) / n = {mu:.3g} items)"),
+    "power-law-capped": ("power law {s:.3g} to {cap}", "power law k^-{s:.3g} up to {cap} items ({v:g} x sum(c) / n; "
+                         "its own mean sum(c) / n = {mean:.3g} items)"),
 }
 SHAPES = tuple(_SHAPES)
 
@@ -161,10 +201,16 @@ class ItemsMixture:
         self.m, self.shapes = int(m), _check_shapes(shapes)
         self.mean = None if mean is None else float(mean)
         #: Every component's exponent (``None`` for a negative binomial): a ``power-law-mean``'s as solved.
+        #: Every component's cap (``None`` but for a ``power-law-capped`` one).
+        self.caps = tuple(capped_at(self.m, v, self.mean) if shape == "power-law-capped" else None
+                          for shape, v in self.shapes)
         self.exponents = tuple(v if shape == "power-law" else _matched(self.m, v, self.mean)
-                               if shape == "power-law-mean" else None for shape, v in self.shapes)
-        self.components = tuple(FixedItems(dispersion_log_pmf(self.m, v) if s is None else power_law_log_pmf(self.m, s))
-                                for (_, v), s in zip(self.shapes, self.exponents))
+                               if shape == "power-law-mean" else matched_exponent(self.m, self.mean, cap)
+                               if shape == "power-law-capped" else None
+                               for (shape, v), cap in zip(self.shapes, self.caps))
+        self.components = tuple(FixedItems(dispersion_log_pmf(self.m, v) if s is None
+                                           else power_law_log_pmf(self.m, s, cap))
+                                for (_, v), s, cap in zip(self.shapes, self.exponents, self.caps))
 
     def describe_params(self) -> dict:
         """Its parameters (for :func:`hybridpriv.core.params.describe`)."""
@@ -172,7 +218,8 @@ class ItemsMixture:
 
     def _format(self, j: int, which: int) -> str:
         shape, v = self.shapes[j]
-        return _SHAPES[shape][which].format(v=v, s=self.exponents[j], mu=(self.mean or 0.0) * v)
+        return _SHAPES[shape][which].format(v=v, s=self.exponents[j], mu=(self.mean or 0.0) * v, cap=self.caps[j],
+                                            mean=self.mean or 0.0)
 
     def label(self, j: int) -> str:
         """How component ``j`` is named in diagnostics: ``"power law 2"``, ``"dispersion 1"``."""

@@ -58,8 +58,10 @@ MAX_TOTAL_MOVES = 2e11
 #: of the uniform prior (measured: 2.0 and 5.5 us per move at m = 10,000 and 30,000, 77 ns uniform).
 ITEMS_PER_MOVE = 400
 #: Most memory (bytes) of the row-sum draws PyMC preallocates: (draws + burn-in) x m int64 per chain,
-#: twice that with the negative-binomial prior (its log pmf over 1..m is recorded too).
-MAX_TRACE_BYTES = 2 * 2**30
+#: twice that with the negative-binomial prior (its log pmf over 1..m is recorded too); a mixture keeps every
+#: component's.  3 GiB since the mixture's fourth component (a SPEC at MAX_ITEMS with the default evaluation needs
+#: 2.4 GiB; 1.8 with three).
+MAX_TRACE_BYTES = 3 * 2**30
 #: Burn-in draws per chain of the row-sum sampler (the Problem's ``tune``).
 TUNE = 200
 #: Posterior draws per chain at least, however few datasets are evaluated, so that R-hat and ESS mean
@@ -74,7 +76,7 @@ MIN_MOVES = 300
 FIXED_MOVES_PER_REPORT = 10
 #: Components of ``items_prior = "mixture"`` (``len(hybridpriv.families.user_item.model_mixture.MIXTURE_SHAPES)``;
 #: not imported: that loads PyMC).
-MIXTURE_COMPONENTS = 3
+MIXTURE_COMPONENTS = 4
 
 
 def _n(value: Any, path: str, ctx: Context) -> int | tuple[int, int]:

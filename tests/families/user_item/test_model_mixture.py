@@ -10,7 +10,7 @@ import pytest
 from scipy import optimize, stats
 
 from hybridpriv.core.model import ConvergenceError
-from hybridpriv.families.user_item.model_mixture import (MATCHED_EXPONENTS, MIXTURE_SHAPES, ItemsMixture,
+from hybridpriv.families.user_item.model_mixture import (CAP_DROP, MATCHED_EXPONENTS, MIXTURE_SHAPES, ItemsMixture,
                                                          dispersion_log_pmf, matched_exponent, power_law_log_pmf)
 from hybridpriv.models import FixedItems, UserItemModel
 
@@ -47,6 +47,11 @@ def _scipy_pmf(shape, value, m, mean, p=0.35):
         return lambda r: np.prod(stats.nbinom.pmf(r, value, p))
     if shape == "power-law-mean":
         value = optimize.brentq(lambda s: stats.zipfian(s, m).mean() - value * mean, 0.01, 40)
+    if shape == "power-law-capped":  # its cap, then its exponent by the root finder on the capped law's mean
+        cap = min(m, max(2, round(value * mean)))
+        s = optimize.brentq(lambda s: _capped_pmf_by_scipy(m, s, cap) @ np.arange(1, m + 1) - mean, 0.01, 40)
+        pmf = _capped_pmf_by_scipy(m, s, cap)
+        return lambda r: np.prod(pmf[np.asarray(r) - 1])
     return lambda r: np.prod(stats.zipfian.pmf(r, value, 50))
 
 
@@ -62,18 +67,19 @@ def _mixture_law(c, n, shapes):
 
 
 def test_the_pooled_posterior_is_the_equal_mixture_of_the_components_laws():
-    """9,000 pooled draws (1,500 per chain, 2 chains, 3 components, 1,000 moves apart) against the enumerated
+    """3,000 pooled draws per component (1,500 per chain, 2 chains, 1,000 moves apart) against the enumerated
     mixture law; and, to show the check has power, the same draws against one component's law alone."""
     c, n = [4, 3, 2, 2, 1], 6
     model = UserItemModel(c, n, items_prior="mixture")
     post = model.fit(draws=1500, tune=200, chains=2, seed=21, moves=1000)
-    assert post.shape == (2, 4500)
-    counts = Counter(tuple(post.histogram(ch, d).tolist()) for ch in range(2) for d in range(4500))
-    p, states = _chisquare(_mixture_law(c, n, MIXTURE_SHAPES), counts, 9000)
+    per_chain = 1500 * len(MIXTURE_SHAPES)
+    assert post.shape == (2, per_chain)
+    counts = Counter(tuple(post.histogram(ch, d).tolist()) for ch in range(2) for d in range(per_chain))
+    p, states = _chisquare(_mixture_law(c, n, MIXTURE_SHAPES), counts, 2 * per_chain)
     assert states >= 4 and p > 1e-3, (p, counts)
     for one in (MIXTURE_SHAPES[0], MIXTURE_SHAPES[2]):  # a component's law alone is refused (the exchangeable law
-        p_one, _ = _chisquare(_mixture_law(c, n, (one,)), counts, 9000)  # sits too close to the mixture's on a case
-        assert p_one < 1e-6, (one, p_one)  # this small, 9 histograms, for 9,000 draws)
+        p_one, _ = _chisquare(_mixture_law(c, n, (one,)), counts, 2 * per_chain)  # sits too close to the mixture's
+        assert p_one < 1e-6, (one, p_one)  # on a case this small, 9 histograms)
 
 
 def test_the_pool_is_each_component_fitted_alone_one_after_another():
@@ -93,10 +99,11 @@ def test_the_pool_is_each_component_fitted_alone_one_after_another():
     assert share[0] > share[1] > share[2], share  # heavier tails put more users at one item
     # convergence and the summary name every component's variables; a refusal names the component
     power = f"power law {matched_exponent(len(c), 88 / 45):.3g}"  # its own mean: the known 88 / 45 items per user
-    labels = (power, "dispersion 1", "dispersion 4")
+    capped = f"power law {matched_exponent(len(c), 88 / 45, 8):.3g} to 8"  # 6 x 1.96 items, above m = 8: no tail
+    labels = (power, "dispersion 1", "dispersion 4", capped)
     assert set(post.convergence) == {f"{v} ({a})" for v in ("share_one_item", "max_items") for a in labels}
     assert list(post.summary().index)[:2] == [f"share_one_item ({power})", f"max_items ({power})"]
-    assert f"the draws of {power}, dispersion 1, dispersion 4 one after another" in post.idata["posterior"].attrs[
+    assert f"the draws of {power}, dispersion 1, dispersion 4, {capped} one after another" in post.idata["posterior"].attrs[
         "items_prior"]
     with pytest.raises(ConvergenceError, match=r"items prior power law [0-9.]+\) did not converge"):
         UserItemModel([60, 30, 20, 15, 12, 10, 9, 8, 7, 6], 90, items_prior="mixture").fit(
@@ -184,6 +191,40 @@ def test_a_mean_matched_component_takes_the_models_known_mean():
     assert UserItemModel(c, n, items_prior=mix).items_prior is mix
 
 
+def _capped_pmf_by_scipy(m, s, cap):
+    """The capped power law from SciPy's zipfian on 1..cap and a geometric tail beyond it: P(k) is proportional to
+    zipfian(s, cap).pmf(k) for k <= cap and to zipfian(s, cap).pmf(cap) e^(-CAP_DROP (k - cap)) beyond."""
+    k = np.arange(1, m + 1)
+    head = stats.zipfian.pmf(np.minimum(k, cap), s, cap)
+    p = np.where(k <= cap, head, head * np.exp(-CAP_DROP * (k - cap)))
+    return p / p.sum()
+
+
+@pytest.mark.parametrize("m, s, cap", [(30, 1.5, 12), (12, 2.0, 12), (50, 0.8, 3)])
+def test_a_capped_power_laws_log_pmf_is_scipys_zipfian_with_a_geometric_tail(m, s, cap):
+    np.testing.assert_allclose(np.exp(power_law_log_pmf(m, s, cap)), _capped_pmf_by_scipy(m, s, cap), atol=1e-12)
+    if cap == m:  # nothing beyond the cap: the plain power law
+        np.testing.assert_allclose(power_law_log_pmf(m, s, cap), power_law_log_pmf(m, s), atol=1e-12)
+
+
+@pytest.mark.parametrize("m, mean, multiple", [(82, 3.43, 6.0), (40, 1.61, 6.0), (51, 6.01, 3.0), (8, 1.5, 6.0)])
+def test_a_capped_component_has_the_known_mean_and_its_cap_at_the_multiple(m, mean, multiple):
+    """Its exponent gives its own law (by SciPy, above) the known mean; its cap is multiple x mean in 2..m."""
+    mix = ItemsMixture(m, [("power-law-capped", multiple), ("negative-binomial", 1.0)], mean=mean)
+    cap, s = mix.caps[0], mix.exponents[0]
+    assert cap == min(m, max(2, round(multiple * mean))) and mix.caps[1] is None and mix.exponents[1] is None
+    p = _capped_pmf_by_scipy(m, s, cap)
+    assert p @ np.arange(1, m + 1) == pytest.approx(mean, rel=1e-8)
+    np.testing.assert_allclose(mix.components[0].log_pmf, np.log(p), atol=1e-10)
+    assert mix.label(0) == f"power law {s:.3g} to {cap}"
+    assert f"power law k^-{s:.3g} up to {cap} items ({multiple:g} x sum(c) / n; its own mean sum(c) / n = " \
+           f"{mean:.3g} items)" in mix.describe()
+    with pytest.raises(ValueError, match="a 'power-law-capped' component needs the known mean number of items"):
+        ItemsMixture(m, [("power-law-capped", multiple), ("negative-binomial", 1.0)])
+    with pytest.raises(ValueError, match="power-law-capped multiple must be a finite number >= 1, got 0.5"):
+        ItemsMixture(m, [("power-law-capped", 0.5), ("negative-binomial", 1.0)], mean=mean)
+
+
 def _marginal_given_total(g, n, total):
     """P(r_1 = k | r_1 + ... + r_n = total) for n i.i.d. rows of pmf g on 1..m, by repeated convolution."""
     rest = np.zeros(total + 1)
@@ -219,7 +260,7 @@ def test_the_mixtures_components_are_the_alternatives_the_decision_is_checked_wi
     model = UserItemModel(c, n, items_prior="mixture")
     post = model.fit(draws=60, tune=30, chains=2, seed=5)
     branches = post.branches()
-    labels = [model.items_prior.label(j) for j in range(3)]
+    labels = [model.items_prior.label(j) for j in range(len(MIXTURE_SHAPES))]
     assert [b.name for b in branches] == [f"items-{x.replace(' ', '-')}" for x in labels]
     for j, b in enumerate(branches):
         assert b.holds == f"the items per user follow the {model.items_prior.describe_one(j)}"
