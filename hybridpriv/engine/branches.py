@@ -130,8 +130,8 @@ def branch_lines(check: xr.Dataset) -> list[str]:
                 lines.append(head + f"{rec} is best there too")
             else:
                 lines.append(head + f"{row['best'].values} is best there (by {by}); the recommendation's expected "
-                             + ("loss there is the lowest" if excess < 0.005 else f"loss there is {excess:.0%} "
-                                                                                   "above the lowest"))
+                             + ("loss there is within 0.5% of the lowest" if excess < 0.005
+                                else f"loss there is {excess:.0%} above the lowest"))
     for b, s in branch_warnings(check):
         advice = str(check["advice"].sel(branch=b).values)
         lines.append("warning: " + _warning(check.sel(branch=b, side=s), rec)

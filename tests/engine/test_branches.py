@@ -178,3 +178,8 @@ def test_an_alternative_that_changes_nothing_takes_one_line():
     lines = branch_lines(same)
     assert lines[1] == "  law: b is best whether the law is shared (38% of the datasets) or not" and len(lines) == 2
     assert len([x for x in branch_lines(check) if x.startswith("  law:")]) == 2  # where the sides disagree, a line each
+    near = check.copy()  # another best on one side, the recommendation within 0.5% of it: not "the lowest"
+    near["excess"] = xr.where(near["side"] == "fails", 0.003, near["excess"])
+    near["best"] = xr.where(near["side"] == "fails", "a", near["best"])
+    assert ("the law differs (62% of the datasets): a is best there (by expected loss); the recommendation's expected "
+            "loss there is within 0.5% of the lowest") in "\n".join(branch_lines(near))
