@@ -28,7 +28,7 @@ Each component is an i.i.d. prior on the row sums truncated to ``1..m``, one of 
   law above spreads its heavy users' reports up to ``m`` items, where every ``k`` of interest drops nearly all of
   them alike, so under it a small ``k`` is seldom costly; a group of heavy users holding some 5-20 items each
   (a light majority beside a heavy minority) makes the choice between ``k = 6`` and ``k = 9`` matter most, and no
-  other component puts its reports there (issue 25's nineteenth session: the three `mixture` truths of calibration
+  other component puts its reports there (issue 25's nineteenth session: the three ``mixture`` truths of calibration
   seed 3 that came without a warning; their co-occurrence of items did not matter: the same row sums spread
   uniformly over the margins gave the same best ``k``).
 
@@ -80,6 +80,10 @@ def dispersion_log_pmf(m: int, dispersion: float) -> np.ndarray:
     return lp - np.logaddexp.reduce(lp)
 
 
+#: How steeply a capped power law (:func:`power_law_log_pmf`) falls beyond its cap: ``e^-2`` per item.
+CAP_DROP = 2.0
+
+
 def power_law_log_pmf(m: int, exponent: float, cap: int | None = None) -> np.ndarray:
     """``log g_s(k) = -s log k`` for ``k = 1..m``, normalised over ``1..m`` (a truncated zeta law).
 
@@ -94,10 +98,6 @@ def power_law_log_pmf(m: int, exponent: float, cap: int | None = None) -> np.nda
     if cap is not None:
         lp = np.where(k <= cap, lp, -s * math.log(cap) - CAP_DROP * (k - cap))
     return lp - np.logaddexp.reduce(lp)
-
-
-#: How steeply a capped power law (:func:`power_law_log_pmf`) falls beyond its cap: ``e^-2`` per item.
-CAP_DROP = 2.0
 
 
 #: The exponents :func:`matched_exponent` chooses between (a mean at or above the uniform law's gives the lower end,
@@ -156,6 +156,18 @@ def capped_at(m: int, multiple: float, mean: float | None) -> int:
     return int(min(max(m, 2), max(2, round(v * mean))))
 
 
+def _power_law_of(m: int, shape: str, v: float, mean: float | None) -> tuple[float | None, int | None]:
+    """A component's power law as ``(exponent, cap)``: ``(None, None)`` for a negative binomial."""
+    if shape == "power-law":
+        return v, None
+    if shape == "power-law-mean":
+        return _matched(m, v, mean), None
+    if shape == "power-law-capped":
+        cap = capped_at(m, v, mean)
+        return matched_exponent(m, _needs_mean(shape, mean), cap), cap
+    return None, None
+
+
 #: The shapes a component may take (see the module): each one's label in diagnostics and its words in the
 #: selection's header (formatted with its value ``v``, its exponent ``s`` and the power law's own mean ``mu``).
 _SHAPES = {
@@ -184,11 +196,12 @@ def _check_shapes(shapes: Sequence[Any]) -> tuple[tuple[str, float], ...]:
 class ItemsMixture:
     """An equal-weight mixture of fixed items-per-user priors, one per shape (see the module).
 
-    ``shapes``: pairs ``("negative-binomial", dispersion)``, ``("power-law", exponent)`` or
-    ``("power-law-mean", factor)`` (a power law whose own mean is ``factor x mean``; :func:`matched_exponent`),
-    at least two different ones (default :data:`MIXTURE_SHAPES`).  ``mean``: the known mean number of items per
-    user, ``sum(column_sums) / n`` (needed by a ``power-law-mean`` component; ``items_prior="mixture"`` passes the
-    model's).  Used as ``UserItemModel(..., items_prior="mixture")`` (or an instance, for other shapes);
+    ``shapes``: pairs ``("negative-binomial", dispersion)``, ``("power-law", exponent)``,
+    ``("power-law-mean", factor)`` (a power law whose own mean is ``factor x mean``; :func:`matched_exponent`) or
+    ``("power-law-capped", multiple)`` (a power law capped at ``multiple x mean`` items, its own mean ``mean``;
+    :func:`capped_at`), at least two different ones (default :data:`MIXTURE_SHAPES`).  ``mean``: the known mean
+    number of items per user, ``sum(column_sums) / n`` (needed by the matched and capped power laws;
+    ``items_prior="mixture"`` passes the model's).  Used as ``UserItemModel(..., items_prior="mixture")`` (or an instance, for other shapes);
     needs ``n``, as the exchangeable prior does.  Pickles across processes.
     """
 
@@ -200,14 +213,11 @@ class ItemsMixture:
             raise ValueError(f"mean must be None or a finite number >= 1 (items per user), got {mean!r}")
         self.m, self.shapes = int(m), _check_shapes(shapes)
         self.mean = None if mean is None else float(mean)
-        #: Every component's exponent (``None`` for a negative binomial): a ``power-law-mean``'s as solved.
-        #: Every component's cap (``None`` but for a ``power-law-capped`` one).
-        self.caps = tuple(capped_at(self.m, v, self.mean) if shape == "power-law-capped" else None
-                          for shape, v in self.shapes)
-        self.exponents = tuple(v if shape == "power-law" else _matched(self.m, v, self.mean)
-                               if shape == "power-law-mean" else matched_exponent(self.m, self.mean, cap)
-                               if shape == "power-law-capped" else None
-                               for (shape, v), cap in zip(self.shapes, self.caps))
+        laws = [_power_law_of(self.m, shape, v, self.mean) for shape, v in self.shapes]
+        #: Every component's exponent (``None`` for a negative binomial; a matched one as solved) and cap (``None``
+        #: but for a ``power-law-capped`` component).
+        self.exponents = tuple(s for s, _ in laws)
+        self.caps = tuple(cap for _, cap in laws)
         self.components = tuple(FixedItems(dispersion_log_pmf(self.m, v) if s is None
                                            else power_law_log_pmf(self.m, s, cap))
                                 for (_, v), s, cap in zip(self.shapes, self.exponents, self.caps))
