@@ -20,9 +20,9 @@ class HybridTrustFamily(Family):
     examples = {"salaries": "salaries.toml"}
     real_datasets = tuple(REAL_HYBRID_TRUST)
     quick_calibration = {"real": ["salaries"], "settings": {"evaluation": {"draws": 100, "trials": 10}}}
-    #: 5-95% ranges on the calibration's held-out truths, seeds 0 / 1 / 2 (docs/calibration.md; runs on ec4ea38,
-    #: c06c0f0 and cd3fb3d)
-    range_coverage = {0: 0.94, 1: 0.92, 2: 0.88}
+    #: 5-95% ranges on the calibration's held-out truths, seeds 0 / 1 / 2 (docs/calibration.md; hybrid trust run
+    #: again alone on a380c2a, 2026-11-29)
+    range_coverage = {0: 0.94, 1: 0.90, 2: 0.88}
     context_docs = {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",
                     "noise": '"laplace" or "gaussian"', "relation": "the TCM group's neighbouring relation"}
 
