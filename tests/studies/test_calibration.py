@@ -240,6 +240,11 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
         assert float(row.plan_regret) == pytest.approx(float(row.plan_realised) / oracle - 1, abs=1e-12)
         assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values
     assert float(ds.plan_truths.sel(scope="overall")) == judged.sum()
+    # the floor and the Monte Carlo test as recorded decide "pays" (so a floor can be scored again on stored runs)
+    from hybridpriv.engine.plan import PAYS_GAIN
+    gain, significant = ds.plan_gain.values[judged], ds.plan_significant.values[judged]
+    assert np.isfinite(gain).all() and np.isnan(ds.plan_gain.values[~judged]).all()
+    np.testing.assert_array_equal(pays[judged], significant & (gain >= PAYS_GAIN))
 
 
 def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):

@@ -163,8 +163,9 @@ def _power_law_of(m: int, shape: str, v: float, mean: float | None) -> tuple[flo
     if shape == "power-law-mean":
         return _matched(m, v, mean), None
     if shape == "power-law-capped":
-        cap = capped_at(m, v, mean)
-        return matched_exponent(m, _needs_mean(shape, mean), cap), cap
+        known = _needs_mean(shape, mean)
+        cap = capped_at(m, v, known)
+        return matched_exponent(m, known, cap), cap
     return None, None
 
 
@@ -201,8 +202,8 @@ class ItemsMixture:
     ``("power-law-capped", multiple)`` (a power law capped at ``multiple x mean`` items, its own mean ``mean``;
     :func:`capped_at`), at least two different ones (default :data:`MIXTURE_SHAPES`).  ``mean``: the known mean
     number of items per user, ``sum(column_sums) / n`` (needed by the matched and capped power laws;
-    ``items_prior="mixture"`` passes the model's).  Used as ``UserItemModel(..., items_prior="mixture")`` (or an instance, for other shapes);
-    needs ``n``, as the exchangeable prior does.  Pickles across processes.
+    ``items_prior="mixture"`` passes the model's).  Used as ``UserItemModel(..., items_prior="mixture")`` (or an
+    instance, for other shapes); needs ``n``, as the exchangeable prior does.  Pickles across processes.
     """
 
     def __init__(self, m: int, shapes: Sequence[tuple[str, float]] = MIXTURE_SHAPES, mean: float | None = None) -> None:
