@@ -41,10 +41,13 @@ DEFAULT_SHARE = 0.1
 REPLICATES = 8
 #: The plan is recommended when its paired gain over choosing now exceeds this many Monte Carlo standard errors.
 PAYS_Z = 2.0
-#: ... and lowers it by at least this share of choosing now's.  The analysis trusts the model's datasets; on the
-#: calibration's 99 user-item truths (seeds 0-2, 2026-11-29) the plan carried out beat choosing now on 7 of the
-#: 30 whose printed gain was 0-8% and on 6 of the 8 above 8% (grouped: no plan gained).  Chosen on those truths.
-PAYS_GAIN = 0.08
+#: ... and lowers it by at least this share of choosing now's.  The analysis trusts the model's datasets, so small
+#: gains are a coin toss: 8% was chosen on the 99 user-item truths of seeds 0-2 (2026-11-29, three mixture
+#: components; grouped: no plan gained).  With four components, over seeds 0-4 (165 truths) a 6% floor paid on 5
+#: and helped on 5, a 4% floor on 8 and 7; on the held-out seeds 5 and 6 (66 truths; the rule fixed before they
+#: ran: the lower floor only if no worse there in mean and p90) 4% helped on 4 and hurt on 4 (p90 30.5 -> 33.2%),
+#: 6% paid on 1 and helped on it (docs/calibration-history.md).
+PAYS_GAIN = 0.06
 #: Rows of the (dataset x dataset) weight matrix computed at once (a size guard: ``ROWS x datasets`` floats).
 ROWS = 256
 
