@@ -166,7 +166,8 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
         plan = run["plan_realised"]
         plan_regret = 0.0 if plan == oracle_risk else (np.inf if oracle_risk == 0 else plan / oracle_risk - 1.0)
         out.update({k: run[k] for k in ("plan_pays", "plan_choice", "plan_realised", "plan_realised_mcse",
-                                        "plan_difference", "plan_gain", "plan_significant")}, plan_regret=plan_regret)
+                                        "plan_difference", "plan_gain", "plan_significant", "plan_gain_floor")},
+                   plan_regret=plan_regret)
     out["final_regret"] = out["plan_regret"] if out.get("plan_pays") else out["regret"]
     if pythia_share and _has_pythia(truth.family):
         started = time.perf_counter()
@@ -263,7 +264,8 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
             "plan_realised_mcse": se,
             "plan_difference": float(plan["regret_difference" if plan.attrs["criterion"] == "regret" else "difference"]),
             # what the floor and the Monte Carlo test saw (a floor can be scored again on stored runs)
-            "plan_gain": float(plan.attrs["gain"]), "plan_significant": bool(plan.attrs["significant"])}
+            "plan_gain": float(plan.attrs["gain"]), "plan_significant": bool(plan.attrs["significant"]),
+            "plan_gain_floor": float(plan.attrs["gain_floor"])}
 
 
 def _warned(selection) -> dict[str, Any]:
@@ -375,6 +377,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "plan_difference": [r.get("plan_difference", np.nan) for r in rows],
         "plan_gain": [r.get("plan_gain", np.nan) for r in rows],
         "plan_significant": [bool(r.get("plan_significant", False)) for r in rows],
+        "plan_gain_floor": [r.get("plan_gain_floor", np.nan) for r in rows],
         "final_regret": [r.get("final_regret", np.nan) for r in rows],
         "pythia_recommended": [r.get("pythia_recommended", "") for r in rows],
         "pythia_regret": [r.get("pythia_regret", np.nan) for r in rows],

@@ -332,10 +332,11 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
     plan, later = None, {}
     if problem.probe is not None:
         from .engine.plan import run_plan
+        from .families import family
 
         say(f"judging a two-stage plan: {problem.probe.share:.0%} of the budget on {problem.probe.what} first ...")
         plan, later = run_plan(problem.probe, mechanisms, _source(problem, posterior), evaluation, problem, posterior,
-                                engine)
+                               engine, gain_floor=family(problem.kind).plan_gain_floor)
         attrs["plan_pays"] = plan.attrs["pays"]
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
                        candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan,

@@ -76,6 +76,12 @@ class Family:
         measured).  ``select`` prints it under every recommendation (:func:`hybridpriv.engine.decision.range_line`);
         the calibration study writes it beside its own measurement (``coverage_recorded``), and a test keeps it
         equal to the table in ``docs/calibration.md``.  Update all three after a calibration run.
+    plan_gain_floor
+        The smallest gain (a share of choosing now's expected loss or regret) at which ``select`` recommends the
+        family's two-stage plan (:mod:`hybridpriv.engine.plan`), chosen on the family's own held-out truths;
+        ``None``: :data:`hybridpriv.engine.plan.PAYS_GAIN`, the cautious default for a family whose plans have not
+        been scored.  The calibration study records each truth's gain, so a floor can be scored again on stored
+        runs (``plan_gain``, ``plan_significant``).
     """
 
     name: ClassVar[str] = ""
@@ -95,6 +101,7 @@ class Family:
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
     calibration_trials: ClassVar[int | None] = None
     range_coverage: ClassVar[Mapping[int, float]] = {}
+    plan_gain_floor: ClassVar[float | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

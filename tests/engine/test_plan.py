@@ -122,9 +122,17 @@ def test_a_gain_within_the_models_error_does_not_pay_and_says_so():
     small = preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0)
     assert float(small["plan_loss"]) == pytest.approx(1.45) and small.attrs["gain"] == pytest.approx(0.05 / 1.5)
     assert small.attrs["significant"] == 1 and small.attrs["pays"] == 0
-    assert PAYS_GAIN > 0.05 / 1.5
+    assert PAYS_GAIN > 0.05 / 1.5 and small.attrs["gain_floor"] == PAYS_GAIN
     lines = plan_lines(small)
-    assert "the plan would be 3% lower, less than the 6% it needs" in lines[1] and "choose now" in lines[1]
+    assert "the plan would be 3% lower, less than the 8% it needs" in lines[1] and "choose now" in lines[1]
+    # a family's own floor decides instead of the default: 3.3% pays above a 3% floor, not above a 4% one
+    low = preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0, gain_floor=0.03)
+    assert low.attrs["pays"] == 1 and low.attrs["gain_floor"] == 0.03 and "the plan pays (3% lower)" in plan_lines(low)[1]
+    high = preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0, gain_floor=0.04)
+    assert high.attrs["pays"] == 0 and "less than the 4% it needs" in plan_lines(high)[1]
+    for bad in (-0.01, 1.0, float("nan"), "six"):
+        with pytest.raises(ValueError, match=f"gain_floor must be a share in \\[0, 1\\), got {bad!r}"):
+            preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0, gain_floor=bad)
     # a gain above the floor pays (17.7%: 1.5 against 1 / 0.9^2)
     big = preposterior(_evaluation(now), _evaluation(now * LATER), feats, _probe(0.01), seed=0)
     assert big.attrs["gain"] == pytest.approx(1 - LATER / 1.5) and big.attrs["pays"] == 1

@@ -240,11 +240,17 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
         assert float(row.plan_regret) == pytest.approx(float(row.plan_realised) / oracle - 1, abs=1e-12)
         assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values
     assert float(ds.plan_truths.sel(scope="overall")) == judged.sum()
-    # the floor and the Monte Carlo test as recorded decide "pays" (so a floor can be scored again on stored runs)
+    # the floor and the Monte Carlo test as recorded decide "pays" (so a floor can be scored again on stored runs);
+    # the floor is the truth's family's own (user-item measured 6%), else the cautious default
     from hybridpriv.engine.plan import PAYS_GAIN
+    from hybridpriv.families import family
     gain, significant = ds.plan_gain.values[judged], ds.plan_significant.values[judged]
     assert np.isfinite(gain).all() and np.isnan(ds.plan_gain.values[~judged]).all()
-    np.testing.assert_array_equal(pays[judged], significant & (gain >= PAYS_GAIN))
+    floor = ds.plan_gain_floor.values[judged]
+    want = [family(f).plan_gain_floor or PAYS_GAIN for f in ds.family.values[judged]]
+    np.testing.assert_array_equal(floor, want)
+    assert {0.06, PAYS_GAIN} <= set(floor.tolist()) and PAYS_GAIN == 0.08  # both families judged a plan
+    np.testing.assert_array_equal(pays[judged], significant & (gain >= floor))
 
 
 def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):
