@@ -305,8 +305,9 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
         tail = (f"  the plan pays ({gain:.0%} lower): hybridpriv release carries it out, the probe first, then the "
                 "candidate its features choose")
     elif int(plan.attrs.get("significant", 0)):
-        floor = float(plan.attrs.get("gain_floor", PAYS_GAIN))  # a file older than the per-family floor: 8%
-        tail = (f"  the plan would be {gain:.0%} lower, less than the {floor:.0%} it needs: on held-out truths "
+        # a file older than the per-family floor does not say which floor it used (8% or, for a day, 6%)
+        floor = f"the {float(plan.attrs['gain_floor']):.0%}" if "gain_floor" in plan.attrs else "the floor"
+        tail = (f"  the plan would be {gain:.0%} lower, less than {floor} it needs: on held-out truths "
                 "smaller gains did not hold (the model's error is not in the ± above); choose now")
     else:
         tail = "  choosing now is at least as good: the plan does not pay"

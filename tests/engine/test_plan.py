@@ -130,6 +130,9 @@ def test_a_gain_within_the_models_error_does_not_pay_and_says_so():
     assert low.attrs["pays"] == 1 and low.attrs["gain_floor"] == 0.03 and "the plan pays (3% lower)" in plan_lines(low)[1]
     high = preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0, gain_floor=0.04)
     assert high.attrs["pays"] == 0 and "less than the 4% it needs" in plan_lines(high)[1]
+    old = small.copy()  # a selection file written before the floor was recorded names no number it cannot know
+    del old.attrs["gain_floor"]
+    assert "the plan would be 3% lower, less than the floor it needs" in plan_lines(old)[1]
     for bad in (-0.01, 1.0, float("nan"), "six"):
         with pytest.raises(ValueError, match=f"gain_floor must be a share in \\[0, 1\\), got {bad!r}"):
             preposterior(strat, _evaluation(now * 1.45), feats, _probe(0.01), seed=0, gain_floor=bad)
