@@ -31,7 +31,7 @@ from .core.random import rng, stream
 from .engine.decision import CHANCE_WARNING
 from .engine.options import Engine, as_engine
 from .engine.sensitivity import MATTERS
-from .reliability import BINS, reliability, reliability_band
+from .reliability import BIN_LABELS, BINS, reliability, reliability_band
 
 __all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "reliability_band",
            "score", "summarize"]
@@ -437,7 +437,14 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         ds[v] = (("scope", "bin"), np.array([b[k] for b in band]))
         ds[v].attrs["description"] = (f"{'2.5' if k == 0 else '97.5'}% quantile of the share of pairs that win when each "
                                       "truth's winner is drawn from its own P(best) (hybridpriv.reliability)")
-    ds = ds.assign_coords(scope=scopes, bin=[f"{a:g}-{b:g}" for a, b in zip(BINS[:-1], BINS[1:])])
+    held = [family(s).p_best_held if s != "overall" else {} for s in scopes]
+    ds["reliability_recorded"] = (("scope", "bin"), np.array([[h[b][1] if b in h else np.nan for b in BIN_LABELS]
+                                                              for h in held]))
+    ds["reliability_recorded"].attrs["description"] = ("the family's p_best_held (what select's P(best) note reads): "
+                                                       "the share that came true per bin on earlier seeds' "
+                                                       "synthetic truths; compare with reliability_observed, this "
+                                                       "run's")
+    ds = ds.assign_coords(scope=scopes, bin=list(BIN_LABELS))
     ds["regret"].attrs["description"] = "realised risk of the recommendation / the oracle's - 1 (NaN: select refused)"
     ds.attrs["refusals"] = "; ".join(f"{n}: {r['failures'][-1]}" for n, r in zip(ds.truth.values, rows) if r["refused"])
     ds["covered"].attrs["description"] = "realised risk within the reported 5-95% range of the per-dataset risk"

@@ -220,7 +220,7 @@ def _select(args: argparse.Namespace) -> int:
 
         print(format_summary(result.summary))
         print()
-    _advice(decision, result.range_line())
+    _advice(decision, [result.range_line(), result.p_best_line()])
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
@@ -247,9 +247,10 @@ def _with_overrides(spec, overrides: dict):
         raise ValueError(f"{given}: {exc}") from None
 
 
-def _advice(decision, ranges: str = "") -> None:
+def _advice(decision, notes: Sequence[str] = ()) -> None:
     """The recommendation and what the table implies: its chance of a costly miss, near-ties, ineligible candidates, a
-    choice at the edge; ``ranges``: how well the family's ranges held on held-out truths (``SelectionResult.range_line``)."""
+    choice at the edge; ``notes``: how well the family's ranges and P(best) held on held-out truths
+    (``Selection.range_line``, ``Selection.p_best_line``; empty ones are skipped)."""
     from .engine.decision import chance_line, free_line
 
     dim = decision.attrs["candidate_dim"]
@@ -274,8 +275,9 @@ def _advice(decision, ranges: str = "") -> None:
     values = decision[dim].values
     if values.dtype.kind in "iuf" and values.size > 2 and best in (values.min(), values.max()):
         print(f"  note: {dim} = {best} is at the edge of the range searched; widen the range in the SPEC")
-    if ranges:
-        print(f"  {ranges}")
+    for note in notes:
+        if note:
+            print(f"  {note}")
 
 
 def _audit(args: argparse.Namespace) -> int:

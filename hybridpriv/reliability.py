@@ -16,15 +16,25 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["BINS", "reliability", "reliability_band"]
+__all__ = ["BINS", "BIN_LABELS", "bin_label", "reliability", "reliability_band"]
 
 #: Edges of the P(best) bins of the reliability diagram.
 BINS = (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
+#: Their names, as the calibration study's ``bin`` coordinate writes them ("0-0.1", ..., "0.9-1").
+BIN_LABELS = tuple(f"{a:g}-{b:g}" for a, b in zip(BINS[:-1], BINS[1:]))
 
 
 def _bins(p: np.ndarray, bins: Sequence[float]) -> np.ndarray:
     edges = np.asarray(bins, dtype=float)
     return np.clip(np.searchsorted(edges, p, side="right") - 1, 0, edges.size - 2)
+
+
+def bin_label(p: float) -> str:
+    """The name of the bin (:data:`BIN_LABELS`, the last bin closed) holding the P(best) ``p``."""
+    value = float(p)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"a P(best) must be in [0, 1], got {p!r}")
+    return BIN_LABELS[int(_bins(np.array([value]), BINS)[0])]
 
 
 def reliability(p_best, is_best, bins: Sequence[float] = BINS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

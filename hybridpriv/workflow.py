@@ -222,6 +222,17 @@ class Selection:
 
         return range_line(family(self.problem.kind).range_coverage, short=short)
 
+    def p_best_line(self, short: bool = False) -> str:
+        """How often the recommendation's P(best) came true on the calibration's held-out truths, where it was more
+        than 10 points off (:func:`hybridpriv.engine.decision.p_best_line`); ``""`` otherwise or if never measured."""
+        from .engine.decision import p_best_line
+        from .families import family
+
+        fam = family(self.problem.kind)
+        dim = self.decision.attrs["candidate_dim"]
+        p = float(self.decision["p_best"].sel({dim: self.decision.attrs["recommended"]}))
+        return p_best_line(fam.p_best_held, fam.p_best_seeds, p, short=short)
+
     def figure_notes(self) -> list[str]:
         """What the figure says under the plot: each sensitivity warning, short, the chance warning and the two-stage
         plan's verdict."""
@@ -237,7 +248,7 @@ class Selection:
 
             notes += branch_notes(self.branches)
         notes += [line for line in (chance_line(self.decision, short=True), free_line(self.decision, short=True),
-                                    self.range_line(short=True)) if line]
+                                    self.range_line(short=True), self.p_best_line(short=True)) if line]
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")

@@ -91,3 +91,18 @@ def test_ineligible_candidates_and_empty_truths_are_left_out():
     assert lo.shape == (len(BINS) - 1,)
     # one pair at 0.6 (bin 3) and one at 0.4 (bin 2): each wins or not
     assert (lo[2], hi[2], lo[3], hi[3]) == (0.0, 1.0, 0.0, 1.0)
+
+
+def test_bin_label_names_the_bin_reliability_counts_a_p_best_in():
+    from hybridpriv.reliability import BIN_LABELS, bin_label
+
+    assert BIN_LABELS == ("0-0.1", "0.1-0.3", "0.3-0.5", "0.5-0.7", "0.7-0.9", "0.9-1")
+    # the same bin reliability puts each value in (edges go to the bin above; 1 in the last, closed bin)
+    values = np.array([0.0, 0.05, 0.1, 0.29999, 0.3, 0.5, 0.62, 0.7, 0.9, 0.95, 1.0])
+    for v in values:
+        counts = reliability([v], [1.0])[2]
+        assert bin_label(v) == BIN_LABELS[int(np.flatnonzero(counts)[0])], v
+    assert [bin_label(v) for v in (0.1, 0.7, 1.0)] == ["0.1-0.3", "0.7-0.9", "0.9-1"]
+    for bad in (-0.01, 1.01, float("nan")):
+        with pytest.raises(ValueError, match=r"a P\(best\) must be in \[0, 1\], got"):
+            bin_label(bad)

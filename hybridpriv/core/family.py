@@ -76,6 +76,13 @@ class Family:
         measured).  ``select`` prints it under every recommendation (:func:`hybridpriv.engine.decision.range_line`);
         the calibration study writes it beside its own measurement (``coverage_recorded``), and a test keeps it
         equal to the table in ``docs/calibration.md``.  Update all three after a calibration run.
+    p_best_held, p_best_seeds
+        How often P(best) came true on data its model did not generate: per bin of the reliability diagram
+        (:data:`hybridpriv.reliability.BIN_LABELS`), ``(mean P(best) reported, share of those candidates that were
+        best, pairs)`` over the calibration study's held-out synthetic truths of the seeds ``p_best_seeds``, pooled
+        (``{}``: never measured).  ``select`` notes it where the recommendation's P(best) lies in a bin of at least
+        10 pairs that came true more than 10 points away (:func:`hybridpriv.engine.decision.p_best_line`); the study
+        writes it as ``reliability_recorded``, and a test keeps it equal to the table in ``docs/calibration.md``.
     plan_gain_floor
         The smallest gain (a share of choosing now's expected loss or regret) at which ``select`` recommends the
         family's two-stage plan (:mod:`hybridpriv.engine.plan`), chosen on the family's own held-out truths;
@@ -102,6 +109,8 @@ class Family:
     calibration_trials: ClassVar[int | None] = None
     range_coverage: ClassVar[Mapping[int, float]] = {}
     plan_gain_floor: ClassVar[float | None] = None
+    p_best_held: ClassVar[Mapping[str, tuple[float, float, int]]] = {}
+    p_best_seeds: ClassVar[Sequence[int]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -17,8 +17,8 @@ import xarray as xr
 from ..core.privacy import Guarantee
 
 __all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "decide", "eligibility", "format_summary",
-           "format_table", "free_line", "free_warning", "range_line", "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio",
-           "spends_nothing", "summarize_by"]
+           "format_table", "free_line", "free_warning", "P_BEST_PAIRS", "P_BEST_TOLERANCE", "p_best_line", "range_line",
+           "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio", "spends_nothing", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
@@ -39,6 +39,11 @@ FREE_WARNING = 0.2
 #: The share of realised risks a 5-95% range holds when the model is right, and the least share issue 25 accepts on
 #: held-out truths (:func:`range_line` says when a family's ranges held less).
 RANGE_NOMINAL, RANGE_TARGET = 0.90, 0.80
+#: P(best) is noted (:func:`p_best_line`) where, on held-out truths, the reports in its bin came true this far from
+#: their mean (issue 25's tolerance) ...
+P_BEST_TOLERANCE = 0.10
+#: ... in a bin of at least this many (truth, candidate) pairs (issue 25's smallest bin).
+P_BEST_PAIRS = 10
 #: A dataset's best risk below this share of the smallest expected loss counts as this share (no 0 / 0).
 REGRET_FLOOR = 1e-9
 
@@ -388,6 +393,43 @@ def range_line(coverage: Mapping[int, float], short: bool = False) -> str:
         return (f"note (ranges): {where}, not {RANGE_NOMINAL:.0%}: the real risk falls outside them more often than "
                 "they say; read them as too narrow")
     return f"note (ranges): {where} ({RANGE_NOMINAL:.0%} if the model were right)"
+
+
+def p_best_line(held: Mapping[str, tuple[float, float, int]], seeds: Sequence[int], p: float,
+                short: bool = False) -> str:
+    """How often a P(best) like ``p`` came true on data the model did not generate, in words, where it came true
+    more than :data:`P_BEST_TOLERANCE` away from what was reported (else ``""``).
+
+    ``held`` is a family's :attr:`~hybridpriv.core.family.Family.p_best_held`: per bin of
+    :data:`hybridpriv.reliability.BIN_LABELS`, ``(mean P(best) reported, share of those candidates that were best,
+    pairs)`` on the calibration study's held-out truths of ``seeds``; a bin of fewer than :data:`P_BEST_PAIRS` pairs
+    is not read.  Like :func:`range_line` it is a note, the same for every selection whose P(best) falls in the bin.
+    ``short``: the few words written under the plot."""
+    from ..reliability import BIN_LABELS, bin_label
+
+    for label, value in held.items():
+        ok = label in BIN_LABELS and len(value) == 3
+        if ok:
+            reported, came, pairs = value
+            ok = (0.0 <= float(reported) <= 1.0 and 0.0 <= float(came) <= 1.0 and isinstance(pairs, (int, np.integer))
+                  and pairs >= 0)
+        if not ok:
+            raise ValueError(f"p_best_held must map bins of {BIN_LABELS} to (reported, came true, pairs) with shares "
+                             f"in [0, 1] and a count of pairs, got {label!r}: {value!r}")
+    label = bin_label(p)
+    if label not in held:
+        return ""
+    reported, came, pairs = held[label]
+    if pairs < P_BEST_PAIRS or abs(came - reported) <= P_BEST_TOLERANCE:
+        return ""
+    if short:
+        return f"P(best) {label}: best on {came:.0%} of held-out truths (reported {reported:.2f})"
+    where = "seed" + ("s " if len(seeds) > 1 else " ") + (
+        f"{min(seeds)}-{max(seeds)}" if len(seeds) > 2 and sorted(seeds) == list(range(min(seeds), max(seeds) + 1))
+        else ", ".join(str(k) for k in sorted(seeds)))
+    return (f"note (P(best)): on the calibration study's held-out synthetic truths of this kind ({where}; "
+            f"docs/calibration.md) candidates reported at a P(best) of {label} ({reported:.2f} on average) were best "
+            f"on {came:.0%} of {pairs}: read this {float(p):.2f} as nearer {came:.2f}")
 
 
 def format_table(decision: xr.Dataset) -> str:

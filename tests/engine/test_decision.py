@@ -380,6 +380,76 @@ def test_the_range_line_says_how_well_the_ranges_held_and_when_to_read_them_as_t
         range_line({0: 75})
 
 
+def test_the_p_best_line_says_how_often_a_p_best_like_this_came_true_where_it_was_off():
+    from hybridpriv.engine.decision import P_BEST_PAIRS, P_BEST_TOLERANCE, p_best_line
+
+    assert (P_BEST_TOLERANCE, P_BEST_PAIRS) == (0.10, 10)
+    held = {"0.1-0.3": (0.21, 0.14, 524), "0.5-0.7": (0.54, 0.33, 39), "0.7-0.9": (0.82, 0.50, 6),
+            "0.9-1": (0.97, 1.00, 18)}
+    assert p_best_line({}, (), 0.6) == "" and p_best_line({}, (), 0.6, short=True) == ""
+    assert p_best_line(held, range(7), 0.25) == ""  # 7 points off: within the tolerance
+    assert p_best_line(held, range(7), 0.8) == ""  # 32 points off, but 6 pairs say little
+    assert p_best_line(held, range(7), 0.4) == ""  # a bin never measured
+    assert p_best_line(held, range(7), 0.62) == (
+        "note (P(best)): on the calibration study's held-out synthetic truths of this kind (seeds 0-6; "
+        "docs/calibration.md) candidates reported at a P(best) of 0.5-0.7 (0.54 on average) were best on 33% of 39: "
+        "read this 0.62 as nearer 0.33")
+    assert p_best_line(held, range(7), 0.5, short=True) == "P(best) 0.5-0.7: best on 33% of held-out truths (reported 0.54)"
+    assert "(seed 2; " in p_best_line(held, [2], 0.6) and "(seeds 0, 2; " in p_best_line(held, [2, 0], 0.6)
+    # an under-confident bin is noted too (came true more often than reported)
+    assert "were best on 75% of 12: read this 0.40 as nearer 0.75" in p_best_line({"0.3-0.5": (0.41, 0.75, 12)}, [0], 0.4)
+    for bad in ({"0.5-0.8": (0.5, 0.3, 12)}, {"0.5-0.7": (0.54, 33, 39)}, {"0.5-0.7": (0.54, 0.33, -1)},
+                {"0.5-0.7": (0.54, 0.33, 39.5)}, {"0.5-0.7": (0.54, 0.33)}):
+        with pytest.raises(ValueError, match="p_best_held must map bins of"):
+            p_best_line(bad, [0], 0.6)
+
+
+def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
+    """Selection.p_best_line reads the family's p_best_held at the recommendation's P(best); select prints it."""
+    from types import SimpleNamespace
+
+    from hybridpriv.cli import _advice
+    from hybridpriv.families import family
+    from hybridpriv.workflow import Selection
+
+    r = np.ones((2, 1, 100, 1))
+    r[1] = 2.0
+    r[1, 0, :38] = 0.5  # e1 best on 38% of the datasets, e0 on 62%: e0 recommended (expected loss 1 against 1.43)
+    d = decide(_evaluation(r))
+    assert d.attrs["recommended"] == "e0" and float(d.p_best.sel(estimator="e0")) == pytest.approx(0.62)
+    fam = family("user-item")
+    line = Selection.p_best_line(SimpleNamespace(problem=SimpleNamespace(kind="user-item"), decision=d))
+    assert line.startswith("note (P(best)): ") and "read this 0.62 as nearer" in line
+    assert f"were best on {fam.p_best_held['0.5-0.7'][1]:.0%} of {fam.p_best_held['0.5-0.7'][2]}" in line
+    assert Selection.p_best_line(SimpleNamespace(problem=SimpleNamespace(kind="grouped"), decision=d)) == ""
+    _advice(d, ["", line])
+    out = capsys.readouterr().out
+    assert out.startswith("recommended: estimator = e0") and f"\n  {line}\n" in out
+
+
+def test_every_familys_p_best_held_is_the_calibration_pages_table():
+    """What select's P(best) note reads (Family.p_best_held) is docs/calibration.md's reliability table, bin by bin."""
+    from pathlib import Path
+
+    from hybridpriv.families import registry
+
+    page = (Path(__file__).parents[2] / "docs" / "calibration.md").read_text()
+    head = "| kind | seeds | P(best) bin | reported | best on | pairs |"
+    rows = page[page.index(head):].split("\n\n")[0].splitlines()[2:]
+    table: dict = {}
+    for row in rows:
+        kind, seeds, label, reported, came, pairs = (c.strip() for c in row.strip("|").split("|"))
+        table.setdefault(kind, {"seeds": seeds, "bins": {}})["bins"][label] = (float(reported), float(came.rstrip("%")) / 100,
+                                                                              int(pairs))
+    measured = {name: fam for name, fam in registry().items() if fam.p_best_held}
+    assert set(table) == set(measured) and measured
+    for name, fam in measured.items():
+        assert table[name]["seeds"] == f"{min(fam.p_best_seeds)}-{max(fam.p_best_seeds)}", name
+        assert table[name]["bins"].keys() == fam.p_best_held.keys(), name
+        for label, (reported, came, pairs) in fam.p_best_held.items():
+            assert table[name]["bins"][label] == (pytest.approx(reported), pytest.approx(came), pairs), (name, label)
+
+
 def test_every_familys_range_coverage_is_the_calibration_pages_table():
     """What select prints (Family.range_coverage) is the coverage column of docs/calibration.md's table, seed by
     seed: a new calibration run that updates one must update the other."""
