@@ -412,7 +412,7 @@ def p_best_line(held: Mapping[str, tuple[float, float, int]], seeds: Sequence[in
         if ok:
             reported, came, pairs = value
             ok = (0.0 <= float(reported) <= 1.0 and 0.0 <= float(came) <= 1.0 and isinstance(pairs, (int, np.integer))
-                  and pairs >= 0)
+                  and not isinstance(pairs, bool) and pairs >= 0)
         if not ok:
             raise ValueError(f"p_best_held must map bins of {BIN_LABELS} to (reported, came true, pairs) with shares "
                              f"in [0, 1] and a count of pairs, got {label!r}: {value!r}")

@@ -47,7 +47,7 @@ PAYS_Z = 2.0
 #: (``Family.plan_gain_floor``).  The analysis trusts the model's datasets, so small gains are a coin toss.  8% was
 #: chosen on user-item's held-out truths of seeds 0-2 (2026-11-29), before that family measured its own 6% on seven
 #: seeds; a family whose plans have not been scored that way keeps the more cautious 8% (grouped: no plan's gain
-#: reached 1% on its held-out truths, so no floor can be told apart there; docs/calibration-history.md).
+#: reached 2% on its held-out truths, seeds 0-1, so no floor can be told apart there; docs/calibration-history.md).
 PAYS_GAIN = 0.08
 #: Rows of the (dataset x dataset) weight matrix computed at once (a size guard: ``ROWS x datasets`` floats).
 ROWS = 256

@@ -399,7 +399,7 @@ def test_the_p_best_line_says_how_often_a_p_best_like_this_came_true_where_it_wa
     # an under-confident bin is noted too (came true more often than reported)
     assert "were best on 75% of 12: read this 0.40 as nearer 0.75" in p_best_line({"0.3-0.5": (0.41, 0.75, 12)}, [0], 0.4)
     for bad in ({"0.5-0.8": (0.5, 0.3, 12)}, {"0.5-0.7": (0.54, 33, 39)}, {"0.5-0.7": (0.54, 0.33, -1)},
-                {"0.5-0.7": (0.54, 0.33, 39.5)}, {"0.5-0.7": (0.54, 0.33)}):
+                {"0.5-0.7": (0.54, 0.33, 39.5)}, {"0.5-0.7": (0.54, 0.33, True)}, {"0.5-0.7": (0.54, 0.33)}):
         with pytest.raises(ValueError, match="p_best_held must map bins of"):
             p_best_line(bad, [0], 0.6)
 

@@ -23,8 +23,9 @@ class HybridTrustFamily(Family):
     #: 5-95% ranges on the calibration's held-out truths, seeds 0 / 1 / 2 (docs/calibration.md; hybrid trust run
     #: again alone on a380c2a, 2026-11-29)
     range_coverage = {0: 0.94, 1: 0.90, 2: 0.88}
-    #: How often P(best) came true on the held-out synthetic truths of seeds 0-2 (102 truths; Family.p_best_held,
-    #: docs/calibration.md's table): within 10 points in every bin it reaches (it never reports above 0.5).
+    #: How often P(best) came true on the held-out synthetic truths of seeds 0-2 (90 truths, one refused; runs on
+    #: a380c2a; Family.p_best_held, docs/calibration.md's table): within 10 points in every bin it reaches (it never
+    #: reports above 0.5).
     p_best_held = {"0-0.1": (0.02, 0.04, 304), "0.1-0.3": (0.19, 0.18, 368), "0.3-0.5": (0.34, 0.25, 40)}
     p_best_seeds = (0, 1, 2)
     context_docs = {"groups": "the TCM and LM groups (list of Group)", "bounds": "(0, m)",

@@ -31,7 +31,8 @@ class UserItemFamily(Family):
     #: The two-stage plan's floor (Family.plan_gain_floor).  Scored on the held-out truths with four mixture
     #: components: over seeds 0-4 (165 truths) a 6% floor paid on 5 and helped on 5, 4% paid on 8 and helped on 7;
     #: on seeds 5 and 6 (66 truths; the rule fixed before they ran: the lower floor only if no worse there in mean and
-    #: p90) 4% helped on 4 and hurt on 4 (p90 30.5 -> 33.2%), 6% paid on 1 and helped on it (calibration-history.md).
+    #: p90) 4% helped on 4 and hurt on 4 (p90 30.5 -> 33.2%), 6% paid on 1 and helped on it; on seeds 7 and 8 it paid
+    #: on 2, helped on 1 and hurt on 1 (calibration-history.md): a wash out of sample, kept with no claim that it helps.
     plan_gain_floor = 0.06
     #: How often P(best) came true on the held-out synthetic truths of seeds 0-8 (270 truths, 5,400 candidate pairs;
     #: Family.p_best_held, docs/calibration.md's table, which a test pins them to): between 0.5 and 0.9 far less often
