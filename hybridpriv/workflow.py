@@ -193,6 +193,7 @@ class Selection:
         if held:  # how well the ranges held on held-out truths, by calibration seed (Family.range_coverage)
             attrs.update(range_coverage_held_out=np.array([float(held[k]) for k in sorted(held)]),
                          range_coverage_seeds=np.array([int(k) for k in sorted(held)]))
+        attrs.update(self._p_best_attrs())
         idata = self.posterior.idata
         groups: dict[str, Any] = {name: idata[name].to_dataset() for name in idata.children}
         groups.update(evaluation=self.evaluation, decision=self.decision.drop_vars("risk", errors="ignore"))
@@ -232,6 +233,25 @@ class Selection:
         dim = self.decision.attrs["candidate_dim"]
         p = float(self.decision["p_best"].sel({dim: self.decision.attrs["recommended"]}))
         return p_best_line(fam.p_best_held, fam.p_best_seeds, p, short=short)
+
+    def _p_best_attrs(self) -> dict[str, Any]:
+        """What ``selection.nc`` keeps of the P(best) note: the line printed (``p_best_note``, ``""`` if none) and,
+        where the family measured it, its ``p_best_held`` table by bin (reported mean, share that came true, pairs)
+        with the seeds it pooled, so a reader of the file can judge the recommendation's P(best) without the
+        package's version at hand."""
+        from .families import family
+        from .reliability import BIN_LABELS
+
+        fam = family(self.problem.kind)
+        attrs: dict[str, Any] = {"p_best_note": self.p_best_line()}
+        if fam.p_best_held:
+            bins = [b for b in BIN_LABELS if b in fam.p_best_held]
+            attrs.update(p_best_held_bins=", ".join(bins),
+                         p_best_held_reported=np.array([float(fam.p_best_held[b][0]) for b in bins]),
+                         p_best_held_came_true=np.array([float(fam.p_best_held[b][1]) for b in bins]),
+                         p_best_held_pairs=np.array([int(fam.p_best_held[b][2]) for b in bins]),
+                         p_best_held_seeds=np.array([int(s) for s in fam.p_best_seeds]))
+        return attrs
 
     def figure_notes(self) -> list[str]:
         """What the figure says under the plot: each sensitivity warning, short, the chance warning and the two-stage

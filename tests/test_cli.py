@@ -103,6 +103,13 @@ def test_select_builtin_example_writes_results(tmp_path, capsys):
     assert "note (ranges): on the calibration study's held-out truths of this kind" in out
     assert list(tree.attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
     assert list(tree.attrs["range_coverage_seeds"]) == sorted(held)
+    # and the P(best) note's table (Family.p_best_held): grouped's example reports 0.5-0.7, which held, so no note
+    pb = family("grouped").p_best_held
+    assert tree.attrs["p_best_held_bins"].split(", ") == list(pb)
+    assert list(tree.attrs["p_best_held_came_true"]) == [v[1] for v in pb.values()]
+    assert list(tree.attrs["p_best_held_pairs"]) == [v[2] for v in pb.values()]
+    assert list(tree.attrs["p_best_held_seeds"]) == list(family("grouped").p_best_seeds)
+    assert ("note (P(best))" in out) == bool(tree.attrs["p_best_note"])
     # the same seed gives the same numbers (model fit, simulated datasets and noise)
     code, _, err = _run(capsys, "select", "--out", str(tmp_path / "again"), "--draws", "40", "--trials", "5", "--seed", "1")
     assert code == 0, err

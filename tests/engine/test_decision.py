@@ -425,6 +425,17 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     _advice(d, ["", line])
     out = capsys.readouterr().out
     assert out.startswith("recommended: estimator = e0") and f"\n  {line}\n" in out
+    # selection.nc keeps the printed note and the table it read (to_datatree's root attributes)
+    sel = SimpleNamespace(problem=SimpleNamespace(kind="user-item"), decision=d)
+    sel.p_best_line = lambda: Selection.p_best_line(sel)
+    attrs = Selection._p_best_attrs(sel)
+    assert attrs["p_best_note"] == line and attrs["p_best_held_bins"].split(", ") == list(fam.p_best_held)
+    assert list(attrs["p_best_held_reported"]) == [v[0] for v in fam.p_best_held.values()]
+    assert list(attrs["p_best_held_came_true"]) == [v[1] for v in fam.p_best_held.values()]
+    assert list(attrs["p_best_held_pairs"]) == [v[2] for v in fam.p_best_held.values()]
+    assert list(attrs["p_best_held_seeds"]) == list(range(9))
+    sel.problem.kind = "kmeans"  # never pooled: no table, an empty note
+    assert Selection._p_best_attrs(sel) == {"p_best_note": ""}
 
 
 def test_every_familys_p_best_held_is_the_calibration_pages_table():
