@@ -433,7 +433,7 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     assert list(attrs["p_best_held_reported"]) == [v[0] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_came_true"]) == [v[1] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_pairs"]) == [v[2] for v in fam.p_best_held.values()]
-    assert list(attrs["p_best_held_seeds"]) == list(range(9))
+    assert list(attrs["p_best_held_seeds"]) == list(range(10))
     sel.problem.kind = "kmeans"  # never pooled: no table, an empty note
     assert Selection._p_best_attrs(sel) == {"p_best_note": ""}
 
