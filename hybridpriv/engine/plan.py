@@ -45,9 +45,9 @@ REPLICATES = 8
 PAYS_Z = 2.0
 #: ... and lowers it by at least this share of choosing now's, unless the family measured its own floor
 #: (``Family.plan_gain_floor``).  The analysis trusts the model's datasets, so small gains are a coin toss.  8% was
-#: chosen on user-item's held-out truths of seeds 0-2 (2026-11-29), before that family measured its own 6% on seven
-#: seeds; a family whose plans have not been scored that way keeps the more cautious 8% (grouped: no plan's gain
-#: reached 2% on its held-out truths, seeds 0-1, so no floor can be told apart there; docs/calibration-history.md).
+#: chosen on user-item's held-out truths of seeds 0-2 (2026-11-29); user-item's own 6% of seven seeds did worse than
+#: 8% on the held-out seeds 5-9 and was dropped (2026-11-30), so every shipped family uses this (grouped: no plan's
+#: gain reached 2% on its held-out truths, seeds 0-1, so no floor can be told apart there; docs/calibration-history.md).
 PAYS_GAIN = 0.08
 #: Rows of the (dataset x dataset) weight matrix computed at once (a size guard: ``ROWS x datasets`` floats).
 ROWS = 256

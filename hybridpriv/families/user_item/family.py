@@ -29,14 +29,10 @@ class UserItemFamily(Family):
     #: pins them to; user-item-only runs on a380c2a, the mixture's four components).  Seeds 3 and 4: 0.84, 0.84;
     #: held-out seed 9 (2026-11-30): 0.83.
     range_coverage = {0: 0.85, 1: 0.85, 2: 0.81}
-    #: The two-stage plan's floor (Family.plan_gain_floor).  Scored on the held-out truths with four mixture
-    #: components: over seeds 0-4 (165 truths) a 6% floor paid on 5 and helped on 5, 4% paid on 8 and helped on 7;
-    #: on seeds 5 and 6 (66 truths; the rule fixed before they ran: the lower floor only if no worse there in mean and
-    #: p90) 4% helped on 4 and hurt on 4 (p90 30.5 -> 33.2%), 6% paid on 1 and helped on it; on seeds 7 and 8 it paid
-    #: on 2, helped on 1 and hurt on 1; on seed 9 it paid on 1 and hurt (17 -> 77%).  Out of sample (seeds 5-9) it did
-    #: worse than 8% would have (mean regret +0.4 points; docs/plan.md): kept with no claim that it helps, a candidate
-    #: for going back to the core's 8% (which changes calibration.md's recorded user-item rows).
-    plan_gain_floor = 0.06
+    # No plan floor of its own (Family.plan_gain_floor): the core's cautious 8% (PAYS_GAIN).  6% was user-item's from
+    # the twenty-first to the twenty-third session, chosen on seeds 0-4; on the held-out seeds 5-9 it paid on 4 truths
+    # that 8% refuses, helped on 2 (by 0.5 and 19.6 points of regret) and hurt on 2 (26.8 and 59.2): worse out of
+    # sample, so dropped (docs/plan.md, "How far to trust the verdict").
     #: How often P(best) came true on the held-out synthetic truths of seeds 0-9 (300 truths, 6,000 candidate pairs;
     #: Family.p_best_held, docs/calibration.md's table, which a test pins them to): between 0.5 and 0.9 far less often
     #: than reported.  Seeds 0-6 alone gave 0.5-0.7: 33% of 39; the held-out seeds 7-8 then 50% of 10, seed 9 3 of 7.
