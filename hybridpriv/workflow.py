@@ -185,15 +185,9 @@ class Selection:
         ``hybridpriv audit --selection`` rebuild the candidates from it."""
         from .report import provenance, result_tree
 
-        from .families import family
-
         attrs = {**provenance(config or self.config or {"kind": self.problem.kind}, self.problem.seed, started, dask=dask),
                  **self.attrs, "kind": self.problem.kind, "recommended": str(self.decision.attrs["recommended"])}
-        held = family(self.problem.kind).range_coverage
-        if held:  # how well the ranges held on held-out truths, by calibration seed (Family.range_coverage)
-            attrs.update(range_coverage_held_out=np.array([float(held[k]) for k in sorted(held)]),
-                         range_coverage_seeds=np.array([int(k) for k in sorted(held)]))
-        attrs.update(self._p_best_attrs())
+        attrs.update(self._held_out_attrs())
         idata = self.posterior.idata
         groups: dict[str, Any] = {name: idata[name].to_dataset() for name in idata.children}
         groups.update(evaluation=self.evaluation, decision=self.decision.drop_vars("risk", errors="ignore"))
@@ -234,16 +228,21 @@ class Selection:
         p = float(self.decision["p_best"].sel({dim: self.decision.attrs["recommended"]}))
         return p_best_line(fam.p_best_held, fam.p_best_seeds, p, short=short)
 
-    def _p_best_attrs(self) -> dict[str, Any]:
-        """What ``selection.nc`` keeps of the P(best) note: the line printed (``p_best_note``, ``""`` if none) and,
-        where the family measured it, its ``p_best_held`` table by bin (reported mean, share that came true, pairs)
-        with the seeds it pooled, so a reader of the file can judge the recommendation's P(best) without the
-        package's version at hand."""
+    def _held_out_attrs(self) -> dict[str, Any]:
+        """What ``selection.nc`` keeps of how the family's numbers held on the calibration's held-out truths, so a
+        reader of the file can judge them without the package's version at hand: the ranges' coverage by seed
+        (``range_coverage_held_out``, ``range_coverage_seeds``; ``Family.range_coverage``), the P(best) note as
+        printed (``p_best_note``, ``""`` if none) and the ``Family.p_best_held`` table it read, by bin (reported
+        mean, share that came true, pairs) with the seeds it pooled.  Only what the family measured is written."""
         from .families import family
         from .reliability import BIN_LABELS
 
         fam = family(self.problem.kind)
         attrs: dict[str, Any] = {"p_best_note": self.p_best_line()}
+        if fam.range_coverage:
+            seeds = sorted(fam.range_coverage)
+            attrs.update(range_coverage_held_out=np.array([float(fam.range_coverage[k]) for k in seeds]),
+                         range_coverage_seeds=np.array([int(k) for k in seeds]))
         if fam.p_best_held:
             bins = [b for b in BIN_LABELS if b in fam.p_best_held]
             attrs.update(p_best_held_bins=", ".join(bins),

@@ -428,14 +428,19 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     # selection.nc keeps the printed note and the table it read (to_datatree's root attributes)
     sel = SimpleNamespace(problem=SimpleNamespace(kind="user-item"), decision=d)
     sel.p_best_line = lambda: Selection.p_best_line(sel)
-    attrs = Selection._p_best_attrs(sel)
+    attrs = Selection._held_out_attrs(sel)
     assert attrs["p_best_note"] == line and attrs["p_best_held_bins"].split(", ") == list(fam.p_best_held)
     assert list(attrs["p_best_held_reported"]) == [v[0] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_came_true"]) == [v[1] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_pairs"]) == [v[2] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_seeds"]) == list(range(10))
-    sel.problem.kind = "kmeans"  # never pooled: no table, an empty note
-    assert Selection._p_best_attrs(sel) == {"p_best_note": ""}
+    held = fam.range_coverage  # and how the ranges held, by seed
+    assert list(attrs["range_coverage_seeds"]) == sorted(held)
+    assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
+    sel.problem.kind = "kmeans"  # P(best) never pooled: no table, an empty note; its ranges' coverage still kept
+    attrs = Selection._held_out_attrs(sel)
+    assert attrs["p_best_note"] == "" and not any(k.startswith("p_best_held") for k in attrs)
+    assert list(attrs["range_coverage_held_out"]) == [family("kmeans").range_coverage[k] for k in (0, 1, 2)]
 
 
 def test_every_familys_p_best_held_is_the_calibration_pages_table():
