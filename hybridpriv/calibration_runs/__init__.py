@@ -1,0 +1,114 @@
+"""A calibration run kept as two small CSV tables, so that its numbers can be scored again after ``/tmp`` is gone.
+
+:func:`hybridpriv.calibration.calibrate` returns one ``xarray.Dataset`` with a ``truth`` dimension, a ``candidate``
+dimension and per-``scope`` summaries.  The summaries are derived; what a later analysis needs (another plan
+floor, a P(best) recalibration, coverage per generator) is the per-truth and per-(truth, candidate) records.
+:func:`write_records` writes them as ``NAME-truths.csv`` (one row per truth: every variable on ``truth`` alone) and
+``NAME-pairs.csv`` (one row per truth and candidate of that truth's family: every variable on both), plus
+``NAME.json`` with what produced them; :func:`read_records` rebuilds the per-truth and per-pair part of the dataset
+(candidates a truth's family lacks are NaN again, as the study writes them).
+
+Missing numbers are written ``nan`` and empty strings stay empty (a sensitivity warning that was not printed is
+``""``, not missing; numbers to six significant digits).  This package's folder keeps the held-out runs the docs
+quote (:func:`stored`, :func:`stored_names`; its README says which run is which).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+#: Where the stored runs are (this package's folder).
+HERE = Path(__file__).parent
+
+#: The per-pair variables that say whether a candidate belongs to a truth's family (NaN in all of them: it does not).
+_PRESENCE = ("expected_loss", "realised", "eligible")
+
+
+def _split(ds: xr.Dataset) -> tuple[list[str], list[str]]:
+    if "truth" not in ds.dims or "candidate" not in ds.dims:
+        raise ValueError(f"ds must be a calibration run with dims 'truth' and 'candidate', got dims {dict(ds.sizes)}")
+    per_truth = [v for v in ds.data_vars if ds[v].dims == ("truth",)]
+    per_pair = [v for v in ds.data_vars if ds[v].dims == ("truth", "candidate")]
+    return per_truth, per_pair
+
+
+def to_tables(ds: xr.Dataset) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run's per-truth table (index column ``truth``) and per-pair table (``truth``, ``candidate``), the latter
+    without the candidates a truth's family lacks."""
+    per_truth, per_pair = _split(ds)
+    truths = ds[per_truth].to_dataframe().reset_index()
+    pairs = ds[per_pair].transpose("truth", "candidate").to_dataframe().reset_index()
+    present = [v for v in _PRESENCE if v in pairs]
+    if present:
+        pairs = pairs[pairs[present].notna().any(axis=1)].reset_index(drop=True)
+    return truths, pairs
+
+
+def from_tables(truths: pd.DataFrame, pairs: pd.DataFrame) -> xr.Dataset:
+    """The dataset :func:`to_tables` was given, per-truth and per-pair variables only (NaN where a truth's family
+    lacks a candidate; candidates in the order they first appear)."""
+    for name, table, cols in (("truths", truths, ["truth"]), ("pairs", pairs, ["truth", "candidate"])):
+        missing = [c for c in cols if c not in table]
+        if missing:
+            raise ValueError(f"{name} must have the columns {cols}, missing {missing}")
+    order = list(truths["truth"])
+    if len(set(order)) != len(order):
+        raise ValueError("truths has a truth named twice in its 'truth' column")
+    unknown = sorted(set(pairs["truth"]) - set(order))
+    if unknown:
+        raise ValueError(f"pairs names truths that truths lacks: {unknown[:5]}")
+    ds = xr.Dataset.from_dataframe(truths.set_index("truth")).reindex(truth=order)
+    cand = list(dict.fromkeys(pairs["candidate"]))
+    grid = xr.Dataset.from_dataframe(pairs.set_index(["truth", "candidate"])).reindex(truth=order, candidate=cand)
+    return xr.merge([ds, grid])
+
+
+def write_records(ds: xr.Dataset, directory: str | Path, name: str, about: dict[str, Any] | None = None) -> list[Path]:
+    """Write ``NAME-truths.csv``, ``NAME-pairs.csv`` and ``NAME.json`` (``about``, e.g. the kind, seed, commit and
+    minutes, with the run's own attributes) into ``directory``; return the three paths."""
+    if not name or "/" in name:
+        raise ValueError(f"name must be a plain file stem, got {name!r}")
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    truths, pairs = to_tables(ds)
+    paths = [out / f"{name}-truths.csv", out / f"{name}-pairs.csv", out / f"{name}.json"]
+    truths.to_csv(paths[0], index=False, na_rep="nan", float_format="%.6g")
+    pairs.to_csv(paths[1], index=False, na_rep="nan", float_format="%.6g")
+    attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in ds.attrs.items()}
+    text = [c for t in (truths, pairs) for c in t if t[c].dtype.kind in "OUS"]  # read back as text, not numbers
+    paths[2].write_text(json.dumps({**(about or {}), "text_columns": sorted(set(text)), "attrs": attrs},
+                                   indent=1, default=str) + "\n")
+    return paths
+
+
+def read_records(directory: str | Path, name: str) -> xr.Dataset:
+    """The records :func:`write_records` wrote, as a dataset (``NAME.json``'s content in its attributes)."""
+    base = Path(directory)
+    paths = [base / f"{name}-truths.csv", base / f"{name}-pairs.csv", base / f"{name}.json"]
+    for p in paths:
+        if not p.is_file():
+            raise FileNotFoundError(f"no calibration records {name!r} in {str(base)!r}: {p.name} is missing")
+    about = json.loads(paths[2].read_text())
+    read = {"keep_default_na": False, "na_values": ["nan"], "dtype": {c: str for c in about.get("text_columns", [])}}
+    truths, pairs = pd.read_csv(paths[0], **read), pd.read_csv(paths[1], **read)
+    ds = from_tables(truths, pairs)
+    ds.attrs.update({k: v for k, v in about.items() if k != "attrs"})
+    ds.attrs.update({f"run_{k}": v for k, v in about.get("attrs", {}).items()})
+    return ds
+
+
+def stored_names() -> list[str]:
+    """The names of the runs stored with the package (for :func:`stored`)."""
+    return sorted(p.stem for p in HERE.glob("*.json"))
+
+
+def stored(name: str) -> xr.Dataset:
+    """A run stored with the package, by name (:func:`stored_names`; ``docs/calibration.md`` quotes them)."""
+    if name not in stored_names():
+        raise ValueError(f"name must be one of the stored calibration runs {stored_names()}, got {name!r}")
+    return read_records(HERE, name)

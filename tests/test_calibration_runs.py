@@ -1,0 +1,92 @@
+"""Stored calibration runs: the CSV round trip, and the stored held-out runs give the numbers the docs quote."""
+import numpy as np
+import pytest
+import xarray as xr
+
+from hybridpriv.calibration_runs import from_tables, read_records, stored, stored_names, to_tables, write_records
+from hybridpriv.reliability import bin_label
+
+
+def _run() -> xr.Dataset:
+    """A small run shaped as calibrate's: two families, each lacking the other's candidates (NaN), text that
+    looks like numbers ("9") or is empty, booleans and per-scope summaries (not kept)."""
+    cand = ["k:1", "k:9", "estimator:weighted"]
+    nan = np.nan
+    return xr.Dataset(
+        {"p_best": (("truth", "candidate"), [[0.25, 0.75, nan], [nan, nan, 1.0], [1 / 3, 2 / 3, nan]]),
+         "realised": (("truth", "candidate"), [[2.0, 1.0, nan], [nan, nan, 0.5], [1.5, 1.25, nan]]),
+         "eligible": (("truth", "candidate"), [[1.0, 1.0, nan], [nan, nan, 1.0], [0.0, 1.0, nan]]),
+         "recommended": ("truth", ["9", "weighted", "1"]),
+         "sensitivity_warning": ("truth", ["", "between", ""]),
+         "plan_pays": ("truth", [True, False, False]),
+         "regret": ("truth", [0.0, nan, 0.2]),
+         "coverage": ("scope", [0.8, 0.9])},
+        coords={"truth": ["user-item-0", "grouped-0", "user-item-1"], "candidate": cand, "scope": ["a", "b"]},
+        attrs={"refusals": "", "minutes": np.float64(1.5)})
+
+
+def test_records_round_trip_keeps_text_nan_and_the_absent_candidates(tmp_path):
+    ds = _run()
+    truths, pairs = to_tables(ds)
+    assert len(truths) == 3 and len(pairs) == 5  # the grouped truth has one candidate, each user-item truth two
+    paths = write_records(ds, tmp_path, "run", {"kind": "mixed", "seed": 3})
+    assert [p.name for p in paths] == ["run-truths.csv", "run-pairs.csv", "run.json"]
+    back = read_records(tmp_path, "run")
+    assert set(back.data_vars) == set(ds.data_vars) - {"coverage"}
+    assert list(back.truth.values) == list(ds.truth.values) and list(back.candidate.values) == list(ds.candidate.values)
+    for v in ("p_best", "realised", "eligible", "regret"):
+        np.testing.assert_allclose(back[v].values, ds[v].values, rtol=1e-5)  # NaN where NaN, 6 digits kept
+    assert list(back.recommended.values) == ["9", "weighted", "1"]  # text stays text
+    assert list(back.sensitivity_warning.values) == ["", "between", ""]  # empty is not missing
+    assert back.plan_pays.values.tolist() == [True, False, False]
+    assert back.attrs["kind"] == "mixed" and back.attrs["seed"] == 3 and back.attrs["run_minutes"] == 1.5
+
+
+def test_records_refuse_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="ds must be a calibration run with dims 'truth' and 'candidate'"):
+        to_tables(xr.Dataset({"x": ("scope", [1.0])}))
+    with pytest.raises(ValueError, match="name must be a plain file stem, got 'a/b'"):
+        write_records(_run(), tmp_path, "a/b")
+    with pytest.raises(FileNotFoundError, match="no calibration records 'gone' in .*gone-truths.csv is missing"):
+        read_records(tmp_path, "gone")
+    truths, pairs = to_tables(_run())
+    with pytest.raises(ValueError, match=r"pairs names truths that truths lacks: \['grouped-0'\]"):
+        from_tables(truths[truths.truth != "grouped-0"], pairs)
+    with pytest.raises(ValueError, match=r"pairs must have the columns \['truth', 'candidate'\], missing \['candidate'\]"):
+        from_tables(truths, pairs.drop(columns="candidate"))
+    with pytest.raises(ValueError, match="name must be one of the stored calibration runs .*, got 'nope'"):
+        stored("nope")
+
+
+def _final(ds: xr.Dataset, floor: float) -> np.ndarray:
+    """Regret with the two-stage plan carried out where it would have paid at ``floor`` (the recorded Monte Carlo
+    test and printed gain, as hybridpriv.engine.plan decides)."""
+    pays = ds.plan_significant.values.astype(bool) & (ds.plan_gain.values >= floor)
+    return np.where(pays, ds.plan_regret.values, ds.regret.values)
+
+
+def test_stored_user_item_seed9_gives_the_numbers_the_docs_quote():
+    """docs/calibration.md and calibration-history.md quote seed 9 (twenty-third and twenty-fourth sessions); the
+    numbers were computed from the run's netCDF then, and are recomputed here from the stored CSV tables."""
+    assert "user-item-seed9" in stored_names()
+    ds = stored("user-item-seed9")
+    assert ds.attrs["seed"] == 9 and ds.sizes["truth"] == 33 and (ds.family.values == "user-item").all()
+    assert (ds.source.values == "synthetic").sum() == 30 and np.isfinite(ds.regret.values).all()
+    covered = ds.covered.values[ds.eligible.values == 1]
+    assert covered.size == 660 and covered.mean() == pytest.approx(0.832, abs=5e-4)  # "ranges 83.2%"
+    for floor, (med, mean, p90), above in ((0.08, (1.9, 5.7, 17.0), 0), (0.06, (1.9, 7.5, 19.5), 1)):
+        r = _final(ds, floor) * 100
+        assert (np.median(r), r.mean(), np.quantile(r, 0.9)) == pytest.approx((med, mean, p90), abs=0.05)
+        assert (r > 25).sum() == above
+    paid = ds.plan_significant.values.astype(bool) & (ds.plan_gain.values >= 0.06)
+    assert paid.sum() == 1 and ds.plan_gain.values[paid][0] < 0.08  # the one plan 6% let pay, 8% refuses
+    assert (ds.regret.values[paid][0], ds.plan_regret.values[paid][0]) == pytest.approx((0.173, 0.765), abs=5e-4)
+    py = ds.pythia_regret.values * 100
+    assert (py.mean(), np.quantile(py, 0.9)) == pytest.approx((15.9, 24.1), abs=0.05)  # the budget-spending selector
+    # P(best) on the synthetic truths, eligible pairs: 0.5-0.7 "0.57 -> 3 of 7", 0.3-0.5 "0.40 -> 6 of 19"
+    syn = (ds.source.values == "synthetic")[:, None] & (ds.eligible.values == 1)
+    p, best = ds.p_best.values[syn], ds.is_best.values[syn]
+    bins = np.array([bin_label(v) for v in p])
+    for label, reported, came, pairs in (("0.5-0.7", 0.57, 3, 7), ("0.3-0.5", 0.40, 6, 19), ("0.1-0.3", 0.22, 15, 64)):
+        sel = bins == label
+        assert (sel.sum(), best[sel].sum()) == (pairs, came) and p[sel].mean() == pytest.approx(reported, abs=0.005)
