@@ -90,3 +90,40 @@ def test_stored_user_item_seed9_gives_the_numbers_the_docs_quote():
     for label, reported, came, pairs in (("0.5-0.7", 0.57, 3, 7), ("0.3-0.5", 0.40, 6, 19), ("0.1-0.3", 0.22, 15, 64)):
         sel = bins == label
         assert (sel.sum(), best[sel].sum()) == (pairs, came) and p[sel].mean() == pytest.approx(reported, abs=0.005)
+
+
+def _synthetic_bins(ds: xr.Dataset) -> dict[str, tuple[float, int, int]]:
+    """P(best) on the synthetic truths' eligible pairs, by bin: (mean reported, best, pairs)."""
+    syn = (ds.source.values == "synthetic")[:, None] & (ds.eligible.values == 1)
+    p, best = ds.p_best.values[syn], ds.is_best.values[syn]
+    bins = np.array([bin_label(v) for v in p])
+    return {b: (float(p[bins == b].mean()), int(best[bins == b].sum()), int((bins == b).sum())) for b in set(bins)}
+
+
+def test_stored_user_item_seed10_and_grouped_seed2_give_the_numbers_the_docs_quote():
+    """The twenty-fourth session's runs, as calibration.md and its history quote them."""
+    ui = stored("user-item-seed10")
+    assert ui.attrs["seed"] == 10 and ui.sizes["truth"] == 33 and ui.attrs["commit"] == "7d9f11b"
+    assert (ui.plan_gain_floor.values == 0.08).all() and not ui.plan_pays.values.any()
+    r = _final(ui, 0.08) * 100
+    assert (np.median(r), r.mean(), np.quantile(r, 0.9)) == pytest.approx((6.0, 11.8, 35.9), abs=0.05)
+    assert (r > 25).sum() == 5 and ((ui.sensitivity_warning.values != "") | (ui.p_costly_recommended.values >= 0.25))[r > 25].all()
+    assert ui.covered.values[ui.eligible.values == 1].mean() == pytest.approx(0.826, abs=5e-4)
+    py = ui.pythia_regret.values * 100
+    assert (py.mean(), np.quantile(py, 0.9)) == pytest.approx((17.1, 24.0), abs=0.05)
+    r4 = _final(ui, 0.04) * 100  # the 4% floor scored on the stored run: 3 paid, 10.6 / 24.9%
+    assert (r4 != r).sum() == 3 and (r4.mean(), np.quantile(r4, 0.9)) == pytest.approx((10.6, 24.9), abs=0.05)
+    bins = _synthetic_bins(ui)
+    assert bins["0.5-0.7"][1:] == (5, 10) and bins["0.5-0.7"][0] == pytest.approx(0.52, abs=0.005)
+    assert bins["0.3-0.5"][1:] == (6, 22) and bins["0.1-0.3"][1:] == (7, 61)
+
+    gr = stored("grouped-seed2")
+    assert gr.attrs["seed"] == 2 and gr.sizes["truth"] == 34 and not gr.plan_pays.values.any()
+    assert gr.covered.values[gr.eligible.values == 1].mean() == pytest.approx(0.868, abs=5e-4)
+    reg = gr.regret.values * 100
+    assert (np.median(reg), reg.mean(), np.quantile(reg, 0.9)) == pytest.approx((0.0, 3382.3, 770.7), abs=0.05)
+    above = reg > 25
+    silent = above & (gr.sensitivity_warning.values == "") & (gr.p_costly_recommended.values < 0.25)
+    assert (above.sum(), silent.sum()) == (13, 5)
+    bins = _synthetic_bins(gr)
+    assert bins["0.7-0.9"][1:] == (7, 13) and bins["0.5-0.7"][1:] == (6, 12) and bins["0-0.1"][1:] == (5, 50)

@@ -433,7 +433,7 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     assert list(attrs["p_best_held_reported"]) == [v[0] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_came_true"]) == [v[1] for v in fam.p_best_held.values()]
     assert list(attrs["p_best_held_pairs"]) == [v[2] for v in fam.p_best_held.values()]
-    assert list(attrs["p_best_held_seeds"]) == list(range(10))
+    assert list(attrs["p_best_held_seeds"]) == list(range(11))
     held = fam.range_coverage  # and how the ranges held, by seed
     assert list(attrs["range_coverage_seeds"]) == sorted(held)
     assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
