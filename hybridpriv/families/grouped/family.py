@@ -33,8 +33,8 @@ class GroupedFamily(Family):
     #: 5-95% ranges on the calibration's held-out truths, seeds 0 / 1 / 2 (docs/calibration.md; runs on ec4ea38,
     #: c06c0f0 and cd3fb3d)
     range_coverage = {0: 0.88, 1: 0.89, 2: 0.87}
-    #: How often P(best) came true on the held-out synthetic truths of seeds 0-2 run alone on cd88705 / 960fe32 /
-    #: b78e71c (90 truths; Family.p_best_held, docs/calibration.md's table, which a test pins them to): 0.7-0.9 came
+    #: How often P(best) came true on the held-out synthetic truths of seeds 0-2, each grouped alone, on cd88705 /
+    #: 960fe32 / b78e71c (90 truths; Family.p_best_held, docs/calibration.md's table, which a test pins them to): 0.7-0.9 came
     #: true 60% of 30, 17 points off (seeds 0-1: 65% of 17; seed 2: 7 of 13), the other bins within 10 points.
     p_best_held = {"0-0.1": (0.01, 0.03, 389), "0.1-0.3": (0.19, 0.18, 99), "0.3-0.5": (0.40, 0.32, 37),
                    "0.5-0.7": (0.60, 0.56, 36), "0.7-0.9": (0.77, 0.60, 30), "0.9-1": (0.93, 1.00, 9)}
