@@ -54,6 +54,11 @@ def test_records_refuse_bad_input(tmp_path):
         from_tables(truths[truths.truth != "grouped-0"], pairs)
     with pytest.raises(ValueError, match=r"pairs must have the columns \['truth', 'candidate'\], missing \['candidate'\]"):
         from_tables(truths, pairs.drop(columns="candidate"))
+    write_records(_run(), tmp_path, "bad")  # a number column spoiled by hand: refused, naming row and column
+    path = tmp_path / "bad-truths.csv"
+    path.write_text(path.read_text().replace("0.2", "oops"))
+    with pytest.raises(ValueError, match=r"bad-truths.csv row 4 column 'regret' must be a number, got 'oops'"):
+        read_records(tmp_path, "bad")
     with pytest.raises(ValueError, match="name must be one of the stored calibration runs .*, got 'nope'"):
         stored("nope")
 

@@ -94,12 +94,39 @@ def read_records(directory: str | Path, name: str) -> xr.Dataset:
         if not p.is_file():
             raise FileNotFoundError(f"no calibration records {name!r} in {str(base)!r}: {p.name} is missing")
     about = json.loads(paths[2].read_text())
-    read = {"keep_default_na": False, "na_values": ["nan"], "dtype": {c: str for c in about.get("text_columns", [])}}
-    truths, pairs = pd.read_csv(paths[0], **read), pd.read_csv(paths[1], **read)
+    text = set(about.get("text_columns", []))
+    truths, pairs = (_read_table(p, f"calibration records {name!r}", text) for p in paths[:2])
     ds = from_tables(truths, pairs)
     ds.attrs.update({k: v for k, v in about.items() if k != "attrs"})
     ds.attrs.update({f"run_{k}": v for k, v in about.get("attrs", {}).items()})
     return ds
+
+
+def _read_table(path: Path, what: str, text: set[str]) -> pd.DataFrame:
+    """One records table through the toolkit's one CSV reader: ``text`` columns stay strings (empty ones too),
+    ``True``/``False`` columns are booleans, the others integers where every cell is one, else floats (``nan``)."""
+    from ..core.io import read_table
+
+    table = read_table(path, what, min_rows=0)
+
+    def convert(name: str, cells: list[str]) -> np.ndarray:
+        if name in text:
+            return np.array(cells, dtype=object)
+        if cells and all(c in ("True", "False") for c in cells):
+            return np.array([c == "True" for c in cells])
+        try:
+            return np.array([int(c) for c in cells], dtype=np.int64)
+        except ValueError:
+            pass
+        for row, cell in enumerate(cells, start=2):
+            try:
+                float(cell)
+            except ValueError:
+                raise ValueError(f"{what}: {path.name} row {row} column {name!r} must be a number, got {cell!r}") from None
+        return np.array([float(c) for c in cells], dtype=np.float64)
+
+    columns = list(zip(*table.rows)) if table.rows else [()] * len(table.header)
+    return pd.DataFrame({h: convert(h, list(col)) for h, col in zip(table.header, columns)})
 
 
 def stored_names() -> list[str]:
