@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.calibration_runs import from_tables, read_records, stored, stored_names, to_tables, write_records
-from hybridpriv.reliability import bin_label
+from hybridpriv.calibration_runs import (from_tables, p_best_bins, read_records, stored, stored_names, to_tables,
+                                         write_records)
 
 
 def _run() -> xr.Dataset:
@@ -89,20 +89,41 @@ def test_stored_user_item_seed9_gives_the_numbers_the_docs_quote():
     py = ds.pythia_regret.values * 100
     assert (py.mean(), np.quantile(py, 0.9)) == pytest.approx((15.9, 24.1), abs=0.05)  # the budget-spending selector
     # P(best) on the synthetic truths, eligible pairs: 0.5-0.7 "0.57 -> 3 of 7", 0.3-0.5 "0.40 -> 6 of 19"
-    syn = (ds.source.values == "synthetic")[:, None] & (ds.eligible.values == 1)
-    p, best = ds.p_best.values[syn], ds.is_best.values[syn]
-    bins = np.array([bin_label(v) for v in p])
+    bins = _synthetic_bins(ds)
     for label, reported, came, pairs in (("0.5-0.7", 0.57, 3, 7), ("0.3-0.5", 0.40, 6, 19), ("0.1-0.3", 0.22, 15, 64)):
-        sel = bins == label
-        assert (sel.sum(), best[sel].sum()) == (pairs, came) and p[sel].mean() == pytest.approx(reported, abs=0.005)
+        assert bins[label][1:] == (came, pairs) and bins[label][0] == pytest.approx(reported, abs=0.005)
 
 
 def _synthetic_bins(ds: xr.Dataset) -> dict[str, tuple[float, int, int]]:
     """P(best) on the synthetic truths' eligible pairs, by bin: (mean reported, best, pairs)."""
-    syn = (ds.source.values == "synthetic")[:, None] & (ds.eligible.values == 1)
-    p, best = ds.p_best.values[syn], ds.is_best.values[syn]
-    bins = np.array([bin_label(v) for v in p])
-    return {b: (float(p[bins == b].mean()), int(best[bins == b].sum()), int((bins == b).sum())) for b in set(bins)}
+    return {b: (m, round(o * n), n) for b, (m, o, n) in p_best_bins([ds]).items()}
+
+
+def test_p_best_bins_pools_runs_pair_by_pair_and_refuses_bad_input():
+    """Pooling two runs equals binning their pairs together by hand (an independent count, bin edges included:
+    a report of exactly 0.5 belongs to 0.5-0.7, 1.0 to the last bin)."""
+    a, b = _run(), _run()
+    for ds, src in ((a, ["synthetic", "real", "synthetic"]), (b, ["synthetic", "synthetic", "real"])):
+        ds["source"] = ("truth", src)
+        ds["is_best"] = (("truth", "candidate"), [[0, 1, np.nan], [np.nan, np.nan, 1], [1, 0, np.nan]])
+    b["p_best"] = (("truth", "candidate"), [[0.5, 0.5, np.nan], [np.nan, np.nan, 1.0], [0.8, 0.2, np.nan]])
+    # eligible synthetic pairs: a's truths 0 and 2 (2 with k:1 ineligible), b's truths 0 and 1
+    hand = {"0.1-0.3": [(0.25, 0)], "0.5-0.7": [(2 / 3, 0), (0.5, 0), (0.5, 1)], "0.7-0.9": [(0.75, 1)],
+            "0.9-1": [(1.0, 1)]}
+    got = p_best_bins([a, b])
+    assert set(got) == set(hand)
+    for label, pairs in hand.items():
+        assert got[label] == pytest.approx((np.mean([p for p, _ in pairs]), np.mean([w for _, w in pairs]), len(pairs)))
+    real = p_best_bins([a, b], source="real")
+    assert set(real) == {"0.1-0.3", "0.9-1"}
+    assert real["0.9-1"] == (1.0, 1.0, 1) and real["0.1-0.3"] == pytest.approx((0.2, 0.0, 1))
+    assert sum(n for *_, n in p_best_bins([a, b], source="any").values()) == 8
+    with pytest.raises(ValueError, match="source must be 'synthetic', 'real' or 'any', got 'held'"):
+        p_best_bins([a], source="held")
+    with pytest.raises(ValueError, match="runs must hold at least one calibration run, got none"):
+        p_best_bins([])
+    with pytest.raises(ValueError, match=r"runs\[0\] lacks the variables \['source', 'is_best'\]"):
+        p_best_bins([_run()])
 
 
 def test_stored_user_item_seed10_and_grouped_seed2_give_the_numbers_the_docs_quote():

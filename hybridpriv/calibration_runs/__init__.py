@@ -10,7 +10,8 @@ floor, a P(best) recalibration, coverage per generator) is the per-truth and per
 
 Missing numbers are written ``nan`` and empty strings stay empty (a sensitivity warning that was not printed is
 ``""``, not missing; numbers to six significant digits).  This package's folder keeps the held-out runs the docs
-quote (:func:`stored`, :func:`stored_names`; its README says which run is which).
+quote (:func:`stored`, :func:`stored_names`; its README says which run is which); :func:`p_best_bins` pools runs'
+P(best) exactly, pair by pair, in the form of a family's ``p_best_held``.
 """
 from __future__ import annotations
 
@@ -136,6 +137,33 @@ def stored_names() -> list[str]:
 
 def stored(name: str) -> xr.Dataset:
     """A run stored with the package, by name (:func:`stored_names`; ``docs/calibration.md`` quotes them)."""
-    if name not in stored_names():
-        raise ValueError(f"name must be one of the stored calibration runs {stored_names()}, got {name!r}")
+    names = stored_names()
+    if name not in names:
+        raise ValueError(f"name must be one of the stored calibration runs {names}, got {name!r}")
     return read_records(HERE, name)
+
+
+def p_best_bins(runs: list[xr.Dataset], source: str = "synthetic") -> dict[str, tuple[float, float, int]]:
+    """P(best) against what came true, pooled exactly over ``runs`` (datasets from :func:`stored` or
+    :func:`read_records`): every eligible (truth, candidate) pair of the truths whose ``source`` is ``source``
+    (``"synthetic"``, ``"real"``, or ``"any"``), binned as :func:`hybridpriv.reliability.reliability` bins them.
+    Per non-empty bin: (mean reported P(best), share of the pairs whose candidate was best, pairs), the form of a
+    family's :attr:`~hybridpriv.core.family.Family.p_best_held`."""
+    from ..reliability import BIN_LABELS, reliability
+
+    if source not in ("synthetic", "real", "any"):
+        raise ValueError(f"source must be 'synthetic', 'real' or 'any', got {source!r}")
+    if not runs:
+        raise ValueError("runs must hold at least one calibration run, got none")
+    p, best = [], []
+    for k, ds in enumerate(runs):
+        missing = [v for v in ("source", "eligible", "p_best", "is_best") if v not in ds]
+        if missing:
+            raise ValueError(f"runs[{k}] lacks the variables {missing}: not a calibration run's records")
+        keep = (ds["eligible"].values == 1)
+        if source != "any":
+            keep &= (ds["source"].values == source)[:, None]
+        p.append(ds["p_best"].values[keep])
+        best.append(ds["is_best"].values[keep])
+    predicted, observed, count = reliability(np.concatenate(p), np.concatenate(best))
+    return {b: (float(m), float(o), int(n)) for b, m, o, n in zip(BIN_LABELS, predicted, observed, count) if n > 0}
