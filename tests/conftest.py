@@ -3,8 +3,9 @@
 Markers: ``slow``: end-to-end runs (a CLI selection, a study, a dask cluster, a fresh interpreter,
 the docs' examples) and the few unit tests that take seconds, marked where they are written
 (``pytestmark = pytest.mark.slow`` in a module, ``@pytest.mark.slow`` on a test; a test over ~3 s
-on 2 cores belongs there).  ``pytest`` alone (the default ``-m "not slow"`` in pyproject.toml) is the
-fast inner loop; ``make test`` runs everything (``-m "slow or not slow"``).  Test helpers shared by
+on 2 cores belongs there).  ``make test`` and ``pytest`` alone (the default ``-m "not slow"`` in
+pyproject.toml) run the others, under 10 minutes on 2 cores; ``make test-slow`` runs the slow ones and
+``make test-all`` everything (``-m "slow or not slow"``); CI runs ``make test`` then ``make test-slow``.  Test helpers shared by
 several modules live in ``tests/_support/`` (on ``sys.path`` through pytest's ``pythonpath`` setting).
 """
 

@@ -1,6 +1,7 @@
 """The k range of a user-item selection is widened (up to m) while the best k sits at its edge."""
 
 import numpy as np
+import pytest
 
 from hybridpriv.spec import parse_spec
 from hybridpriv.workflow import run_selection
@@ -10,6 +11,7 @@ BASE = {"kind": "user-item", "column_sums": [32] * 30, "n": 40, "epsilon": 20.0,
         "evaluation": {"draws": 8, "chains": 2, "seed": 3}}
 
 
+@pytest.mark.slow
 def test_the_best_k_at_the_edge_widens_the_range_and_numbers_equal_one_evaluation():
     widened = run_selection(parse_spec(BASE).problem())
     ks = [int(k) for k in widened.decision.k.values]
@@ -24,6 +26,7 @@ def test_the_best_k_at_the_edge_widens_the_range_and_numbers_equal_one_evaluatio
     assert int(direct.decision.attrs["recommended"]) == best
 
 
+@pytest.mark.slow
 def test_a_range_given_in_the_spec_is_never_widened():
     result = run_selection(parse_spec({**BASE, "k": [1, 5]}).problem())
     assert [int(k) for k in result.decision.k.values] == [1, 2, 3, 4, 5]

@@ -80,6 +80,7 @@ def test_a_refusal_shows_r_hat_to_three_decimals_and_the_posteriors_own_advice()
     del info
 
 
+@pytest.mark.slow
 def test_a_fit_prints_none_of_pymcs_chatter_and_restores_its_loggers(caplog):
     # issue 25 finding: "Initializing NUTS", "We recommend running at least 4 chains" reached Python users raw
     import logging

@@ -32,6 +32,7 @@ def _published(centres, t=1, release="r", epsilon=5.0, tau=2, k=2, bounds=(0.0, 
             "epsilon": epsilon, "tau": tau, "k": k, "bounds": list(bounds)}
 
 
+@pytest.mark.slow
 def test_the_device_report_is_laplace_of_scale_m_d_tau_plus_one_over_epsilon():
     """20,000 devices at one point: each coordinate's report is Laplace(x, b_L) (KS; mean and variance within 5 s.e.)."""
     eps, tau = 3.0, 2
@@ -45,6 +46,7 @@ def test_the_device_report_is_laplace_of_scale_m_d_tau_plus_one_over_epsilon():
         assert abs(r[:, j].var() / (2 * b_l**2) - 1) < 5 * math.sqrt(5 / 20_000)
 
 
+@pytest.mark.slow
 def test_the_device_answer_is_k_ary_randomized_response_at_epsilon_over_tau_plus_one():
     """20,000 answers over k = 3 clusters: the nearest with q = e^e'/(k - 1 + e^e'), each other with r (chi-square)."""
     eps, tau, k = 2.0, 3, 3
@@ -259,6 +261,7 @@ def test_a_release_in_rounds_refuses_a_restored_state_stale_answers_and_changed_
     assert "over its budget" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_public_start_is_released_reading_no_data_and_charging_nothing(tmp_path, capsys):
     """Issue 25 (K-means): the public start alone is a candidate; released, it is the pilot's start, reads no file
     and is charged epsilon 0, so a later release of an iterated candidate still has the whole budget."""

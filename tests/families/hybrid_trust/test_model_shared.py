@@ -63,6 +63,7 @@ def test_the_brute_force_likelihood_is_scipys():
         np.testing.assert_allclose(_loglik(x, p, v), want, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pilots, pi", [(SAME, 0.5), (SAME, 0.2), (APART, 0.5)], ids=["same-0.5", "same-0.2", "apart"])
 def test_posterior_probability_of_a_shared_law_matches_brute_force(pilots, pi):
     expected = _brute_force_p_shared(*pilots, pi)
@@ -82,6 +83,7 @@ def test_posterior_probability_of_a_shared_law_matches_brute_force(pilots, pi):
     assert np.all(post.gap[~shared] != 0.0)
 
 
+@pytest.mark.slow
 def test_same_law_pilots_shrink_the_gap_and_apart_ones_do_not():
     fits = {name: HybridTrustModel(M, pilot_T=p[0], pilot_L=p[1], shared_prior=pi).fit(draws=500, tune=500, seed=1)
             for name, p, pi in (("pooled", SAME, 0.5), ("two", SAME, 0.0), ("apart", APART, 0.5))}
@@ -111,6 +113,7 @@ def test_the_shared_law_is_the_branch_a_decision_is_checked_within():
     assert HybridTrustModel(M, shared_prior=0.0, sizes=(400, 600)).prior(draws=50, seed=2).branches() == []
 
 
+@pytest.mark.slow
 def test_the_indicator_is_reproducible_and_keyed_by_the_seed():
     model = HybridTrustModel(M, pilot_T=SAME[0], pilot_L=SAME[1])
     a, b, c = (model.fit(draws=200, tune=200, seed=s) for s in (4, 4, 5))
@@ -166,6 +169,7 @@ def test_spec_key_reaches_the_model_and_contradictions_are_refused():
         load_spec_text(SPEC.format(extra="shared_prior = 1.2"))
 
 
+@pytest.mark.slow
 def test_models_fitted_together_draw_their_indicators_from_their_own_streams():
     import xarray as xr
 

@@ -76,6 +76,7 @@ def _independent_p_same(model: WangPrivateModel, pi: float, draws: int = 40_000,
     return pi * lik["same"] / (pi * lik["same"] + (1 - pi) * lik["differ"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("offset, pi", [(0.0, SHARED_PRIOR), (0.12, 0.3)])
 def test_the_posterior_probability_of_the_same_law_matches_importance_sampling(public, offset, pi):
     probe = WangPrivateModel(*public, PublishedSummaries(N_PRIVATE, outcome_rate=0.5), **NARROW)

@@ -59,6 +59,7 @@ def check_margins(mat, r, c):
 # ----------------------------------------------------------------------------------------------
 # uniformity of the continuing chain
 # ----------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_continuing_chain_after_row_sum_moves_is_uniform_given_margins():
     # R_A at even draws, one of OTHERS at odd draws: every R_A draw that is not a block start was
     # reached by a row-sum move from another margin pair (1-2 items moved at once, n changing in

@@ -66,6 +66,7 @@ def _mixture_law(c, n, shapes):
     return dict(law)
 
 
+@pytest.mark.slow
 def test_the_pooled_posterior_is_the_equal_mixture_of_the_components_laws():
     """3,000 pooled draws per component (1,500 per chain, 2 chains, 1,000 moves apart) against the enumerated
     mixture law; and, to show the check has power, the same draws against one component's law alone."""

@@ -44,6 +44,7 @@ def chisquare_p(counts: Counter) -> tuple[float, float]:
     return float(stats.chisquare(obs, exp).pvalue), float(np.max(np.abs(obs / exp - 1)))
 
 
+@pytest.mark.slow
 def test_default_matrix_sampler_is_uniform_given_its_margins_and_the_old_default_is_not():
     model = UserItemModel(C, len(R))
     assert (model.start, model.trades_per_row) == ("random", TRADES_PER_ROW)
