@@ -120,6 +120,8 @@ def test_p_best_bins_pools_runs_pair_by_pair_and_refuses_bad_input():
     assert sum(n for *_, n in p_best_bins([a, b], source="any").values()) == 8
     with pytest.raises(ValueError, match="source must be 'synthetic', 'real' or 'any', got 'held'"):
         p_best_bins([a], source="held")
+    with pytest.raises(ValueError, match=r"runs must be a list of calibration runs, got one Dataset: pass \[ds\]"):
+        p_best_bins(a)
     with pytest.raises(ValueError, match="runs must hold at least one calibration run, got none"):
         p_best_bins([])
     with pytest.raises(ValueError, match=r"runs\[0\] lacks the variables \['source', 'is_best'\]"):

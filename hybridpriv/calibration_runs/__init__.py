@@ -153,6 +153,8 @@ def p_best_bins(runs: list[xr.Dataset], source: str = "synthetic") -> dict[str, 
 
     if source not in ("synthetic", "real", "any"):
         raise ValueError(f"source must be 'synthetic', 'real' or 'any', got {source!r}")
+    if isinstance(runs, xr.Dataset):
+        raise ValueError("runs must be a list of calibration runs, got one Dataset: pass [ds]")
     if not runs:
         raise ValueError("runs must hold at least one calibration run, got none")
     p, best = [], []
