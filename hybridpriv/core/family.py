@@ -75,7 +75,8 @@ class Family:
         inside them on the calibration study's held-out truths at default scale, by seed (``{}``: never
         measured).  ``select`` prints it under every recommendation (:func:`hybridpriv.engine.decision.range_line`);
         the calibration study writes it beside its own measurement (``coverage_recorded``), and a test keeps it
-        equal to the table in ``docs/calibration.md``.  Update all three after a calibration run.
+        equal to the tables in ``docs/calibration.md`` (seeds 0-2: the per-family table; later seeds: the held-out
+        seeds' table).  Update all three after a calibration run.
     p_best_held, p_best_seeds
         How often P(best) came true on data its model did not generate: per bin of the reliability diagram
         (:data:`hybridpriv.reliability.BIN_LABELS`), ``(mean P(best) reported, share of those candidates that were

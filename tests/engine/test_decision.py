@@ -440,7 +440,8 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     sel.problem.kind = "kmeans"  # P(best) never pooled: no table, an empty note; its ranges' coverage still kept
     attrs = Selection._held_out_attrs(sel)
     assert attrs["p_best_note"] == "" and not any(k.startswith("p_best_held") for k in attrs)
-    assert list(attrs["range_coverage_held_out"]) == [family("kmeans").range_coverage[k] for k in (0, 1, 2)]
+    held = family("kmeans").range_coverage
+    assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
 
 
 def test_every_familys_p_best_held_is_the_calibration_pages_table():
@@ -484,6 +485,15 @@ def test_every_familys_range_coverage_is_the_calibration_pages_table():
         table[names.get(cells[0], cells[0])] = [int(v) / 100 for v in re.findall(r"\d+", cells[1])]
     measured = {name: fam for name, fam in registry().items() if fam.has_truths}
     assert set(table) == set(measured)
+    # the seeds run after the table, held out: "| kind | held-out seed | coverage | stored run |"
+    head = "| kind | held-out seed | coverage | stored run |"
+    later: dict = {}
+    for row in page[page.index(head):].split("\n\n")[0].splitlines()[2:]:
+        kind, seed, coverage, _ = (c.strip() for c in row.strip("|").split("|"))
+        later.setdefault(kind, {})[int(seed)] = float(coverage.strip("*").rstrip("%")) / 100
+    assert set(later) <= set(measured)
     for name, fam in measured.items():
-        assert sorted(fam.range_coverage) == [0, 1, 2], name
+        assert sorted(fam.range_coverage) == [0, 1, 2, *sorted(later.get(name, {}))], name
         assert [fam.range_coverage[k] for k in (0, 1, 2)] == pytest.approx(table[name], abs=1e-12), name
+        for seed, coverage in later.get(name, {}).items():
+            assert fam.range_coverage[seed] == pytest.approx(coverage, abs=1e-12), (name, seed)
