@@ -91,7 +91,8 @@ def score(expected, low, high, p_best, eligible, realised, recommended: int) -> 
 
 
 def summarize(regret, covered, covered_recommended, ratio=()) -> dict[str, float]:
-    """Summary of many truths: interval coverage (over all candidate x truth pairs, NaN skipped),
+    """Summary of many truths: interval coverage (over the candidate x truth pairs given, NaN skipped; the study
+    gives the eligible candidates' alone),
     coverage of the recommended candidate, median and 90th-percentile regret (linear quantiles),
     share of truths where the recommendation was the oracle (regret 0), share of truths whose
     select run was refused (NaN regret; ``truths`` counts the others), and the median of
@@ -517,7 +518,11 @@ def _scope(ds: xr.Dataset, scope: str, what: str = "summary"):
     if what == "reliability":
         elig = sel.eligible.values == 1
         return np.where(elig, sel.p_best.values, np.nan), np.where(elig, sel.is_best.values, np.nan)
-    return sel.regret.values, sel.covered.values, sel.covered_recommended.values, sel.ratio.values
+    # coverage over the eligible candidates' ranges, those a user acts on (as P(best)'s reliability): a candidate
+    # that is never eligible (K-means' local-only ones) still has its range printed, and counting it lifted K-means'
+    # coverage from 62.9 to 72.7% on its held-out seed 3 (docs/calibration.md)
+    covered = np.where(sel.eligible.values == 1, sel.covered.values, np.nan)
+    return sel.regret.values, covered, sel.covered_recommended.values, sel.ratio.values
 
 
 def plot_calibration(ds: xr.Dataset, axes=None):

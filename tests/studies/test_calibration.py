@@ -49,6 +49,23 @@ def test_score_refuses_bad_input_naming_it():
         score([1, 2], [1, 2], [1, 2], [1, 0], [True, True], [np.nan, 2.0], 0)
 
 
+def test_a_scopes_coverage_counts_the_eligible_candidates_alone():
+    """A never-eligible candidate's range is printed but not acted on: the study's coverage leaves it out (K-means'
+    local-only candidates lifted its held-out seed 3 from 62.9 to 72.7%)."""
+    import xarray as xr
+
+    from hybridpriv.calibration import _scope
+
+    ds = xr.Dataset({"family": ("truth", ["kmeans", "kmeans", "grouped"]),
+                     "regret": ("truth", [0.0, 0.5, 0.1]), "covered_recommended": ("truth", [1.0, 0.0, 1.0]),
+                     "eligible": (("truth", "candidate"), [[1, 0], [1, 0], [1, 1]]),
+                     "covered": (("truth", "candidate"), [[1.0, 1.0], [0.0, 1.0], [0.0, 1.0]]),
+                     "ratio": (("truth", "candidate"), np.ones((3, 2)))})
+    assert summarize(*_scope(ds, "kmeans"))["coverage"] == pytest.approx(1 / 2)  # 3 / 4 with the ineligible ones
+    assert summarize(*_scope(ds, "overall"))["coverage"] == pytest.approx(2 / 4)
+    assert summarize(*_scope(ds, "grouped"))["coverage"] == pytest.approx(1 / 2)
+
+
 def test_summary_by_hand():
     s = summarize(regret=[0.0, 0.1, 0.02, 0.5, 0.0, np.nan],
                   covered=[[1, 0, np.nan], [1, 1, 1]], covered_recommended=[1, 0, 1, 1],
