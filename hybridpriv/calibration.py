@@ -519,8 +519,8 @@ def _scope(ds: xr.Dataset, scope: str, what: str = "summary"):
         elig = sel.eligible.values == 1
         return np.where(elig, sel.p_best.values, np.nan), np.where(elig, sel.is_best.values, np.nan)
     # coverage over the eligible candidates' ranges, those a user acts on (as P(best)'s reliability): a candidate
-    # that is never eligible (K-means' local-only ones) still has its range printed, and counting it lifted K-means'
-    # coverage from 62.9 to 72.7% on its held-out seed 3 (docs/calibration.md)
+    # that is never eligible still has its range printed, and counting it can lift a kind's coverage by ten points
+    # (docs/calibration.md, held-out seeds)
     covered = np.where(sel.eligible.values == 1, sel.covered.values, np.nan)
     return sel.regret.values, covered, sel.covered_recommended.values, sel.ratio.values
 
