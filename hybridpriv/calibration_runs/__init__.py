@@ -122,19 +122,13 @@ def _read_table(path: Path, what: str, text: set[str]) -> pd.DataFrame:
         try:
             return np.array([float(c) for c in cells], dtype=np.float64)
         except ValueError:
-            row, cell = next((r, c) for r, c in enumerate(cells, start=2) if not _is_number(c))
+            from ..release.data import is_number
+
+            row, cell = next((r, c) for r, c in enumerate(cells, start=2) if not is_number(c))
             raise ValueError(f"{what}: {path.name} row {row} column {name!r} must be a number, got {cell!r}") from None
 
     columns = list(zip(*table.rows)) if table.rows else [()] * len(table.header)
     return pd.DataFrame({h: convert(h, list(col)) for h, col in zip(table.header, columns)})
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def stored_names() -> list[str]:
