@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.calibration_runs import (from_tables, p_best_bins, read_records, stored, stored_names, to_tables,
-                                         write_records)
+from hybridpriv.calibration_runs import (from_tables, p_best_bins, read_records, regret_rules, stored, stored_names,
+                                         to_tables, write_records)
 
 
 def _run() -> xr.Dataset:
@@ -126,6 +126,44 @@ def test_p_best_bins_pools_runs_pair_by_pair_and_refuses_bad_input():
         p_best_bins([])
     with pytest.raises(ValueError, match=r"runs\[0\] lacks the variables \['source', 'is_best'\]"):
         p_best_bins([_run()])
+
+
+def _one_family(realised, eligible, regret) -> xr.Dataset:
+    cand = ["k:1", "k:2", "k:3"]
+    return xr.Dataset({"realised": (("truth", "candidate"), realised), "eligible": (("truth", "candidate"), eligible),
+                       "regret": ("truth", regret)},
+                      coords={"truth": [f"t-{i}" for i in range(len(regret))], "candidate": cand})
+
+
+def test_regret_rules_pool_runs_against_a_hand_count_and_refuse_bad_input():
+    """Two runs of one family: k:3 is ineligible on one truth (no rule), a refused truth is left out of every
+    rule; each rule's regrets written out by hand."""
+    nan = np.nan
+    a = _one_family([[1.0, 2.0, 4.0], [3.0, 1.5, 1.0], [2.0, 2.0, 2.0]], [[1, 1, 1], [1, 1, 1], [1, 1, 1]],
+                    [0.0, 0.5, nan])
+    b = _one_family([[2.0, 1.0, 0.5], [4.0, 5.0, 1.0]], [[1, 1, 0], [1, 1, 1]], [1.0, 0.25])
+    got = regret_rules([a, b])
+    # best eligible: a0 1, a1 1, b0 1 (k:3 ineligible), b1 1
+    hand = {"recommendation": [0, 50, 100, 25], "k:1": [0, 200, 100, 300], "k:2": [100, 50, 0, 400]}
+    assert list(got.index) == ["recommendation", "k:2", "k:1"] and got.attrs["left_out"] == 1  # by mean: 137.5, 150
+    for rule, v in hand.items():
+        v = np.array(v, dtype=float)
+        row = got.loc[rule]
+        assert (row["median"], row["mean"], row["p90"]) == pytest.approx((np.median(v), v.mean(), np.quantile(v, 0.9)))
+        assert row["above_25pct"] == (v > 25).sum() and row["truths"] == 4
+    with pytest.raises(ValueError, match=r"runs must be a list of calibration runs, got one Dataset: pass \[ds\]"):
+        regret_rules(a)
+    with pytest.raises(ValueError, match="runs must hold at least one calibration run, got none"):
+        regret_rules([])
+    with pytest.raises(ValueError, match=r"runs\[0\] lacks the variables \['regret'\]"):
+        regret_rules([a.drop_vars("regret")])
+    with pytest.raises(ValueError, match=r"runs\[1\] has the candidates \['k:1', 'k:9', 'estimator:weighted'\], "
+                                         r"runs\[0\] \['k:1', 'k:2', 'k:3'\]: pool one family's runs"):
+        regret_rules([a, _run()])
+    with pytest.raises(ValueError, match=r"runs\[1\] brings the families to \['grouped', 'kmeans'\]"):
+        regret_rules([a.assign(family=("truth", ["kmeans"] * 3)), b.assign(family=("truth", ["grouped"] * 2))])
+    with pytest.raises(ValueError, match="runs hold no truth where select chose"):
+        regret_rules([a.assign(regret=("truth", [nan] * 3))])
 
 
 def test_stored_user_item_seed10_and_grouped_seed2_give_the_numbers_the_docs_quote():
@@ -264,6 +302,9 @@ def test_hybrid_trust_seeds_0_to_3_pooled_against_the_fixed_rules():
     """calibration.md's pooled comparison (135 truths, seed 1's refused one left out): the recommendation has the
     lowest median and the fewest truths above 25%, a p90 below always hkvh's and within 4 points of always
     bayes's, and a mean above hkvh's (seed 1's one truth at 10,910%)."""
+    table = regret_rules([stored(f"hybrid-trust-seed{seed}") for seed in range(4)])
+    assert table.attrs["left_out"] == 1 and list(table.index[:3]) == ["recommendation", "estimator:hybrid-hkvh",
+                                                                       "estimator:hybrid-bayes"]
     rec, hkvh, bayes = [], [], []
     for seed in range(4):
         ds = stored(f"hybrid-trust-seed{seed}")
@@ -278,3 +319,6 @@ def test_hybrid_trust_seeds_0_to_3_pooled_against_the_fixed_rules():
     assert stats["rec"] == pytest.approx((2.8, 214.5, 405.1, 36), abs=0.05)
     assert stats["hkvh"] == pytest.approx((4.2, 180.9, 465.3, 40), abs=0.05)
     assert stats["bayes"] == pytest.approx((3.1, 330.9, 401.8, 45), abs=0.05)
+    for rule, name in (("recommendation", "rec"), ("estimator:hybrid-hkvh", "hkvh"), ("estimator:hybrid-bayes", "bayes")):
+        row = table.loc[rule]  # the helper agrees with the computation above
+        assert (row["median"], row["mean"], row["p90"], row["above_25pct"]) == pytest.approx(stats[name], abs=1e-9)

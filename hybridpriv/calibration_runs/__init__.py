@@ -11,7 +11,8 @@ floor, a P(best) recalibration, coverage per generator) is the per-truth and per
 Missing numbers are written ``nan`` and empty strings stay empty (a sensitivity warning that was not printed is
 ``""``, not missing; numbers to six significant digits).  This package's folder keeps the held-out runs the docs
 quote (:func:`stored`, :func:`stored_names`; its README says which run is which); :func:`p_best_bins` pools runs'
-P(best) exactly, pair by pair, in the form of a family's ``p_best_held``.
+P(best) exactly, pair by pair, in the form of a family's ``p_best_held``; :func:`regret_rules` scores the
+recommendation against every fixed rule (always the same candidate) over the pooled truths.
 """
 from __future__ import annotations
 
@@ -170,3 +171,56 @@ def p_best_bins(runs: list[xr.Dataset], source: str = "synthetic") -> dict[str, 
         best.append(ds["is_best"].values[keep])
     predicted, observed, count = reliability(np.concatenate(p), np.concatenate(best))
     return {b: (float(m), float(o), int(n)) for b, m, o, n in zip(BIN_LABELS, predicted, observed, count) if n > 0}
+
+
+def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
+    """The recommendation's regret against every fixed rule's, pooled over ``runs`` (one family's runs).
+
+    A fixed rule always chooses the same candidate; its regret on a truth is that candidate's realised risk over
+    the lowest realised risk among the truth's eligible candidates, minus 1 (as the recommendation's
+    ``regret``).  Only candidates eligible on every pooled truth are rules (a rule must be allowed to act).
+    Truths where ``select`` refused (regret NaN) are left out of every rule alike; ``attrs["left_out"]`` counts
+    them.  Returns one row per rule, ``"recommendation"`` first, then the candidates by mean: ``median``,
+    ``mean``, ``p90`` (percent), ``above_25pct`` (truths whose regret exceeds 25%) and ``truths``.
+    """
+    if isinstance(runs, xr.Dataset):
+        raise ValueError("runs must be a list of calibration runs, got one Dataset: pass [ds]")
+    if not runs:
+        raise ValueError("runs must hold at least one calibration run, got none")
+    names, families = None, set()
+    rec, realised, eligible, left_out = [], [], [], 0
+    for k, ds in enumerate(runs):
+        missing = [v for v in ("regret", "realised", "eligible") if v not in ds]
+        if missing:
+            raise ValueError(f"runs[{k}] lacks the variables {missing}: not a calibration run's records")
+        if "family" in ds:
+            families.update(str(f) for f in ds["family"].values)
+            if len(families) > 1:
+                raise ValueError(f"runs[{k}] brings the families to {sorted(families)}: pool one family's runs")
+        present = ds["realised"].notnull().any("truth").values
+        these = [str(c) for c in ds["candidate"].values[present]]
+        if names is None:
+            names = these
+        elif sorted(these) != sorted(names):
+            raise ValueError(f"runs[{k}] has the candidates {these}, runs[0] {names}: pool one family's runs")
+        kept = np.isfinite(ds["regret"].values)
+        left_out += int((~kept).sum())
+        sub = ds.isel(truth=np.flatnonzero(kept)).sel(candidate=names)
+        rec.append(sub["regret"].values * 100)
+        realised.append(sub["realised"].transpose("truth", "candidate").values)
+        eligible.append(sub["eligible"].transpose("truth", "candidate").values == 1)
+    r, risk, ok = np.concatenate(rec), np.concatenate(realised), np.concatenate(eligible)
+    if r.size == 0:
+        raise ValueError("runs hold no truth where select chose (every regret is NaN)")
+    best = np.min(np.where(ok, risk, np.inf), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(best[:, None] > 0, risk / best[:, None], np.where(risk == 0, 1.0, np.inf))
+    rows = {"recommendation": r}
+    for j in sorted(np.flatnonzero(ok.all(axis=0)), key=lambda j: float(ratio[:, j].mean())):
+        rows[names[j]] = (ratio[:, j] - 1) * 100
+    table = pd.DataFrame({rule: {"median": float(np.median(v)), "mean": float(v.mean()),
+                                 "p90": float(np.quantile(v, 0.9)), "above_25pct": int((v > 25).sum()),
+                                 "truths": int(v.size)} for rule, v in rows.items()}).T
+    table = table.astype({"above_25pct": int, "truths": int})
+    table.attrs["left_out"] = left_out
+    return table
