@@ -137,7 +137,7 @@ BAD = [
     ("[0.9, 0.85]]", "[0.9]]", "knowledge.pilot rows must all have the same number"),
     ("[knowledge]", '[knowledge]\nstart = "random"', "knowledge.start must be 'pilot' or 'uniform', got 'random'"),
     ("[knowledge]", "[knowledge]\nsmoothing = -0.1", "knowledge.smoothing must be >= 0, got -0.1"),
-    ("[knowledge]", '[knowledge]\nsmoothing = "cv"', 'knowledge.smoothing must be a number >= 0 or "auto", got \'cv\''),
+    ("[knowledge]", '[knowledge]\nsmoothing = "cv"', 'knowledge.smoothing must be a number >= 0, "refit" or "auto", got \'cv\''),
     ("[knowledge]", "[knowledge]\nfoo = 1", "unknown key(s) ['foo'] in knowledge"),
     ("[knowledge]", '[evaluation]\nalgorithms = ["magic"]\n[knowledge]', "evaluation.algorithms: unknown candidate 'magic'"),
     ("[knowledge]", "[evaluation]\ndraws = 1000000\ntrials = 1000\n[knowledge]", "point-operations (hours of CPU)"),

@@ -75,7 +75,7 @@ class KMeansFamily(Family):
 
     def predictive_checks(self, posterior: Any, seed: int) -> Any:
         return NoChecks("the model is the Bayesian bootstrap of the pilot sample: every simulated dataset resamples the "
-                        "pilot's points (blurred by model.smoothing), so it reproduces the pilot by construction; what "
+                        "pilot's points (spread or blurred by model.smoothing), so it reproduces the pilot by construction; what "
                         "it cannot show is structure the pilot lacks (a cluster no pilot point fell in)")
 
     def template_files(self) -> dict[str, str]:

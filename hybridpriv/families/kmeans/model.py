@@ -15,8 +15,20 @@ Dirichlet-process limit as the prior, the posterior of ``F`` is the **Bayesian b
   so R-hat and ESS only confirm what is known.
 * :class:`KMeansPilotPosterior` -- the fitted model as a dataset source: draw ``(chain, draw)``
   makes a :class:`~hybridpriv.families.kmeans.algorithms.PointCloud` of ``n`` users resampled from the pilot
-  with that draw's weights (optionally smoothed by Gaussian noise), a fresh random trust split
+  with that draw's weights (by default spread about the pilot's clusters by the draw's ``spread``, a bootstrap
+  of how much a start fitted to a pilot flatters it: :func:`refit_spread`; or blurred by Gaussian noise), a
+  fresh trust split
   (``round(c n)`` TCM users) and the public start (the same for every dataset, or fresh uniform).
+
+Who trusts the curator is public only as a share ``c``; whether it goes with where a user's point lies
+is not (the setosa irises trust, the others do not).  With ``trust_may_follow_clusters`` (the
+default) the model says so: in each draw trust follows the clusters with probability 1/2
+(``trust_follows``); then a share ``trust_share ~ Uniform(0, 1)`` of the TCM users come from one
+cluster (``trust_cluster``, uniform over the ``k`` clusters of :func:`pilot_start`, each user in the
+cluster of the nearest centre) and the rest from all users at random.  Otherwise, and always with
+``trust_may_follow_clusters = False``, the TCM users are a random share of all users.  The two
+alternatives are a :class:`~hybridpriv.core.assumptions.Branch`: the selection checks its decision
+within each and warns when it rests on one.
 
 Summary variables (for ``summary()`` and the convergence check): ``mean`` (the weighted mean of
 each coordinate) and ``sd`` (the weighted standard deviation of each coordinate).
@@ -34,8 +46,8 @@ import xarray as xr
 from ...core.privacy import Bounds, check_integer
 from ...core.model import KnowledgeModel, Posterior
 
-__all__ = ["KMeansPilotModel", "KMeansPilotPosterior", "SMOOTHING_FOLDS", "START_MODES", "cross_validated_smoothing",
-           "pilot_start"]
+__all__ = ["KMeansPilotModel", "KMeansPilotPosterior", "MAX_SPREAD", "SMOOTHING_FOLDS", "SMOOTHING_RULES", "START_MODES",
+           "TRUST_FOLLOWS_PRIOR", "cross_validated_smoothing", "pilot_start", "refit_spread", "trust_split"]
 
 #: How the public start (line 1 of Algorithm 1) is chosen: from the pilot, or uniform per dataset.
 START_MODES = ("pilot", "uniform")
@@ -43,6 +55,35 @@ START_MODES = ("pilot", "uniform")
 PILOT_LLOYD_ITERATIONS = 100
 #: Folds of the cross-validation behind ``smoothing="auto"`` (leave-one-out for pilots of at most this many points).
 SMOOTHING_FOLDS = 20
+#: With ``trust_may_follow_clusters``: the prior probability that trust follows the clusters in a draw.
+TRUST_FOLLOWS_PRIOR = 0.5
+#: ``smoothing="refit"``: the largest spread factor a draw may take (a pilot of k distinct points fits itself exactly).
+MAX_SPREAD = 100.0
+#: The values of ``smoothing`` that are rules rather than a number.
+SMOOTHING_RULES = ("refit", "auto")
+
+
+def trust_split(labels: np.ndarray, n_trusted: int, share: float, cluster: int, rng: np.random.Generator) -> np.ndarray:
+    """Which of the users trust the curator: ``n_trusted`` of them, a share ``share`` drawn from cluster ``cluster``.
+
+    ``labels`` is each user's cluster.  ``min(round(share n_trusted), size of the cluster)`` TCM users are
+    drawn at random from the cluster, the rest at random from all the other users; ``share = 0`` is a random
+    split of all users.  Returns a boolean mask with exactly ``n_trusted`` entries set.
+    """
+    labels = np.asarray(labels)
+    n = labels.size
+    if not 0 <= n_trusted <= n:
+        raise ValueError(f"n_trusted must be in [0, {n}], got {n_trusted!r}")
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"share must be in [0, 1], got {share!r}")
+    trusted = np.zeros(n, dtype=bool)
+    inside = np.flatnonzero(labels == cluster)
+    first = min(int(round(share * n_trusted)), inside.size)
+    if first:
+        trusted[rng.choice(inside, first, replace=False)] = True
+    rest = np.flatnonzero(~trusted)
+    trusted[rest[rng.permutation(rest.size)[: n_trusted - first]]] = True
+    return trusted
 
 
 def pilot_start(pilot: np.ndarray, k: int) -> np.ndarray:
@@ -112,12 +153,40 @@ def cross_validated_smoothing(pilot: np.ndarray, k: int) -> float:
     return math.sqrt(max(cv - fit, 0.0) / d)
 
 
+def refit_spread(pilot: np.ndarray, k: int, weights: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per posterior draw, how much more the users spread about a start fitted to a pilot than that pilot does
+    (``smoothing="refit"``).
+
+    The public start was fitted to the pilot, so the pilot sits closer to it than the users do, by an amount that
+    varies from pilot to pilot.  The bootstrap sees that variation: for each draw's weights ``w`` (its ``F``), a
+    pilot of ``m`` points is drawn from ``F`` (``m`` picks of the pilot's points with probabilities ``w``), a start
+    is fitted to it (:func:`pilot_start`), and the draw's factor is that start's mean squared distance over ``F``
+    divided by the same over its own pilot (capped at :data:`MAX_SPREAD`; 1 when both are 0).  ``weights`` is
+    ``(draws, m)``; returns ``(draws,)``.  Public data only: it spends no budget.
+    """
+    x = np.asarray(pilot, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    if x.ndim != 2 or w.ndim != 2 or w.shape[1] != x.shape[0]:
+        raise ValueError(f"weights must be (draws, {x.shape[0] if x.ndim == 2 else '?'}) for a pilot of shape "
+                         f"{x.shape}, got {w.shape}")
+    m = x.shape[0]
+    out = np.empty(w.shape[0])
+    for b in range(w.shape[0]):
+        idx = rng.choice(m, m, p=w[b] / w[b].sum())
+        start = pilot_start(x[idx], k)
+        inside = float(_cost(x[idx], start).mean())
+        outside = float(w[b] @ _cost(x, start)) / float(w[b].sum())
+        out[b] = 1.0 if outside == inside else (min(outside / inside, MAX_SPREAD) if inside > 0 else MAX_SPREAD)
+    return out
+
+
 class KMeansPilotPosterior(Posterior):
     """The Bayesian bootstrap's draws as a source of :class:`~hybridpriv.families.kmeans.algorithms.PointCloud` datasets.
 
-    ``idata["posterior"]`` holds ``weights (chain, draw, pilot)`` and the summaries ``mean`` and
-    ``sd`` ``(chain, draw, coordinate)``.  ``start`` is the public start shared by every dataset
-    (``None`` with ``start="uniform"``: each dataset draws its own, uniform in the box).
+    ``idata["posterior"]`` holds ``weights (chain, draw, pilot)``, the summaries ``mean`` and
+    ``sd`` ``(chain, draw, coordinate)`` and, with ``trust_may_follow_clusters``, ``trust_follows``,
+    ``trust_share`` and ``trust_cluster`` ``(chain, draw)``.  ``start`` is the public start shared by every
+    dataset (``None`` with ``start="uniform"``: each dataset draws its own, uniform in the box).
     """
 
     convergence_vars = ("mean", "sd")
@@ -128,31 +197,64 @@ class KMeansPilotPosterior(Posterior):
         super().__init__(model, idata, seed)
         self.weights = np.asarray(idata["posterior"]["weights"].values, dtype=float)
         self.start = pilot_start(model.pilot, model.k) if model.start == "pilot" else None
+        post = idata["posterior"]
+        # the pilot's clusters (the pilot start's): the ones trust may follow, and the centres users spread about
+        self.clusters = self.start if self.start is not None else pilot_start(model.pilot, model.k)
+        self._trust = None
+        if "trust_share" in post.data_vars:
+            self._trust = (np.asarray(post["trust_share"].transpose("chain", "draw").values, dtype=float),
+                           np.asarray(post["trust_cluster"].transpose("chain", "draw").values, dtype=int))
+        self._spread = (np.asarray(post["spread"].transpose("chain", "draw").values, dtype=float)
+                        if "spread" in post.data_vars else None)
 
-    def dataset(self, points: np.ndarray, rng: np.random.Generator):
-        """``points`` as a :class:`PointCloud`: a random trust split of share ``c`` and the public start.
+    def branches(self) -> list[Any]:
+        """With ``trust_may_follow_clusters``: whether the users who trust the curator are a random share."""
+        if self._trust is None:
+            return []
+        from ...core.assumptions import Branch
+
+        follows = np.asarray(self.idata["posterior"]["trust_follows"].transpose("chain", "draw").values) > 0
+        return [Branch("trust", "the users who trust the curator are a random share of every cluster",
+                       "trust follows the clusters (many of the users who trust the curator come from one cluster)", ~follows,
+                       advice="if you know, say so: model.trust_may_follow_clusters = false if who trusts the curator "
+                              "has nothing to do with where their point lies")]
+
+    def dataset(self, points: np.ndarray, rng: np.random.Generator, share: float = 0.0, cluster: int = 0):
+        """``points`` as a :class:`PointCloud` with the public start and ``round(c n)`` TCM users, a share ``share``
+        of them from cluster ``cluster`` of the pilot start's (:func:`trust_split`; 0: a random split).
 
         The step :meth:`generate` ends with, exposed so that real points can be scored the same way.
         """
-        from .algorithms import PointCloud
+        from .algorithms import PointCloud, nearest_centre
 
         m = self.model_spec
         n, d = points.shape
-        trusted = np.zeros(n, dtype=bool)
-        trusted[rng.permutation(n)[: m.n_trusted(n)]] = True
+        labels = nearest_centre(points, self.clusters)[0] if share > 0 else np.zeros(n, dtype=int)
+        trusted = trust_split(labels, m.n_trusted(n), share, cluster, rng)
         init = self.start if self.start is not None else m.bounds.lower + m.bounds.width * rng.random((m.k, d))
         return PointCloud(points, trusted, m.bounds, init)
 
     def generate(self, chain: int, draw: int, rng: np.random.Generator):
-        """``n`` users resampled from the pilot with draw ``(chain, draw)``'s weights, then :meth:`dataset`."""
+        """``n`` users resampled from the pilot with draw ``(chain, draw)``'s weights; with ``smoothing="refit"``
+        each user's offset from the nearest of :attr:`clusters` scaled by the square root of the draw's ``spread``
+        (clamped into the box), else blurred by ``smoothing``; then :meth:`dataset` with the draw's trust (a
+        random split unless it follows the clusters there)."""
         chain, draw = self._check_index(chain, draw)
         m = self.model_spec
         w = self.weights[chain, draw]
         idx = rng.choice(w.size, size=m.n, p=w / w.sum())
         points = m.pilot[idx]
+        if self._spread is not None:
+            from .algorithms import nearest_centre
+
+            centre = self.clusters[nearest_centre(points, self.clusters)[0]]
+            points = m.bounds.clamp(centre + math.sqrt(self._spread[chain, draw]) * (points - centre))
         if m.smoothing > 0:
             points = m.bounds.clamp(points + m.smoothing * rng.standard_normal(points.shape))
-        return self.dataset(np.asarray(points, dtype=float), rng)
+        if self._trust is None:
+            return self.dataset(np.asarray(points, dtype=float), rng)
+        share, cluster = self._trust
+        return self.dataset(np.asarray(points, dtype=float), rng, float(share[chain, draw]), int(cluster[chain, draw]))
 
 
 class KMeansPilotModel(KnowledgeModel):
@@ -176,21 +278,28 @@ class KMeansPilotModel(KnowledgeModel):
         ``"uniform"``: a fresh start uniform in the box for every dataset.
     smoothing
         Standard deviation of Gaussian noise added to every resampled point (clamped into the box):
-        a smoothed bootstrap; ``0`` resamples the pilot points as they are; ``"auto"`` (default):
+        a smoothed bootstrap; ``0`` resamples the pilot points as they are; ``"auto"``:
         :func:`cross_validated_smoothing`, the blur that turns the pilot's in-sample K-means cost into its
-        cross-validated one.  The number used is ``smoothing``; ``smoothing_rule`` says which was asked for.
+        cross-validated one; ``"refit"`` (default): no blur, each draw's users spread about the pilot's clusters
+        by the draw's :func:`refit_spread` (posterior variable ``spread``), so that the pilot's optimism *and its
+        uncertainty* reach the datasets.  The blur used is ``smoothing`` (0 under ``"refit"``);
+        ``smoothing_rule`` says which was asked for (``"given"`` for a number).
+    trust_may_follow_clusters
+        ``True`` (default): public knowledge (the share ``c``) cannot rule out that who trusts the curator goes
+        with where their point lies, so in half the draws a ``Uniform(0, 1)`` share of the TCM users come from
+        one cluster (the module's docstring); ``False``: the user states that trust was split at random.
 
     Notes
     -----
     The posterior is exact (independent Dirichlet draws, Rubin's Bayesian bootstrap), so
     ``tune`` is ignored.  It puts all its mass on the pilot's points: a cluster the pilot missed
-    is missing from every simulated dataset (``smoothing`` only blurs the pilot's points).
+    is missing from every simulated dataset (``smoothing`` only spreads or blurs the pilot's points).
     """
 
     posterior_class = KMeansPilotPosterior  # what fit() returns
 
     def __init__(self, pilot: np.ndarray, bounds: Bounds | tuple[float, float], n: int, c: float, k: int,
-                 start: str = "pilot", smoothing: float | str = "auto") -> None:
+                 start: str = "pilot", smoothing: float | str = "refit", trust_may_follow_clusters: bool = True) -> None:
         self.bounds = Bounds.from_pair(bounds)
         from .algorithms import check_points
 
@@ -208,15 +317,24 @@ class KMeansPilotModel(KnowledgeModel):
         if start == "pilot" and arr.shape[0] < self.k:
             raise ValueError(f"start='pilot' needs at least k = {self.k} pilot points, got {arr.shape[0]}")
         self.start = start
-        if isinstance(smoothing, str) and smoothing == "auto":
-            self.smoothing_rule = "auto"
-            self.smoothing = cross_validated_smoothing(arr, self.k)
+        if isinstance(smoothing, str) and smoothing in SMOOTHING_RULES:
+            if smoothing == "refit" and arr.shape[0] < self.k:
+                raise ValueError(f"smoothing='refit' fits k = {self.k} centres to the pilot: it needs at least k pilot "
+                                 f"points, got {arr.shape[0]}")
+            self.smoothing_rule = smoothing
+            self.smoothing = cross_validated_smoothing(arr, self.k) if smoothing == "auto" else 0.0
         else:
             if isinstance(smoothing, (bool, str)) or not isinstance(smoothing, numbers.Real) or not (
                     0 <= smoothing < math.inf):
-                raise ValueError(f"smoothing must be a finite number >= 0 or 'auto', got {smoothing!r}")
+                raise ValueError(f"smoothing must be a finite number >= 0, 'refit' or 'auto', got {smoothing!r}")
             self.smoothing_rule = "given"
             self.smoothing = float(smoothing)
+        if not isinstance(trust_may_follow_clusters, (bool, np.bool_)):
+            raise ValueError(f"trust_may_follow_clusters must be true or false, got {trust_may_follow_clusters!r}")
+        if trust_may_follow_clusters and arr.shape[0] < self.k:
+            raise ValueError(f"trust_may_follow_clusters needs at least k = {self.k} pilot points to place the "
+                             f"clusters, got {arr.shape[0]} (or set it false)")
+        self.trust_may_follow_clusters = bool(trust_may_follow_clusters)
 
     def n_trusted(self, n: int) -> int:
         """``round(c n)``, the number of TCM users among ``n`` (refused unless both groups have a user)."""
@@ -226,7 +344,9 @@ class KMeansPilotModel(KnowledgeModel):
         return t
 
     def build(self) -> Any:
-        """The PyMC model: ``weights ~ Dirichlet(1, ..., 1)`` over the pilot points, ``mean`` and ``sd`` of ``F``."""
+        """The PyMC model: ``weights ~ Dirichlet(1, ..., 1)`` over the pilot points, ``mean`` and ``sd`` of ``F``;
+        with ``trust_may_follow_clusters``, ``trust_follows ~ Bernoulli(1/2)``, ``trust_share`` (``Uniform(0, 1)``
+        where trust follows, else 0) and ``trust_cluster ~ Categorical(1/k, ..., 1/k)``."""
         import pymc as pm
 
         x = self.pilot
@@ -234,21 +354,39 @@ class KMeansPilotModel(KnowledgeModel):
             w = pm.Dirichlet("weights", a=np.ones(x.shape[0]), dims="pilot")
             mean = pm.Deterministic("mean", w @ x, dims="coordinate")
             pm.Deterministic("sd", pm.math.sqrt(w @ (x - mean[None, :]) ** 2), dims="coordinate")
+            if self.trust_may_follow_clusters:
+                follows = pm.Bernoulli("trust_follows", TRUST_FOLLOWS_PRIOR)
+                pm.Deterministic("trust_share", follows * pm.Uniform("trust_share_if_follows", 0.0, 1.0))
+                pm.Categorical("trust_cluster", p=np.full(self.k, 1.0 / self.k))
         return model
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
                 **sample_kwargs: Any) -> Any:
-        """Exact draws of the weights, chain ``c`` from ``numpy.random.default_rng(random_seed[c])``
-        (``model`` is :meth:`build`'s, whose distribution they follow; ``tune`` is not needed)."""
+        """Exact draws, chain ``c`` from ``numpy.random.default_rng(random_seed[c])``: the weights, then (with
+        ``trust_may_follow_clusters``) the trust variables (``model`` is :meth:`build`'s, whose distribution they
+        follow; ``tune`` is not needed), then (``smoothing="refit"``) each draw's ``spread``, a function of its
+        weights and a bootstrap pilot computed outside the PyMC graph (:func:`refit_spread`)."""
         if sample_kwargs:
             raise TypeError(f"{type(self).__name__} draws exactly and takes no sampler arguments, got {sorted(sample_kwargs)}")
         x = self.pilot
-        w = np.stack([np.random.default_rng(s).dirichlet(np.ones(x.shape[0]), size=draws) for s in random_seed])
+        gens = [np.random.default_rng(s) for s in random_seed]
+        w = np.stack([g.dirichlet(np.ones(x.shape[0]), size=draws) for g in gens])
         mean = w @ x
         sd = np.sqrt(np.einsum("cdp,cdpj->cdj", w, (x[None, None] - mean[:, :, None]) ** 2))
         coords = {"chain": np.arange(chains), "draw": np.arange(draws), "pilot": np.arange(x.shape[0]),
                   "coordinate": np.arange(x.shape[1])}
+        cd = ("chain", "draw")
+        trust = {}
+        if self.trust_may_follow_clusters:
+            follows = np.stack([g.random(draws) < TRUST_FOLLOWS_PRIOR for g in gens])
+            share = np.stack([g.random(draws) for g in gens])
+            cluster = np.stack([g.integers(self.k, size=draws) for g in gens])
+            trust = {"trust_follows": (cd, follows.astype(np.int64)), "trust_share_if_follows": (cd, share),
+                     "trust_share": (cd, np.where(follows, share, 0.0)), "trust_cluster": (cd, cluster.astype(np.int64))}
+        if self.smoothing_rule == "refit":  # after the trust draws, from the same generators
+            trust["spread"] = (cd, np.stack([refit_spread(x, self.k, w[c], g) for c, g in enumerate(gens)]))
         ds = xr.Dataset({"weights": (("chain", "draw", "pilot"), w), "mean": (("chain", "draw", "coordinate"), mean),
-                         "sd": (("chain", "draw", "coordinate"), sd)}, coords=coords,
-                        attrs={"sampler": "exact Dirichlet(1, ..., 1) draws (Bayesian bootstrap)"})
+                         "sd": (("chain", "draw", "coordinate"), sd), **trust}, coords=coords,
+                        attrs={"sampler": "exact Dirichlet(1, ..., 1) draws (Bayesian bootstrap)"
+                               + (" and exact draws of the trust variables" if trust else "")})
         return xr.DataTree.from_dict({"posterior": ds})

@@ -7,8 +7,9 @@ who trust the curator, every user's ``epsilon``, the number of clusters ``k``, t
 counts to consider, and a **pilot sample** of points (a CSV or a list).  The pilot goes into a
 :class:`~hybridpriv.models.KMeansPilotModel` (a Bayesian bootstrap: the posterior of the points'
 distribution is a Dirichlet-weighted pilot), whose posterior generates the datasets: ``n`` users
-resampled with one draw's weights, a random trust split and the public start (by default
-Lloyd's algorithm on the pilot, the same for every dataset).
+resampled with one draw's weights, a trust split (random, or in half the datasets by default partly
+from one cluster: ``model.trust_may_follow_clusters``) and the public start (by default Lloyd's
+algorithm on the pilot, the same for every dataset).
 
 Candidates (candidate dimension ``algorithm``): for each iteration count ``T`` in ``iterations``,
 ``hybrid-T`` (:class:`~hybridpriv.families.kmeans.algorithms.HybridKMeans`, Algorithm 1), ``tcm-T``
@@ -103,14 +104,14 @@ def points() -> Any:
 
 
 def _smoothing() -> Any:
-    """A number >= 0, or the string "auto"."""
+    """A number >= 0, or "refit" or "auto"."""
     as_number = number(0.0)
 
     def parse(value: Any, path: str, ctx: Any) -> float | str:
         if isinstance(value, str):
-            if value == "auto":
+            if value in ("refit", "auto"):
                 return value
-            raise SpecError(f'{path} must be a number >= 0 or "auto", got {value!r}')
+            raise SpecError(f'{path} must be a number >= 0, "refit" or "auto", got {value!r}')
         return as_number(value, path, ctx)
 
     return parse
@@ -122,9 +123,13 @@ MODEL = Table((
     Key("clamp", boolean(), False, doc="clip pilot points into the box instead of refusing points outside"),
     Key("start", choice("pilot", "uniform"), "pilot",
         doc="the public start: pilot (Lloyd's algorithm on the pilot, same for every dataset) or uniform (fresh per dataset)"),
-    Key("smoothing", _smoothing(), "auto",
-        doc="sd of Gaussian noise added to every resampled pilot point (0: plain bootstrap; \"auto\": the blur that "
-            "makes the pilot's in-sample K-means cost its cross-validated one)"),
+    Key("smoothing", _smoothing(), "refit",
+        doc="how the users may spread beyond the pilot's points: \"refit\" (each dataset's users spread about the "
+            "pilot's clusters by a factor from a bootstrap of the start's fit), \"auto\" (Gaussian blur of the "
+            "cross-validated sd), a number (blur of that sd), 0 (the plain bootstrap)"),
+    Key("trust_may_follow_clusters", boolean(), True,
+        doc="true: who trusts the curator may go with where their point lies (in half the model's datasets a "
+            "uniform share of the TCM users come from one cluster); false: you know trust was split at random"),
 ), doc="what is public besides the setting: a pilot sample of points (KMeansPilotModel, a Bayesian bootstrap)")
 
 FIT = fit_table("posterior chains (exact Dirichlet draws; R-hat and ESS are a check)", tune=None)
@@ -184,7 +189,7 @@ def check(v: Config, ctx: Context) -> Config:
                         "(fix it, or set model.clamp = true)")
     if kn.start == "pilot" and pilot.shape[0] < v.k:
         raise SpecError(f"model.start = \"pilot\" needs at least k = {v.k} pilot points, the pilot has {pilot.shape[0]}")
-    if kn.smoothing != "auto" and kn.smoothing > hi - lo:
+    if not isinstance(kn.smoothing, str) and kn.smoothing > hi - lo:
         raise SpecError(f"model.smoothing = {kn.smoothing!r} exceeds the box's width {hi - lo:g}")
     ev = v.evaluation
     for name in ev.candidates or []:
@@ -243,7 +248,7 @@ def build(v: Config):
     kn, ev = v.model, v.evaluation
     try:
         model = KMeansPilotModel(kn.pilot, tuple(v.bounds), v.n, v.c, v.k, start=kn.start,
-                                 smoothing=kn.smoothing)
+                                 smoothing=kn.smoothing, trust_may_follow_clusters=kn.trust_may_follow_clusters)
         make_candidates(v)  # every candidate can be built (refuses extreme epsilons or boxes before sampling)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
@@ -256,7 +261,12 @@ def build(v: Config):
               f"k = {v.k} clusters, iterations {v.iterations}",
               f"public: {kn.pilot.shape[0]} pilot points (Bayesian bootstrap"
               + (f", smoothed by sd {model.smoothing:.3g}" if model.smoothing else "")
-              + (" (cross-validated)" if model.smoothing_rule == "auto" else "") + f"), start: {kn.start}"]
+              + (" (cross-validated)" if model.smoothing_rule == "auto" else "")
+              + (", users spread about the pilot's clusters by a refitted start's optimism"
+                 if model.smoothing_rule == "refit" else "") + f"), start: {kn.start}",
+              "trust: " + ("may follow the clusters (half the datasets: a uniform share of the TCM users from one "
+                           "cluster)" if kn.trust_may_follow_clusters else "split at random (model.trust_may_follow_clusters "
+                                                                          "= false)")]
     return Problem(
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),
