@@ -273,13 +273,51 @@ def test_stored_kmeans_seed3_gives_the_numbers_the_docs_quote():
     covered = ds.covered.values[np.isfinite(ds.covered.values)]  # the study's coverage: every candidate's range
     assert covered.mean() == pytest.approx(0.727, abs=5e-4)
     eligible = ds.covered.values[ds.eligible.values == 1]  # the eligible candidates' alone: lower still
-    assert (eligible.size, eligible.sum()) == (442, 278)  # 62.9%, what Family.range_coverage records for seed 3
+    assert (eligible.size, eligible.sum()) == (442, 278)  # 62.9%: the previous model's, before 31d130f
     assert _regret(ds) == pytest.approx((0.0, 3.3, 2.5), abs=0.05)
     fixed = _fixed(ds, "algorithm:public-start")
     assert (fixed.mean(), np.quantile(fixed, 0.9)) == pytest.approx((6.2, 15.4), abs=0.05)
     assert _above_and_silent(ds) == (2, 0)
     bins = _synthetic_bins(ds)
     assert bins["0.1-0.3"][1:] == (9, 63) and bins["0.3-0.5"][1:] == (6, 15)
+
+
+@pytest.mark.parametrize("seed, regret, public_start, above", [
+    (4, (0.0, 3.5, 12.5), (6.7, 20.2), (1, 0)), (5, (0.0, 6.7, 11.7), (9.1, 19.8), (2, 1))])
+def test_stored_kmeans_seeds_4_and_5_of_the_new_model(seed, regret, public_start, above):
+    """K-means' model since 31d130f (trust may follow the clusters, refit spread), held out on seeds 4 and 5:
+    ranges 87.6% of the eligible risks on both (91.3% synthetic, 59.6% real), regret below every fixed rule, as
+    calibration.md, its history and Family.range_coverage say."""
+    from hybridpriv.families import family
+
+    ds = stored(f"kmeans-seed{seed}")
+    assert ds.attrs["seed"] == seed and ds.attrs["commit"] == "31d130f" and ds.sizes["truth"] == 34
+    eligible = ds.eligible.values == 1
+    assert (eligible.sum(), ds.covered.values[eligible].sum()) == (442, 387)
+    assert family("kmeans").range_coverage[seed] == pytest.approx(387 / 442, abs=5e-4)
+    real = eligible & (ds.source.values == "real")[:, None]
+    assert (real.sum(), ds.covered.values[real].sum()) == (52, 31)
+    table = regret_rules([ds])
+    assert tuple(table.loc["recommendation", ["median", "mean", "p90"]]) == pytest.approx(regret, abs=0.05)
+    assert tuple(table.loc["algorithm:public-start", ["mean", "p90"]]) == pytest.approx(public_start, abs=0.05)
+    rules = table.drop(index="recommendation")
+    assert (rules["mean"] > table.loc["recommendation", "mean"]).all()
+    assert (rules["p90"] > table.loc["recommendation", "p90"]).all()
+    assert _above_and_silent(ds) == above
+    if above[1]:  # seed 5's silent one: a pilot that over-samples some clusters (public-start recommended)
+        silent = (ds.regret.values > 0.25) & (ds.sensitivity_warning.values == "") & (ds.p_costly_recommended.values < 0.25)
+        assert list(ds.generator.values[silent]) == ["pilot-biased"] and list(ds.recommended.values[silent]) == [
+            "public-start"]
+
+
+def test_kmeans_seeds_4_and_5_pooled_p_best():
+    """The new K-means model's P(best), seeds 4 and 5 pooled (60 synthetic truths): within 10 points at 0-0.1 and
+    0.1-0.3, but 0.3-0.5 reported 0.34 came true on 16% of 25 pairs and 0.9-1 reported 0.985 on 86% of 14."""
+    bins = p_best_bins([stored("kmeans-seed4"), stored("kmeans-seed5")])
+    assert bins["0-0.1"][2] == 605 and abs(bins["0-0.1"][0] - bins["0-0.1"][1]) < 0.01
+    assert bins["0.1-0.3"] == pytest.approx((0.178, 0.228, 123), abs=5e-4)
+    assert bins["0.3-0.5"] == pytest.approx((0.336, 0.16, 25), abs=5e-4)
+    assert bins["0.9-1"] == pytest.approx((0.985, 0.857, 14), abs=5e-4)
 
 
 @pytest.mark.parametrize("seed, coverage, regret, hkvh, above", [

@@ -493,7 +493,12 @@ def test_every_familys_range_coverage_is_the_calibration_pages_table():
         later.setdefault(kind, {})[int(seed)] = float(coverage.strip("*").rstrip("%")) / 100
     assert set(later) <= set(measured)
     for name, fam in measured.items():
-        assert sorted(fam.range_coverage) == [0, 1, 2, *sorted(later.get(name, {}))], name
-        assert [fam.range_coverage[k] for k in (0, 1, 2)] == pytest.approx(table[name], abs=1e-12), name
+        seeds = sorted(fam.range_coverage)
+        if seeds[0] == 0:  # the three seeds of the table, then every held-out seed since
+            assert seeds == [0, 1, 2, *sorted(later.get(name, {}))], name
+            assert [fam.range_coverage[k] for k in (0, 1, 2)] == pytest.approx(table[name], abs=1e-12), name
+        else:  # the model changed after the table: only the held-out seeds run on it (the later rows from its first)
+            assert seeds == [s for s in sorted(later.get(name, {})) if s >= seeds[0]], name
         for seed, coverage in later.get(name, {}).items():
-            assert fam.range_coverage[seed] == pytest.approx(coverage, abs=1e-12), (name, seed)
+            if seed in fam.range_coverage:
+                assert fam.range_coverage[seed] == pytest.approx(coverage, abs=1e-12), (name, seed)
