@@ -185,8 +185,10 @@ class KMeansPilotPosterior(Posterior):
 
     ``idata["posterior"]`` holds ``weights (chain, draw, pilot)``, the summaries ``mean`` and
     ``sd`` ``(chain, draw, coordinate)`` and, with ``trust_may_follow_clusters``, ``trust_follows``,
-    ``trust_share`` and ``trust_cluster`` ``(chain, draw)``.  ``start`` is the public start shared by every
-    dataset (``None`` with ``start="uniform"``: each dataset draws its own, uniform in the box).
+    ``trust_share`` and ``trust_cluster`` ``(chain, draw)``, and with ``smoothing="refit"`` each draw's ``spread``.
+    ``start`` is the public start shared by every dataset (``None`` with ``start="uniform"``: each dataset draws its
+    own, uniform in the box); :attr:`clusters` the pilot start's centres (whichever the start), the clusters trust
+    may follow and users spread about.
     """
 
     convergence_vars = ("mean", "sd")
