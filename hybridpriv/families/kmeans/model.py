@@ -217,7 +217,7 @@ class KMeansPilotPosterior(Posterior):
 
         follows = np.asarray(self.idata["posterior"]["trust_follows"].transpose("chain", "draw").values) > 0
         return [Branch("trust", "the users who trust the curator are a random share of every cluster",
-                       "trust follows the clusters (many of the users who trust the curator come from one cluster)", ~follows,
+                       "many of the users who trust the curator come from one cluster", ~follows,
                        advice="if you know, say so: model.trust_may_follow_clusters = false if who trusts the curator "
                               "has nothing to do with where their point lies")]
 
