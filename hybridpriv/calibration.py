@@ -33,14 +33,27 @@ from .engine.options import Engine, as_engine
 from .engine.sensitivity import MATTERS
 from .reliability import BIN_LABELS, BINS, reliability, reliability_band
 
-__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "reliability", "reliability_band",
-           "score", "summarize"]
+__all__ = ["BINS", "RETRIES", "calibrate", "calibrate_truth", "plot_calibration", "regret_to_best", "reliability",
+           "reliability_band", "score", "summarize"]
 
 #: Draws (and the model's tuning steps, ``fit.tune``, where the family's sampler tunes) of the select run's retries,
 #: as multiples of the SPEC's, when the model's convergence check refuses the fit (the refusal's advice).
 RETRIES = (1, 2, 4)
 #: A regret above this is a failure that must not be silent: select must have warned (issue 25).
 SILENT_REGRET = MATTERS  # the regret a sensitivity warning is about (hybridpriv.engine.sensitivity)
+
+
+def regret_to_best(realised: np.ndarray, eligible: np.ndarray) -> np.ndarray:
+    """Each candidate's regret against the best eligible one on the same truth: ``realised / best - 1``, 0 for a
+    candidate as good as the best (0 / 0 too), infinite where the best is 0 and the candidate is not.  The last
+    axis is the candidates (one truth: ``(k,)``; truths by candidates: ``(t, k)``); a truth with no eligible
+    candidate is scored against all of them, as :func:`score` does."""
+    realised = np.asarray(realised, dtype=float)
+    eligible = np.asarray(eligible, dtype=bool)
+    pool = np.where(eligible.any(axis=-1, keepdims=True), eligible, True)
+    best = np.min(np.where(pool, realised, np.inf), axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(realised == best, 0.0, np.where(best == 0, np.inf, realised / best - 1.0))
 
 
 def score(expected, low, high, p_best, eligible, realised, recommended: int) -> dict[str, Any]:
@@ -82,8 +95,7 @@ def score(expected, low, high, p_best, eligible, realised, recommended: int) -> 
     best_value = realised[pool].min()
     ties = pool & (realised == best_value)
     oracle = int(np.flatnonzero(ties)[0])
-    rec = realised[int(recommended)]
-    regret = 0.0 if rec == best_value else (np.inf if best_value == 0 else rec / best_value - 1.0)
+    regret = regret_to_best(realised, eligible)[int(recommended)]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = expected / realised
     return {"oracle": oracle, "regret": float(regret), "covered": (low <= realised) & (realised <= high),

@@ -176,9 +176,8 @@ def p_best_bins(runs: list[xr.Dataset], source: str = "synthetic") -> dict[str, 
 def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
     """The recommendation's regret against every fixed rule's, pooled over ``runs`` (one family's runs).
 
-    A fixed rule always chooses the same candidate; its regret on a truth is that candidate's realised risk over
-    the lowest realised risk among the truth's eligible candidates, minus 1 (as the recommendation's
-    ``regret``).  Only candidates eligible on every pooled truth are rules (a rule must be allowed to act).
+    A fixed rule always chooses the same candidate; its regret on a truth is
+    :func:`hybridpriv.calibration.regret_to_best`, the recommendation's ``regret`` definition.  Only candidates eligible on every pooled truth are rules (a rule must be allowed to act).
     Truths where ``select`` refused (regret NaN) are left out of every rule alike; ``attrs["left_out"]`` counts
     them.  Returns one row per rule, ``"recommendation"`` first, then the candidates by mean: ``median``,
     ``mean``, ``p90`` (percent), ``above_25pct`` (truths whose regret exceeds 25%) and ``truths``.
@@ -212,12 +211,12 @@ def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
     r, risk, ok = np.concatenate(rec), np.concatenate(realised), np.concatenate(eligible)
     if r.size == 0:
         raise ValueError("runs hold no truth where select chose (every regret is NaN)")
-    best = np.min(np.where(ok, risk, np.inf), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(best[:, None] > 0, risk / best[:, None], np.where(risk == 0, 1.0, np.inf))
+    from ..calibration import regret_to_best
+
+    regret = regret_to_best(risk, ok) * 100  # the study's own regret, for every candidate
     rows = {"recommendation": r}
-    for j in sorted(np.flatnonzero(ok.all(axis=0)), key=lambda j: float(ratio[:, j].mean())):
-        rows[names[j]] = (ratio[:, j] - 1) * 100
+    for j in sorted(np.flatnonzero(ok.all(axis=0)), key=lambda j: float(regret[:, j].mean())):
+        rows[names[j]] = regret[:, j]
     table = pd.DataFrame({rule: {"median": float(np.median(v)), "mean": float(v.mean()),
                                  "p90": float(np.quantile(v, 0.9)), "above_25pct": int((v > 25).sum()),
                                  "truths": int(v.size)} for rule, v in rows.items()}).T

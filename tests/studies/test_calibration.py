@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from hybridpriv.studies import calibration
 
-from hybridpriv.calibration import BINS, reliability, score, summarize
+from hybridpriv.calibration import BINS, regret_to_best, reliability, score, summarize
 from hybridpriv.core.random import rng
 from hybridpriv.families.grouped.heldout import REAL_GROUPED, grouped_truth, real_grouped_truth
 from hybridpriv.families.hybrid_trust.heldout import REAL_HYBRID_TRUST, hybrid_trust_truth, real_hybrid_trust_truth
@@ -38,6 +38,14 @@ def test_score_shares_ties_and_falls_back_to_all_candidates_when_none_is_eligibl
     assert s["oracle"] == 1 and s["regret"] == pytest.approx(0.5)
     # the bounds of the range count as inside
     assert score([1], [2.0], [3.0], [1], [True], [3.0], 0)["covered"].tolist() == [True]
+
+
+def test_regret_to_best_by_hand_one_truth_or_many():
+    """Against the best eligible (all when none is): 0 at the best and on 0 / 0, infinite over a best of 0."""
+    got = regret_to_best([[1.2, 1.0, 0.5], [3.0, 2.0, 4.0], [0.0, 0.0, 1.0]],
+                         [[True, True, False], [False, False, False], [True, True, True]])
+    np.testing.assert_allclose(got, [[0.2, 0.0, -0.5], [0.5, 0.0, 1.0], [0.0, 0.0, np.inf]])
+    np.testing.assert_allclose(regret_to_best([1.2, 1.0, 0.5], [True, True, False]), [0.2, 0.0, -0.5])
 
 
 def test_score_refuses_bad_input_naming_it():
