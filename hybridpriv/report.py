@@ -106,6 +106,22 @@ def _figure(ax, size: tuple[float, float]):
 LEGEND_STRIP = 0.3
 
 
+def _log_axis(ax, low: float, high: float) -> None:
+    """A log x axis labelled in plain numbers (matplotlib's own minor labels print "3x10^1" into "4x10^1"): every
+    power of ten, and between them 2 and 5 times it where the data span under two decades, 2, 3, 4, 5, 6 and 8
+    times it where they span under one."""
+    from matplotlib import ticker
+
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    shown = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0) if high < 10 * low else (2.0, 5.0) if high < 100 * low else ()
+
+    def minor(v: float, _: int) -> str:
+        return f"{v:g}" if v > 0 and round(v / 10 ** np.floor(np.log10(v)), 6) in shown else ""
+
+    ax.xaxis.set_minor_formatter(ticker.FuncFormatter(minor))
+
+
 def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes: Sequence[str] = ()):
     """Expected loss of every candidate with its 5-95% interval over datasets, ±2 MC s.e. and P(best).
 
@@ -162,7 +178,7 @@ def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes
         ax.set_yticks(y, ticks)
         ax.invert_yaxis()
         if float(d.risk_low.min()) > 0:
-            ax.set_xscale("log")
+            _log_axis(ax, float(d.risk_low.min()), float(d.risk_high.max()))
         ax.set_xlabel(f"{loss}" + (" (log scale)" if ax.get_xscale() == "log" else ""))
         ax.set_title(title or f"Mechanism selection: recommended {rec}")
     height = fig.get_figheight()

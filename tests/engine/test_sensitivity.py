@@ -316,3 +316,33 @@ def test_a_categorical_figures_legend_sits_between_its_axis_label_and_its_notes(
             (note,) = fig.texts
             top = note.get_window_extent(renderer).y1
             assert top <= box.y0 and box.y0 - top < 0.3 * dpi, (top, box.y0)
+
+
+@pytest.mark.parametrize("low, high", [(3.47, 61.3), (3.4, 9.0), (0.02, 900.0)])
+def test_a_log_axis_labels_plain_numbers_that_do_not_overlap(low, high):
+    """The K-means figure's log axis printed "3x10^1" into "4x10^1"; now plain numbers (a power of ten, and 2 and 5
+    times it under two decades, more under one), at least two of them, no two labels' boxes overlapping."""
+    import itertools
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from hybridpriv.report import plot_decision
+
+    mid = np.sqrt(low * high)
+    dec = xr.Dataset({"expected_loss": ("algorithm", [mid, 1.2 * mid]), "risk_low": ("algorithm", [low, 1.1 * low]),
+                      "risk_high": ("algorithm", [high / 1.1, high]), "mcse": ("algorithm", [0.01, 0.01]),
+                      "p_best": ("algorithm", [0.75, 0.25])}, coords={"algorithm": ["a", "b"]},
+                     attrs={"candidate_dim": "algorithm", "recommended": "a"})
+    fig = plot_decision(dec)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    shown = [t for t in ax.xaxis.get_majorticklabels() + ax.xaxis.get_minorticklabels()
+             if t.get_text() and ax.get_xlim()[0] <= t.get_position()[0] <= ax.get_xlim()[1]]
+    texts = [t.get_text() for t in shown]
+    assert len(texts) >= 2 and all("10^" not in s and "times" not in s for s in texts), texts
+    for s in texts:
+        float(s)  # a plain number
+    boxes = sorted((t.get_window_extent(canvas.get_renderer()) for t in shown), key=lambda b: b.x0)
+    assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), texts
