@@ -332,6 +332,23 @@ def test_kmeans_new_model_pooled_p_best_and_regret():
                                                                                                    abs=0.05)
 
 
+def test_kmeans_p_best_held_is_its_stored_seeds_pooled():
+    """What select's K-means P(best) note reads is p_best_bins over the stored seeds it names, to three decimals,
+    and it is printed where the pooled table says so (0.3-0.5, 0.7-0.9, 0.9-1) and nowhere else."""
+    from hybridpriv.engine.decision import p_best_line
+    from hybridpriv.families import family
+
+    fam = family("kmeans")
+    assert tuple(fam.p_best_seeds) == (4, 5, 6, 7)
+    bins = p_best_bins([stored(f"kmeans-seed{seed}") for seed in fam.p_best_seeds])
+    assert bins.keys() == fam.p_best_held.keys()
+    for label, (reported, came, pairs) in bins.items():
+        assert fam.p_best_held[label] == (pytest.approx(reported, abs=5e-4), pytest.approx(came, abs=5e-4), pairs)
+    noted = {p: bool(p_best_line(fam.p_best_held, fam.p_best_seeds, p)) for p in (0.05, 0.2, 0.4, 0.6, 0.8, 0.95)}
+    assert noted == {0.05: False, 0.2: False, 0.4: True, 0.6: False, 0.8: True, 0.95: True}
+    assert "seeds 4-7" in p_best_line(fam.p_best_held, fam.p_best_seeds, 0.75)
+
+
 @pytest.mark.parametrize("seed, coverage, regret, hkvh, above", [
     (0, 0.941, (3.0, 118.7, 390.5), (219.0, 838.3), 8),
     (2, 0.875, (0.8, 153.1, 288.8), (130.6, 193.9), 9)])

@@ -437,10 +437,10 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     held = fam.range_coverage  # and how the ranges held, by seed
     assert list(attrs["range_coverage_seeds"]) == sorted(held)
     assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
-    sel.problem.kind = "kmeans"  # P(best) never pooled: no table, an empty note; its ranges' coverage still kept
+    sel.problem.kind = "public-private"  # P(best) never pooled: no table, an empty note; its ranges' coverage kept
     attrs = Selection._held_out_attrs(sel)
     assert attrs["p_best_note"] == "" and not any(k.startswith("p_best_held") for k in attrs)
-    held = family("kmeans").range_coverage
+    held = family("public-private").range_coverage
     assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
 
 
