@@ -283,18 +283,21 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
 
 def _warned(selection) -> dict[str, Any]:
     """What the selection's checks found: ``warned``, the assumptions and the model's alternatives (branches,
-    :mod:`hybridpriv.engine.branches`; ``free`` for :func:`~hybridpriv.engine.decision.free_line`) whose warning it printed (comma-separated; "" for none: what the calibration
+    :mod:`hybridpriv.engine.branches`; ``free`` for :func:`~hybridpriv.engine.decision.free_line`; ``premise:NAME`` for
+    :func:`~hybridpriv.engine.decision.premise_lines`) whose warning it printed (comma-separated; "" for none: what the calibration
     counts against the truths with a large regret), and over its assumptions the smallest share of a scale at which
     the recommendation flips (``flip_share``) and the largest expected-loss excess within the warning share
     (``flip_worst``), from which another threshold's warnings can be recounted (NaN without assumptions)."""
     from .engine.branches import branch_warnings
-    from .engine.decision import free_warning
+    from .engine.decision import free_warning, premise_warnings
     from .engine.sensitivity import warnings_of
 
     # a branch is named once, though both of its alternatives may warn; a free candidate's warning is named "free"
     alternatives = ([] if selection.branches is None
                     else list(dict.fromkeys(b for b, _ in branch_warnings(selection.branches))))
     alternatives += ["free"] if free_warning(selection.decision) is not None else []
+    premises = getattr(getattr(selection, "problem", None), "premises", ())
+    alternatives += [f"premise:{p.name}" for p, _, _ in premise_warnings(selection.decision, premises)]
     if selection.sensitivity is None:
         return {"warned": ", ".join(alternatives), "flip_share": np.nan, "flip_worst": np.nan}
     rule = warnings_of(selection.sensitivity, str(selection.decision.attrs["recommended"]))

@@ -220,7 +220,7 @@ def _select(args: argparse.Namespace) -> int:
 
         print(format_summary(result.summary))
         print()
-    _advice(decision, [result.range_line(), result.p_best_line()])
+    _advice(decision, [result.range_line(), result.p_best_line()], warnings=result.premise_lines())
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
@@ -247,10 +247,11 @@ def _with_overrides(spec, overrides: dict):
         raise ValueError(f"{given}: {exc}") from None
 
 
-def _advice(decision, notes: Sequence[str] = ()) -> None:
+def _advice(decision, notes: Sequence[str] = (), warnings: Sequence[str] = ()) -> None:
     """The recommendation and what the table implies: its chance of a costly miss, near-ties, ineligible candidates, a
-    choice at the edge; ``notes``: how well the family's ranges and P(best) held on held-out truths
-    (``Selection.range_line``, ``Selection.p_best_line``; empty ones are skipped)."""
+    choice at the edge; ``warnings``: more warnings to print with those (``Selection.premise_lines``); ``notes``: how
+    well the family's ranges and P(best) held on held-out truths (``Selection.range_line``, ``Selection.p_best_line``;
+    empty ones are skipped)."""
     from .engine.decision import chance_line, free_line
 
     dim = decision.attrs["candidate_dim"]
@@ -258,7 +259,7 @@ def _advice(decision, notes: Sequence[str] = ()) -> None:
     by_regret = decision.attrs.get("criterion") == "regret"
     rule = "  by expected relative regret" if by_regret else ""
     print(f"recommended: {dim} = {best}  (P(best) = {float(decision.p_best.sel({dim: best})):.2f}){rule}")
-    for line in (chance_line(decision), free_line(decision)):
+    for line in (chance_line(decision), free_line(decision), *warnings):
         if line:
             print(f"  {line}")
     meets = decision["meets_requirements"]

@@ -70,6 +70,10 @@ class Problem:
         What the model assumes that the data may break (:class:`~hybridpriv.core.assumptions.Assumption`): the
         decision is taken again on the same datasets departed from each (:mod:`hybridpriv.engine.sensitivity`),
         on ``sensitivity_datasets`` of them (at most ``datasets``), and the tipping points are printed with it.
+    premises
+        What some candidates rest on that nothing public can check (:class:`~hybridpriv.core.assumptions.Premise`):
+        a recommendation resting on one the user did not state is printed with a warning and the safer choice
+        (:func:`hybridpriv.engine.decision.premise_lines`).
     probe
         A two-stage plan's first stage (:class:`hybridpriv.engine.plan.Probe`: DP features bought with a share of
         the budget) or ``None``: the selection then also says whether spending that share to choose pays
@@ -108,6 +112,7 @@ class Problem:
     criterion: str = "loss"
     assumptions: Sequence[Any] = ()
     sensitivity_datasets: int = 60
+    premises: Sequence[Any] = ()
     probe: Any = None
 
     def draws_per_chain(self) -> int:
@@ -180,14 +185,15 @@ class Selection:
         dataset came from), ``decision`` (without the per-dataset ``risk``, which is the evaluation's),
         ``predictive_checks`` and ``summary`` where there are, ``candidates/<coordinate>`` with each candidate's
         class and parameters as attributes (:func:`candidate_attrs`); at the root the provenance
-        (:func:`hybridpriv.report.provenance` of ``config``), the fit's diagnostics, the kind and the
-        recommendation.  ``xarray.open_datatree`` reads it back; ``hybridpriv release`` and
+        (:func:`hybridpriv.report.provenance` of ``config``), the fit's diagnostics, the kind, the
+        recommendation and its premise warnings (``premise_warnings``, one a line).  ``xarray.open_datatree`` reads it back; ``hybridpriv release`` and
         ``hybridpriv audit --selection`` rebuild the candidates from it."""
         from .report import provenance, result_tree
 
         attrs = {**provenance(config or self.config or {"kind": self.problem.kind}, self.problem.seed, started, dask=dask),
                  **self.attrs, "kind": self.problem.kind, "recommended": str(self.decision.attrs["recommended"])}
         attrs.update(self._held_out_attrs())
+        attrs["premise_warnings"] = "\n".join(self.premise_lines())  # as printed, one a line ("" for none)
         idata = self.posterior.idata
         groups: dict[str, Any] = {name: idata[name].to_dataset() for name in idata.children}
         groups.update(evaluation=self.evaluation, decision=self.decision.drop_vars("risk", errors="ignore"))
@@ -208,6 +214,13 @@ class Selection:
             for coord, values in self.candidates.items():
                 groups[f"candidates/{coord}"] = xr.Dataset(attrs=values)
         return result_tree(groups, attrs)
+
+    def premise_lines(self, short: bool = False) -> list[str]:
+        """A warning for each of the problem's premises the recommendation rests on and the user did not state
+        (:func:`hybridpriv.engine.decision.premise_lines`); ``[]`` for none."""
+        from .engine.decision import premise_lines
+
+        return premise_lines(self.decision, self.problem.premises, short=short)
 
     def range_line(self, short: bool = False) -> str:
         """How well the family's 5-95% ranges held on data its model did not generate (the calibration's held-out
@@ -266,6 +279,7 @@ class Selection:
             from .engine.branches import branch_notes
 
             notes += branch_notes(self.branches)
+        notes += self.premise_lines(short=True)
         notes += [line for line in (chance_line(self.decision, short=True), free_line(self.decision, short=True),
                                     self.range_line(short=True), self.p_best_line(short=True)) if line]
         if self.plan is not None:

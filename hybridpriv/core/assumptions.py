@@ -6,6 +6,11 @@ data's own units, and how to make a dataset that departs by ``delta``).  The eng
 (:func:`hybridpriv.engine.sensitivity.sensitivity`) then evaluates the same candidates on the same
 simulated datasets departed by a grid of ``delta`` and reports the *tipping point*: how far the data may
 depart before the recommendation stops being the best candidate, and which one is better beyond it.
+
+Some assumptions no simulation can probe, because nothing public says how they would fail: that a pilot is a
+random sample of the users, say.  A family declares them as a :class:`Premise` with the candidates whose error
+rests on them alone, and the SPEC key by which a user who knows states that it holds;
+:func:`hybridpriv.engine.decision.premise_lines` warns when the recommendation rests on one not stated.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SHIFTS", "Assumption", "Branch"]
+__all__ = ["SHIFTS", "Assumption", "Branch", "Premise"]
 
 #: The departures tried, as fractions of an assumption's ``scale`` (both directions, nearest first).
 SHIFTS = (-0.2, -0.1, -0.05, -0.02, 0.02, 0.05, 0.1, 0.2)
@@ -102,3 +107,49 @@ class Branch:
             raise ValueError(f"draws must be a boolean (chain, draw) array, got dtype {draws.dtype} and shape "
                              f"{draws.shape}")
         object.__setattr__(self, "draws", draws)
+
+
+@dataclass(frozen=True)
+class Premise:
+    """An assumption some candidates rest on that neither the public knowledge nor a simulated departure can check.
+
+    Parameters
+    ----------
+    name
+        A short name (``"pilot-sample"``), printed in the warning and counted by the calibration study.
+    assumes
+        What is taken on trust, in words that follow "rests on" ("the pilot being a random sample of the users").
+    fails
+        How it fails in practice, in words that follow "if it does not hold (" ("recruited elsewhere, earlier, or
+        more from some clusters than others"), or ``""``.
+    key
+        The SPEC key by which a user states that it holds (``"model.pilot_is_random_sample"``).
+    stated
+        Whether the user stated it: then nothing is printed.
+    candidates
+        The candidates (coordinates, as strings) whose error rests on it alone; ``None``: every candidate that
+        spends no budget (:func:`hybridpriv.engine.decision.spends_nothing`), whose error is the public data's own.
+    advice
+        What to do where it does not hold, as far as the family has measured it (a sentence), or ``""``: the warning
+        then names the best candidate that does not rest on it alone, which is not a claim that it is safer.
+    """
+
+    name: str
+    assumes: str
+    fails: str
+    key: str
+    stated: bool = False
+    candidates: tuple[str, ...] | None = None
+    advice: str = ""
+
+    def __post_init__(self) -> None:
+        _check_words(self, "assumes", "key")
+        for key in ("fails", "advice"):
+            if not isinstance(getattr(self, key), str):
+                raise ValueError(f"{key} must be a string, got {getattr(self, key)!r}")
+        if not isinstance(self.stated, bool):
+            raise ValueError(f"stated must be True or False, got {self.stated!r}")
+        if self.candidates is not None:
+            if isinstance(self.candidates, str) or not all(isinstance(c, str) for c in self.candidates):
+                raise ValueError(f"candidates must be a sequence of candidate names or None, got {self.candidates!r}")
+            object.__setattr__(self, "candidates", tuple(self.candidates))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from numbers import Real
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -17,7 +18,7 @@ import xarray as xr
 from ..core.privacy import Guarantee
 
 __all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "decide", "eligibility", "format_summary",
-           "format_table", "free_line", "free_warning", "P_BEST_PAIRS", "P_BEST_TOLERANCE", "p_best_line", "range_line",
+           "format_table", "free_line", "free_warning", "premise_lines", "premise_warnings", "P_BEST_PAIRS", "P_BEST_TOLERANCE", "p_best_line", "range_line",
            "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio", "spends_nothing", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
@@ -367,6 +368,64 @@ def free_line(decision: xr.Dataset, short: bool = False) -> str:
     return (f"warning (free candidate): {c} spends no budget and is best on {p:.0%} of the model's datasets: its error "
             f"is the public data's own, which the public knowledge leaves open; where that error is small it beats "
             f"{best} by far and keeps the whole budget: compare their 5-95% ranges before acting")
+
+
+def premise_warnings(decision: xr.Dataset, premises: Sequence[Any]) -> list[tuple[Any, str, float]]:
+    """The premises (:class:`hybridpriv.core.assumptions.Premise`) the recommendation rests on and the user did not
+    state, each with the safer choice (the eligible candidate not resting on it that the decision's criterion
+    ranks first) and how far its criterion lies above the recommendation's (a share; NaN where no candidate is
+    left, the safer choice then ``""``)."""
+    from ..core.assumptions import Premise
+
+    if isinstance(premises, Premise) or not all(isinstance(p, Premise) for p in premises):
+        raise TypeError(f"premises must be a sequence of Premise, got {premises!r}")
+    if not premises:
+        return []
+    dim, best = decision.attrs["candidate_dim"], str(decision.attrs["recommended"])
+    names = [str(c) for c in decision[dim].values]
+    by = decision["expected_regret" if decision.attrs.get("criterion") == "regret" else "expected_loss"].values
+    eligible = decision["meets_requirements"].values.astype(bool)
+    free = (decision["spends_nothing"].values.astype(bool) if "spends_nothing" in decision
+            else np.zeros(len(names), dtype=bool))
+    out = []
+    for premise in premises:
+        rests = free if premise.candidates is None else np.isin(names, premise.candidates)
+        if premise.stated or not rests[names.index(best)]:
+            continue
+        others = np.flatnonzero(~rests & (eligible if eligible.any() else True))
+        if not others.size:
+            out.append((premise, "", float("nan")))
+            continue
+        j = others[int(np.argmin(by[others]))]
+        here = by[names.index(best)]
+        out.append((premise, names[j], float(by[j] / here - 1) if here > 0 else float("nan")))
+    return out
+
+
+def premise_lines(decision: xr.Dataset, premises: Sequence[Any], short: bool = False) -> list[str]:
+    """:func:`premise_warnings` in words, one ``warning (premise: NAME)`` line each: what the recommendation rests
+    on, that the table's numbers do not hold for it where that fails, the premise's ``advice`` (else the best
+    candidate not resting on it alone, named as such, not as a safer one), and the SPEC key that states it holds.
+    ``short``: the few words written under the plot."""
+    best = decision.attrs["recommended"]
+    what = "expected regret" if decision.attrs.get("criterion") == "regret" else "expected loss"
+    lines = []
+    for premise, other, excess in premise_warnings(decision, premises):
+        if short:
+            lines.append(f"premise: {best} rests on {premise.assumes} (say {premise.key} = true if it does)")
+            continue
+        how = f" ({premise.fails})" if premise.fails else ""
+        if premise.advice:
+            then = f" {premise.advice}."
+        elif other:
+            gap = f", {excess:.0%} above it in {what} on the model's datasets" if np.isfinite(excess) else ""
+            then = f" The best candidate that does not rest on it alone is {other}{gap}."
+        else:
+            then = ""
+        lines.append(f"warning (premise: {premise.name}): {best} rests on {premise.assumes}, which nothing public "
+                     f"here can check; if it does not hold{how}, the table's numbers do not hold for {best}.{then}  "
+                     f"If it does hold, say {premise.key} = true")
+    return lines
 
 
 def range_line(coverage: Mapping[int, float], short: bool = False) -> str:

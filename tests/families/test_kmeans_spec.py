@@ -205,3 +205,10 @@ def test_example_in_a_fresh_process_and_on_two_workers_gives_the_same_numbers(tm
     one, dec = same_numbers_in_a_fresh_process_and_on_two_workers(_cli, _table, tmp_path)
     assert dec.sizes["algorithm"] == 20 + 1  # 5 algorithms x 4 iteration counts, and the public start
     assert not bool(dec["meets_requirements"].sel(algorithm="lm-T1")) and bool(dec["meets_requirements"].sel(algorithm="hybrid-T1"))
+    # the pilot-sample premise: warned exactly where the public start is recommended (the example states nothing)
+    assert ("warning (premise: pilot-sample): public-start rests on" in one) == (
+        str(dec.attrs["recommended"]) == "public-start")
+    import xarray as xr
+
+    kept = xr.open_datatree(tmp_path / "a" / "selection.nc").attrs["premise_warnings"]  # as printed, one a line
+    assert all(f"  {line}\n" in one for line in kept.splitlines()) and bool(kept) == ("premise: pilot-sample" in one)

@@ -59,6 +59,10 @@ ALGORITHMS = ("hybrid", "tcm", "lm", "hybrid-debiased", "lm-debiased")
 START = "public-start"
 #: Every candidate name ``evaluation.candidates`` may list.
 CANDIDATES = (*ALGORITHMS, START)
+#: What the pilot-sample premise's warning advises (measured on the calibration's held-out pilot-biased truths).
+PILOT_ADVICE = ("Every candidate here starts from the pilot's clustering, so none is safe then: where the pilot "
+                "over-sampled some clusters, the best iterated candidate did no better on average than the public "
+                "start (docs/kmeans-select.md); a representative pilot is the remedy")
 #: Most point-operations of a whole evaluation (datasets x trials x candidates x iterations x users x k).
 MAX_WORK = 2e11
 #: Most users in one simulated dataset.
@@ -130,6 +134,9 @@ MODEL = Table((
     Key("trust_may_follow_clusters", boolean(), True,
         doc="true: who trusts the curator may go with where their point lies (in half the model's datasets a "
             "uniform share of the TCM users come from one cluster); false: you know trust was split at random"),
+    Key("pilot_is_random_sample", boolean(), False,
+        doc="true: you know the pilot is a random sample of these users; false (the default): public-start, which "
+            "uses the pilot alone, is recommended with a warning that it rests on that"),
 ), doc="what is public besides the setting: a pilot sample of points (KMeansPilotModel, a Bayesian bootstrap)")
 
 FIT = fit_table("posterior chains (exact Dirichlet draws; R-hat and ESS are a check)", tune=None)
@@ -243,6 +250,7 @@ def build(v: Config):
     from ...models import KMeansPilotModel
     from ...workflow import Problem
     from .algorithms import WCSS
+    from ...core.assumptions import Premise
     from .assumptions import kmeans_assumptions
 
     kn, ev = v.model, v.evaluation
@@ -267,9 +275,18 @@ def build(v: Config):
               "trust: " + ("may follow the clusters (half the datasets: a uniform share of the TCM users from one "
                            "cluster)" if kn.trust_may_follow_clusters else "split at random (model.trust_may_follow_clusters "
                                                                           "= false)")]
+    if kn.pilot_is_random_sample:
+        header.append("pilot: a random sample of these users (model.pilot_is_random_sample = true)")
+    # the public start alone is the pilot's own clustering: its error on the users is the pilot's (a uniform start
+    # rests on no pilot)
+    premises = [] if kn.start != "pilot" else [Premise("pilot-sample", "the pilot being a random sample of these users",
+                      "recruited elsewhere, earlier, or more from some clusters than others", "model.pilot_is_random_sample",
+                      stated=bool(kn.pilot_is_random_sample), candidates=(START,),
+                                                         advice=PILOT_ADVICE)]
     return Problem(
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),
+        premises=premises,
         chains=v.fit.chains, tune=0,
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"hybrid-trust K-means: expected WCSS (c = {v.c:.2g}, epsilon = {v.epsilon:g})",

@@ -29,3 +29,31 @@ def test_the_shift_moves_every_point_clips_into_the_box_and_keeps_the_start_and_
 def test_every_kmeans_spec_declares_it():
     problem = load_spec(builtin_example_path("faithful")).problem()
     assert [a.name for a in problem.assumptions] == ["pilot"] and problem.assumptions[0].scale == 1.0
+
+
+def test_public_start_rests_on_the_pilot_being_a_random_sample_unless_the_spec_says_so():
+    """The pilot-sample premise: public-start (the pilot's own clustering) rests on it; stated by
+    model.pilot_is_random_sample = true (then in the header and no warning); no premise with a uniform start."""
+    from hybridpriv.engine.decision import premise_lines
+    from hybridpriv.spec import parse_spec
+
+    pilot = np.random.default_rng(0).uniform(0.2, 0.8, (20, 2))
+    raw = {"kind": "kmeans", "bounds": [0.0, 1.0], "n": 200, "c": 0.3, "epsilon": 4.0, "k": 2, "iterations": [1],
+           "model": {"pilot": pilot.tolist()}}
+    (premise,) = parse_spec(raw).problem().premises
+    assert premise.name == "pilot-sample" and not premise.stated and premise.candidates == ("public-start",)
+    assert premise.key == "model.pilot_is_random_sample" and "none is safe" in premise.advice
+    stated = parse_spec({**raw, "model": {**raw["model"], "pilot_is_random_sample": True}}).problem()
+    assert stated.premises[0].stated and any("pilot: a random sample of these users" in h for h in stated.header)
+    assert parse_spec({**raw, "model": {**raw["model"], "start": "uniform"}}).problem().premises == []
+    with pytest.raises(Exception, match="pilot_is_random_sample"):
+        parse_spec({**raw, "model": {**raw["model"], "pilot_is_random_sample": "yes"}})
+    import xarray as xr
+
+    dec = xr.Dataset({"expected_loss": ("algorithm", [1.0, 1.1]), "meets_requirements": ("algorithm", [True, True]),
+                      "spends_nothing": ("algorithm", [True, False])}, coords={"algorithm": ["public-start", "hybrid-T1"]},
+                     attrs={"recommended": "public-start", "candidate_dim": "algorithm"})
+    (line,) = premise_lines(dec, [premise])
+    assert "warning (premise: pilot-sample): public-start rests on the pilot being a random sample" in line
+    assert premise_lines(dec, stated.premises) == []
+    assert premise_lines(dec.assign_attrs(recommended="hybrid-T1"), [premise]) == []
