@@ -72,7 +72,7 @@ class Problem:
         on ``sensitivity_datasets`` of them (at most ``datasets``), and the tipping points are printed with it.
     premises
         What some candidates rest on that nothing public can check (:class:`~hybridpriv.core.assumptions.Premise`):
-        a recommendation resting on one the user did not state is printed with a warning and the safer choice
+        a recommendation resting on one the user did not state is printed with a warning saying so and what to do
         (:func:`hybridpriv.engine.decision.premise_lines`).
     probe
         A two-stage plan's first stage (:class:`hybridpriv.engine.plan.Probe`: DP features bought with a share of

@@ -18,8 +18,8 @@ import xarray as xr
 from ..core.privacy import Guarantee
 
 __all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "decide", "eligibility", "format_summary",
-           "format_table", "free_line", "free_warning", "premise_lines", "premise_warnings", "P_BEST_PAIRS", "P_BEST_TOLERANCE", "p_best_line", "range_line",
-           "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio", "spends_nothing", "summarize_by"]
+           "format_table", "free_line", "free_warning", "P_BEST_PAIRS", "P_BEST_TOLERANCE", "p_best_line",
+           "premise_lines", "premise_warnings", "range_line", "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio", "spends_nothing", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
@@ -372,9 +372,9 @@ def free_line(decision: xr.Dataset, short: bool = False) -> str:
 
 def premise_warnings(decision: xr.Dataset, premises: Sequence[Any]) -> list[tuple[Any, str, float]]:
     """The premises (:class:`hybridpriv.core.assumptions.Premise`) the recommendation rests on and the user did not
-    state, each with the safer choice (the eligible candidate not resting on it that the decision's criterion
-    ranks first) and how far its criterion lies above the recommendation's (a share; NaN where no candidate is
-    left, the safer choice then ``""``)."""
+    state, each with the best candidate not resting on it (the eligible one the decision's criterion ranks first;
+    not a claim that it is safer) and how far its criterion lies above the recommendation's (a share; NaN where no
+    such candidate is eligible, the candidate then ``""``)."""
     from ..core.assumptions import Premise
 
     if isinstance(premises, Premise) or not all(isinstance(p, Premise) for p in premises):
