@@ -228,7 +228,8 @@ class Selection:
         from .engine.decision import range_line
         from .families import family
 
-        return range_line(family(self.problem.kind).range_coverage, short=short)
+        fam = family(self.problem.kind)
+        return range_line(fam.range_coverage, short=short, real=fam.range_coverage_real)
 
     def p_best_line(self, short: bool = False) -> str:
         """How often the recommendation's P(best) came true on the calibration's held-out truths, where it was more
@@ -244,7 +245,8 @@ class Selection:
     def _held_out_attrs(self) -> dict[str, Any]:
         """What ``selection.nc`` keeps of how the family's numbers held on the calibration's held-out truths, so a
         reader of the file can judge them without the package's version at hand: the ranges' coverage by seed
-        (``range_coverage_held_out``, ``range_coverage_seeds``; ``Family.range_coverage``), the P(best) note as
+        (``range_coverage_held_out``, ``range_coverage_seeds``; ``Family.range_coverage``) and on their real datasets
+        alone (``range_coverage_real``, ``range_coverage_real_seeds``; ``Family.range_coverage_real``), the P(best) note as
         printed (``p_best_note``, ``""`` if none) and the ``Family.p_best_held`` table it read, by bin (reported
         mean, share that came true, pairs) with the seeds it pooled.  Only what the family measured is written."""
         from .families import family
@@ -256,6 +258,10 @@ class Selection:
             seeds = sorted(fam.range_coverage)
             attrs.update(range_coverage_held_out=np.array([float(fam.range_coverage[k]) for k in seeds]),
                          range_coverage_seeds=np.array([int(k) for k in seeds]))
+        if fam.range_coverage_real:
+            seeds = sorted(fam.range_coverage_real)
+            attrs.update(range_coverage_real=np.array([float(fam.range_coverage_real[k]) for k in seeds]),
+                         range_coverage_real_seeds=np.array([int(k) for k in seeds]))
         if fam.p_best_held:
             bins = [b for b in BIN_LABELS if b in fam.p_best_held]
             attrs.update(p_best_held_bins=", ".join(bins),

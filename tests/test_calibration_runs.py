@@ -332,6 +332,27 @@ def test_kmeans_new_model_pooled_p_best_and_regret():
                                                                                                    abs=0.05)
 
 
+def test_every_familys_real_coverage_is_its_stored_runs():
+    """Family.range_coverage_real (what select's ranges note says of real data) is, seed by seed, the share of the
+    eligible real (truth, candidate) pairs covered in the stored run of that family and seed, for every stored seed
+    the family's range_coverage names (K-means' seed 3 was the previous model: not named)."""
+    from hybridpriv.families import registry
+
+    stored_seeds: dict = {}
+    for name in stored_names():
+        ds = stored(name)
+        on_real = (ds.eligible.values == 1) & (ds.source.values == "real")[:, None]
+        stored_seeds.setdefault(str(ds.family.values[0]), {})[int(ds.attrs["seed"])] = (
+            int(ds.covered.values[on_real].sum()), int(on_real.sum()))
+    for name, fam in registry().items():
+        want = {seed: hits for seed, hits in stored_seeds.get(name, {}).items() if seed in fam.range_coverage}
+        assert sorted(fam.range_coverage_real) == sorted(want), name
+        for seed, (covered, pairs) in want.items():
+            assert fam.range_coverage_real[seed] == pytest.approx(covered / pairs, abs=5e-4), (name, seed)
+    assert {seed: stored_seeds["kmeans"][seed] for seed in (4, 5, 6, 7)} == {4: (31, 52), 5: (31, 52), 6: (25, 52),
+                                                                           7: (32, 52)}  # 119 of 208: 57.2%
+
+
 def test_kmeans_p_best_held_is_its_stored_seeds_pooled():
     """What select's K-means P(best) note reads is p_best_bins over the stored seeds it names, to three decimals,
     and it is printed where the pooled table says so (0.3-0.5, 0.7-0.9, 0.9-1) and nowhere else."""

@@ -77,6 +77,11 @@ class Family:
         the calibration study writes it beside its own measurement (``coverage_recorded``), and a test keeps it
         equal to the tables in ``docs/calibration.md`` (seeds 0-2: the per-family table; later seeds: the held-out
         seeds' table).  Update all three after a calibration run.
+    range_coverage_real
+        The same share on the real datasets among those truths alone, by seed, from the stored runs
+        (:mod:`hybridpriv.calibration_runs`; ``{}``: not stored).  ``select``'s ranges note says it beside the pooled
+        share, and says to read the ranges as too narrow on real data where it falls below 80%; a test keeps it
+        equal to the stored runs.
     p_best_held, p_best_seeds
         How often P(best) came true on data its model did not generate: per bin of the reliability diagram
         (:data:`hybridpriv.reliability.BIN_LABELS`), ``(mean P(best) reported, share of those candidates that were
@@ -109,6 +114,7 @@ class Family:
     quick_calibration: ClassVar[Mapping[str, Any]] = {}
     calibration_trials: ClassVar[int | None] = None
     range_coverage: ClassVar[Mapping[int, float]] = {}
+    range_coverage_real: ClassVar[Mapping[int, float]] = {}
     plan_gain_floor: ClassVar[float | None] = None
     p_best_held: ClassVar[Mapping[str, tuple[float, float, int]]] = {}
     p_best_seeds: ClassVar[Sequence[int]] = ()

@@ -380,6 +380,28 @@ def test_the_range_line_says_how_well_the_ranges_held_and_when_to_read_them_as_t
         range_line({0: 75})
 
 
+def test_the_range_line_says_how_the_ranges_held_on_the_real_datasets_too():
+    """Family.range_coverage_real beside the pooled share: said after it where both held, as the reason to read the
+    ranges as too narrow on real data where only it fell short, in parentheses where the pooled share fell short."""
+    from hybridpriv.engine.decision import range_line
+
+    both = range_line({0: 0.88, 1: 0.89}, real={1: 1.0})
+    assert both.endswith("held 88-89% of the realised risks (90% if the model were right); on the real datasets "
+                         "among them (seed 1) 100%")
+    only_real = range_line({4: 0.876, 5: 0.9}, real={4: 0.596, 5: 0.481})
+    assert only_real.endswith("(90% if the model were right), but on the real datasets among them (seeds 4, 5) "
+                              "48-60%: on real data read them as too narrow")
+    pooled = range_line({9: 0.79}, real={9: 0.633, 10: 0.65})
+    assert pooled.endswith("read them as too narrow (on the real datasets among them, seeds 9, 10: 63-65%)")
+    assert range_line({0: 0.88}, short=True, real={0: 0.85}) == ""
+    assert range_line({0: 0.88}, short=True, real={0: 0.5}) == ("ranges: held 88% of realised risks on held-out truths, "
+                                                                "50% on real datasets (not 90%)")
+    assert range_line({}, real={0: 0.5}) == ""  # never measured: nothing, whatever else is given
+    assert range_line({0: 0.88}, real={}) == range_line({0: 0.88})
+    with pytest.raises(ValueError, match=r"range_coverage_real must hold shares in \[0, 1\], got \{0: 1.5\}"):
+        range_line({0: 0.88}, real={0: 1.5})
+
+
 def test_the_p_best_line_says_how_often_a_p_best_like_this_came_true_where_it_was_off():
     from hybridpriv.engine.decision import P_BEST_PAIRS, P_BEST_TOLERANCE, p_best_line
 
@@ -437,6 +459,9 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     held = fam.range_coverage  # and how the ranges held, by seed
     assert list(attrs["range_coverage_seeds"]) == sorted(held)
     assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
+    real = fam.range_coverage_real  # and on the real datasets alone
+    assert list(attrs["range_coverage_real_seeds"]) == sorted(real) == [9, 10]
+    assert list(attrs["range_coverage_real"]) == [real[k] for k in sorted(real)]
     sel.problem.kind = "public-private"  # P(best) never pooled: no table, an empty note; its ranges' coverage kept
     attrs = Selection._held_out_attrs(sel)
     assert attrs["p_best_note"] == "" and not any(k.startswith("p_best_held") for k in attrs)
