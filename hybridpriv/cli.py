@@ -193,6 +193,7 @@ def _select(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message="family = auto: ")
         warnings.filterwarnings("ignore", message="the recommendation flips when")  # printed after the table
         warnings.filterwarnings("ignore", message="if .* of the model's datasets")  # so are the branches' warnings
+        warnings.filterwarnings("ignore", message=r"warning \(premise: ")  # printed with the recommendation
         engine = Engine(client=client, checkpoint=args.resume, chunk_size=args.chunk_size, progress=True)
         result = run_selection(problem, engine, log=lambda line: print(line, flush=True))
         dask = describe_client(client)
@@ -220,7 +221,7 @@ def _select(args: argparse.Namespace) -> int:
 
         print(format_summary(result.summary))
         print()
-    _advice(decision, [result.range_line(), result.p_best_line()], warnings=result.premise_lines())
+    _advice(decision, [result.range_line(), result.p_best_line()], more=result.premise_lines())
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 
@@ -247,9 +248,9 @@ def _with_overrides(spec, overrides: dict):
         raise ValueError(f"{given}: {exc}") from None
 
 
-def _advice(decision, notes: Sequence[str] = (), warnings: Sequence[str] = ()) -> None:
+def _advice(decision, notes: Sequence[str] = (), more: Sequence[str] = ()) -> None:
     """The recommendation and what the table implies: its chance of a costly miss, near-ties, ineligible candidates, a
-    choice at the edge; ``warnings``: more warnings to print with those (``Selection.premise_lines``); ``notes``: how
+    choice at the edge; ``more``: more warnings to print with those (``Selection.premise_lines``); ``notes``: how
     well the family's ranges and P(best) held on held-out truths (``Selection.range_line``, ``Selection.p_best_line``;
     empty ones are skipped)."""
     from .engine.decision import chance_line, free_line
@@ -259,7 +260,7 @@ def _advice(decision, notes: Sequence[str] = (), warnings: Sequence[str] = ()) -
     by_regret = decision.attrs.get("criterion") == "regret"
     rule = "  by expected relative regret" if by_regret else ""
     print(f"recommended: {dim} = {best}  (P(best) = {float(decision.p_best.sel({dim: best})):.2f}){rule}")
-    for line in (chance_line(decision), free_line(decision), *warnings):
+    for line in (chance_line(decision), free_line(decision), *more):
         if line:
             print(f"  {line}")
     meets = decision["meets_requirements"]

@@ -109,17 +109,23 @@ LEGEND_STRIP = 0.3
 def _log_axis(ax, low: float, high: float) -> None:
     """A log x axis labelled in plain numbers (matplotlib's own minor labels print "3x10^1" into "4x10^1"): every
     power of ten, and between them 2 and 5 times it where the data span under two decades, 2, 3, 4, 5, 6 and 8
-    times it where they span under one."""
+    times it where they span under one; where that leaves fewer than two labels in ``[low, high]`` (a span of about
+    2x or less, where matplotlib places linear minor ticks), every tick."""
     from matplotlib import ticker
 
     ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     shown = (2.0, 3.0, 4.0, 5.0, 6.0, 8.0) if high < 10 * low else (2.0, 5.0) if high < 100 * low else ()
+    decades = 10.0 ** np.arange(np.floor(np.log10(low)), np.ceil(np.log10(high)) + 1)
+    marks = [d * m for d in decades for m in (1.0, *shown)]
+    every = sum(low <= v <= high for v in marks) < 2
 
-    def minor(v: float, _: int) -> str:
-        return f"{v:g}" if v > 0 and round(v / 10 ** np.floor(np.log10(v)), 6) in shown else ""
+    def label(v: float, _: int) -> str:
+        if v <= 0:
+            return ""
+        return f"{v:g}" if every or round(v / 10 ** np.floor(np.log10(v)), 6) in (1.0, *shown) else ""
 
-    ax.xaxis.set_minor_formatter(ticker.FuncFormatter(minor))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(ticker.FuncFormatter(label))
 
 
 def plot_decision(decision: xr.Dataset, ax=None, title: str | None = None, notes: Sequence[str] = ()):

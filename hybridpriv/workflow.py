@@ -115,6 +115,15 @@ class Problem:
     premises: Sequence[Any] = ()
     probe: Any = None
 
+    def __post_init__(self) -> None:
+        from .core.assumptions import Premise
+
+        given = self.premises
+        premises = tuple(given) if isinstance(given, (list, tuple)) else None
+        if premises is None or not all(isinstance(p, Premise) for p in premises):
+            raise TypeError(f"premises must be a list or tuple of Premise (hybridpriv.core.assumptions), got {given!r}")
+        self.premises = premises
+
     def draws_per_chain(self) -> int:
         """Posterior draws per chain to sample."""
         return max(self.min_posterior_draws, math.ceil(self.datasets / self.chains))
@@ -285,9 +294,9 @@ class Selection:
             from .engine.branches import branch_notes
 
             notes += branch_notes(self.branches)
-        notes += self.premise_lines(short=True)
         notes += [line for line in (chance_line(self.decision, short=True), free_line(self.decision, short=True),
-                                    self.range_line(short=True), self.p_best_line(short=True)) if line]
+                                    *self.premise_lines(short=True), self.range_line(short=True),
+                                    self.p_best_line(short=True)) if line]
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")
@@ -391,8 +400,8 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
                        candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan,
                        later=later)
-    for line in [*result.sensitivity_lines(), *result.branch_lines()]:
-        if line.startswith("warning: "):
+    for line in [*result.sensitivity_lines(), *result.branch_lines(), *result.premise_lines()]:
+        if line.startswith("warning"):
             import warnings
 
             warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)

@@ -377,6 +377,20 @@ def test_kmeans_pilot_premise_names_every_silent_failure_and_switching_away_does
     pilot-biased truth with public-start recommended).  Switching to the best eligible iterated candidate by
     expected loss: worse over the 68 (mean regret 12.3 -> 61.3%), and no better on the 13 pilot-biased ones
     (58.4 -> 60.1%): the advice the warning prints ("none is safe then")."""
+    from hybridpriv.engine.decision import premise_warnings
+    from hybridpriv.spec import builtin_example_path, load_spec
+
+    (pilot,) = load_spec(builtin_example_path("faithful")).problem().premises  # K-means' own premise, not stated
+
+    def warns(ds, i):  # the code's rule, on the truth's decision rebuilt from the stored columns
+        have = ~np.isnan(ds.expected_loss.values[i])
+        names = [str(c).removeprefix("algorithm:") for c in ds.candidate.values[have]]
+        dec = xr.Dataset({"expected_loss": ("algorithm", ds.expected_loss.values[i, have]),
+                          "meets_requirements": ("algorithm", ds.eligible.values[i, have] == 1)},
+                         coords={"algorithm": names},
+                         attrs={"candidate_dim": "algorithm", "recommended": str(ds.recommended.values[i])})
+        return bool(premise_warnings(dec, [pilot]))
+
     above_all, silent_before, silent_after, warned = 0, 0, 0, 0
     kept, switched, kept_biased, switched_biased = [], [], [], []
     for seed in (4, 5, 6, 7):
@@ -385,7 +399,8 @@ def test_kmeans_pilot_premise_names_every_silent_failure_and_switching_away_does
         start = names.index("algorithm:public-start")
         eligible = ds.eligible.values == 1
         best = np.min(np.where(eligible, ds.realised.values, np.inf), axis=1)
-        premise = ds.recommended.values == "public-start"
+        premise = np.array([warns(ds, i) for i in range(ds.sizes["truth"])])
+        assert (premise == (ds.recommended.values == "public-start")).all()  # exactly where public-start is chosen
         above = ds.regret.values > 0.25
         other = (ds.sensitivity_warning.values != "") | (ds.p_costly_recommended.values >= 0.25)
         above_all += int(above.sum())

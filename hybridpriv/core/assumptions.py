@@ -150,6 +150,7 @@ class Premise:
         if not isinstance(self.stated, bool):
             raise ValueError(f"stated must be True or False, got {self.stated!r}")
         if self.candidates is not None:
-            if isinstance(self.candidates, str) or not all(isinstance(c, str) for c in self.candidates):
-                raise ValueError(f"candidates must be a sequence of candidate names or None, got {self.candidates!r}")
-            object.__setattr__(self, "candidates", tuple(self.candidates))
+            names = self.candidates if isinstance(self.candidates, str) else tuple(self.candidates)
+            if isinstance(names, str) or not names or not all(isinstance(c, str) and c for c in names):
+                raise ValueError(f"candidates must be a non-empty sequence of candidate names or None, got {names!r}")
+            object.__setattr__(self, "candidates", names)

@@ -372,43 +372,57 @@ def free_line(decision: xr.Dataset, short: bool = False) -> str:
 
 def premise_warnings(decision: xr.Dataset, premises: Sequence[Any]) -> list[tuple[Any, str, float]]:
     """The premises (:class:`hybridpriv.core.assumptions.Premise`) the recommendation rests on and the user did not
-    state, each with the best candidate not resting on it (the eligible one the decision's criterion ranks first;
-    not a claim that it is safer) and how far its criterion lies above the recommendation's (a share; NaN where no
-    such candidate is eligible, the candidate then ``""``)."""
+    state, each with the best eligible candidate not resting on it (the one the decision's criterion ranks first;
+    not a claim that it is safer) and how far it lies above the recommendation: its expected loss over the
+    recommendation's minus 1 (NaN where the recommendation's is 0), or under ``criterion="regret"`` its expected
+    relative regret minus the recommendation's.  Where no such candidate is eligible: ``""`` and NaN.  A premise
+    naming candidates the decision lacks (a SPEC may leave some out) rests on none of them."""
     from ..core.assumptions import Premise
 
+    premises = list(premises) if not isinstance(premises, Premise) else premises
     if isinstance(premises, Premise) or not all(isinstance(p, Premise) for p in premises):
         raise TypeError(f"premises must be a sequence of Premise, got {premises!r}")
     if not premises:
         return []
-    dim, best = decision.attrs["candidate_dim"], str(decision.attrs["recommended"])
+    dim = decision.attrs.get("candidate_dim")
+    missing = [v for v in ("expected_loss", "meets_requirements") if v not in decision]
+    if dim not in decision.dims or missing or "recommended" not in decision.attrs:
+        raise ValueError(f"decision must be a decide() result (candidate_dim, recommended, expected_loss, "
+                         f"meets_requirements), got dims {list(decision.dims)} and variables {list(decision.data_vars)}")
     names = [str(c) for c in decision[dim].values]
-    by = decision["expected_regret" if decision.attrs.get("criterion") == "regret" else "expected_loss"].values
+    best = str(decision.attrs["recommended"])
+    if best not in names:
+        raise ValueError(f"decision's recommended {best!r} is not one of its candidates {names}")
+    by_regret = decision.attrs.get("criterion") == "regret"
+    by = decision["expected_regret" if by_regret else "expected_loss"].values
     eligible = decision["meets_requirements"].values.astype(bool)
-    free = (decision["spends_nothing"].values.astype(bool) if "spends_nothing" in decision
-            else np.zeros(len(names), dtype=bool))
     out = []
     for premise in premises:
-        rests = free if premise.candidates is None else np.isin(names, premise.candidates)
+        if premise.candidates is None and "spends_nothing" not in decision:
+            raise ValueError(f"premise {premise.name!r} rests on the candidates that spend nothing, but the decision "
+                             "has no spends_nothing (made before it existed): decide() again")
+        rests = (decision["spends_nothing"].values.astype(bool) if premise.candidates is None
+                 else np.isin(names, premise.candidates))
         if premise.stated or not rests[names.index(best)]:
             continue
-        others = np.flatnonzero(~rests & (eligible if eligible.any() else True))
+        others = np.flatnonzero(~rests & eligible)
         if not others.size:
             out.append((premise, "", float("nan")))
             continue
         j = others[int(np.argmin(by[others]))]
         here = by[names.index(best)]
-        out.append((premise, names[j], float(by[j] / here - 1) if here > 0 else float("nan")))
+        excess = float(by[j] - here) if by_regret else (float(by[j] / here - 1) if here > 0 else float("nan"))
+        out.append((premise, names[j], excess))
     return out
 
 
 def premise_lines(decision: xr.Dataset, premises: Sequence[Any], short: bool = False) -> list[str]:
     """:func:`premise_warnings` in words, one ``warning (premise: NAME)`` line each: what the recommendation rests
     on, that the table's numbers do not hold for it where that fails, the premise's ``advice`` (else the best
-    candidate not resting on it alone, named as such, not as a safer one), and the SPEC key that states it holds.
-    ``short``: the few words written under the plot."""
-    best = decision.attrs["recommended"]
-    what = "expected regret" if decision.attrs.get("criterion") == "regret" else "expected loss"
+    eligible candidate not resting on it alone, named as such, not as a safer one), and the SPEC key that states
+    it holds.  ``short``: the few words written under the plot."""
+    best = decision.attrs.get("recommended")
+    by_regret = decision.attrs.get("criterion") == "regret"
     lines = []
     for premise, other, excess in premise_warnings(decision, premises):
         if short:
@@ -416,12 +430,14 @@ def premise_lines(decision: xr.Dataset, premises: Sequence[Any], short: bool = F
             continue
         how = f" ({premise.fails})" if premise.fails else ""
         if premise.advice:
-            then = f" {premise.advice}."
+            then = f" {premise.advice.rstrip('.')}."
         elif other:
-            gap = f", {excess:.0%} above it in {what} on the model's datasets" if np.isfinite(excess) else ""
-            then = f" The best candidate that does not rest on it alone is {other}{gap}."
+            gap = ("" if not np.isfinite(excess) else
+                   f", {100 * excess:.0f} points above it in expected regret" if by_regret else
+                   f", {excess:.0%} above it in expected loss")
+            then = f" The best eligible candidate that does not rest on it alone is {other}{gap} on the model's datasets."
         else:
-            then = ""
+            then = " No eligible candidate does without it."
         lines.append(f"warning (premise: {premise.name}): {best} rests on {premise.assumes}, which nothing public "
                      f"here can check; if it does not hold{how}, the table's numbers do not hold for {best}.{then}  "
                      f"If it does hold, say {premise.key} = true")
@@ -451,11 +467,13 @@ def range_line(coverage: Mapping[int, float], short: bool = False, real: Mapping
         return ""
     lo, held, seeds = _shares(coverage, "range_coverage")
     real_lo, real_held, real_seeds = _shares(real, "range_coverage_real") if real else (1.0, "", "")
+    if real and not set(real) <= set(coverage):
+        raise ValueError(f"range_coverage_real's seeds {sorted(real)} must be among range_coverage's {sorted(coverage)}")
     if short:
         if lo >= RANGE_TARGET and real_lo >= RANGE_TARGET:
             return ""
-        on_real = f", {real_held} on real datasets" if real else ""
-        return f"ranges: held {held} of realised risks on held-out truths{on_real} (not {RANGE_NOMINAL:.0%})"
+        on_real = f"; {real_held} on the real datasets" if real else ""
+        return f"ranges: held {held} of realised risks on held-out truths (not {RANGE_NOMINAL:.0%}){on_real}"
     where = (f"on the calibration study's held-out truths of this kind ({seeds}; docs/calibration.md) the 5-95% "
              f"ranges held {held} of the realised risks")
     among = f"on the real datasets among them ({real_seeds}) {real_held}" if real else ""

@@ -391,11 +391,13 @@ def test_the_range_line_says_how_the_ranges_held_on_the_real_datasets_too():
     only_real = range_line({4: 0.876, 5: 0.9}, real={4: 0.596, 5: 0.481})
     assert only_real.endswith("(90% if the model were right), but on the real datasets among them (seeds 4, 5) "
                               "48-60%: on real data read them as too narrow")
-    pooled = range_line({9: 0.79}, real={9: 0.633, 10: 0.65})
+    pooled = range_line({9: 0.79, 10: 0.82}, real={9: 0.633, 10: 0.65})
     assert pooled.endswith("read them as too narrow (on the real datasets among them, seeds 9, 10: 63-65%)")
     assert range_line({0: 0.88}, short=True, real={0: 0.85}) == ""
-    assert range_line({0: 0.88}, short=True, real={0: 0.5}) == ("ranges: held 88% of realised risks on held-out truths, "
-                                                                "50% on real datasets (not 90%)")
+    assert range_line({0: 0.88}, short=True, real={0: 0.5}) == ("ranges: held 88% of realised risks on held-out truths "
+                                                                "(not 90%); 50% on the real datasets")
+    with pytest.raises(ValueError, match=r"range_coverage_real's seeds \[9, 10\] must be among range_coverage's \[9\]"):
+        range_line({9: 0.79}, real={9: 0.633, 10: 0.65})
     assert range_line({}, real={0: 0.5}) == ""  # never measured: nothing, whatever else is given
     assert range_line({0: 0.88}, real={}) == range_line({0: 0.88})
     with pytest.raises(ValueError, match=r"range_coverage_real must hold shares in \[0, 1\], got \{0: 1.5\}"):

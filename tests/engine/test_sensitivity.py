@@ -318,10 +318,11 @@ def test_a_categorical_figures_legend_sits_between_its_axis_label_and_its_notes(
             assert top <= box.y0 and box.y0 - top < 0.3 * dpi, (top, box.y0)
 
 
-@pytest.mark.parametrize("low, high", [(3.47, 61.3), (3.4, 9.0), (0.02, 900.0)])
+@pytest.mark.parametrize("low, high", [(3.47, 61.3), (3.4, 9.0), (0.02, 900.0), (1.1, 1.9), (120.0, 180.0)])
 def test_a_log_axis_labels_plain_numbers_that_do_not_overlap(low, high):
     """The K-means figure's log axis printed "3x10^1" into "4x10^1"; now plain numbers (a power of ten, and 2 and 5
-    times it under two decades, more under one), at least two of them, no two labels' boxes overlapping."""
+    times it under two decades, more under one, every tick within about 2x), at least two of them, no two labels'
+    boxes overlapping."""
     import itertools
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -61,8 +61,8 @@ START = "public-start"
 CANDIDATES = (*ALGORITHMS, START)
 #: What the pilot-sample premise's warning advises (measured on the calibration's held-out pilot-biased truths).
 PILOT_ADVICE = ("Every candidate here starts from the pilot's clustering, so none is safe then: where the pilot "
-                "over-sampled some clusters, the best iterated candidate did no better on average than the public "
-                "start (docs/kmeans-select.md); a representative pilot is the remedy")
+                "over-sampled some clusters, the iterated candidate the table ranked best did no better on average "
+                "than the public start (docs/kmeans-select.md); a representative pilot is the remedy")
 #: Most point-operations of a whole evaluation (datasets x trials x candidates x iterations x users x k).
 MAX_WORK = 2e11
 #: Most users in one simulated dataset.
@@ -135,8 +135,8 @@ MODEL = Table((
         doc="true: who trusts the curator may go with where their point lies (in half the model's datasets a "
             "uniform share of the TCM users come from one cluster); false: you know trust was split at random"),
     Key("pilot_is_random_sample", boolean(), False,
-        doc="true: you know the pilot is a random sample of these users; false (the default): public-start, which "
-            "uses the pilot alone, is recommended with a warning that it rests on that"),
+        doc="true: you know the pilot is a random sample of these users; false (the default): where public-start, "
+            "which uses the pilot alone, is recommended, a warning says that it rests on that"),
 ), doc="what is public besides the setting: a pilot sample of points (KMeansPilotModel, a Bayesian bootstrap)")
 
 FIT = fit_table("posterior chains (exact Dirichlet draws; R-hat and ESS are a check)", tune=None)

@@ -45,7 +45,7 @@ def test_public_start_rests_on_the_pilot_being_a_random_sample_unless_the_spec_s
     assert premise.key == "model.pilot_is_random_sample" and "none is safe" in premise.advice
     stated = parse_spec({**raw, "model": {**raw["model"], "pilot_is_random_sample": True}}).problem()
     assert stated.premises[0].stated and any("pilot: a random sample of these users" in h for h in stated.header)
-    assert parse_spec({**raw, "model": {**raw["model"], "start": "uniform"}}).problem().premises == []
+    assert parse_spec({**raw, "model": {**raw["model"], "start": "uniform"}}).problem().premises == ()
     with pytest.raises(Exception, match="pilot_is_random_sample"):
         parse_spec({**raw, "model": {**raw["model"], "pilot_is_random_sample": "yes"}})
     import xarray as xr
@@ -57,3 +57,28 @@ def test_public_start_rests_on_the_pilot_being_a_random_sample_unless_the_spec_s
     assert "warning (premise: pilot-sample): public-start rests on the pilot being a random sample" in line
     assert premise_lines(dec, stated.premises) == []
     assert premise_lines(dec.assign_attrs(recommended="hybrid-T1"), [premise]) == []
+
+
+@pytest.mark.slow
+def test_run_selection_warns_of_the_premise_where_public_start_is_recommended_and_not_where_it_is_stated():
+    """A library user sees the premise warning as a UserWarning (as the sensitivity and branch warnings), and the
+    selection's premise_lines say it; stating the premise silences both (the faithful example, few draws)."""
+    import warnings
+
+    from hybridpriv.workflow import run_selection
+
+    spec = load_spec(builtin_example_path("faithful")).with_overrides({"draws": 20, "trials": 2})
+    problem = spec.problem()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sel = run_selection(problem)
+    said = [str(w.message) for w in caught if "premise: pilot-sample" in str(w.message)]
+    rests = str(sel.decision.attrs["recommended"]) == "public-start"
+    assert rests and len(said) == 1 and said == sel.premise_lines()  # the example recommends public-start
+    import dataclasses
+
+    stated = dataclasses.replace(problem, premises=(dataclasses.replace(problem.premises[0], stated=True),))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sel = run_selection(stated)
+    assert not [w for w in caught if "premise" in str(w.message)] and sel.premise_lines() == []
