@@ -214,14 +214,15 @@ def test_quick_study_structure(quick):
         assert float(ds.coverage_recorded.sel(scope=scope)) == pytest.approx(want, abs=1e-12)
     assert np.isnan(float(ds.coverage_recorded.sel(scope="overall")))
     # what select's P(best) note reads (Family.p_best_held), bin by bin beside this run's reliability; NaN where never
-    # measured (a bin hybrid trust never reached, the kinds not pooled: K-means) and overall
+    # measured (a bin hybrid trust never reached, the kinds not pooled: public-private, histogram) and overall
     assert list(ds.bin.values) == ["0-0.1", "0.1-0.3", "0.3-0.5", "0.5-0.7", "0.7-0.9", "0.9-1"]
     for scope in ds.scope.values:
         held = family(str(scope)).p_best_held if scope != "overall" else {}
         want = [held[b][1] if b in held else np.nan for b in ds.bin.values]
         np.testing.assert_array_equal(ds.reliability_recorded.sel(scope=scope).values, want)
     assert np.isfinite(ds.reliability_recorded.sel(scope="user-item").values).all()
-    assert np.isnan(ds.reliability_recorded.sel(scope="kmeans").values).all()
+    assert np.isfinite(ds.reliability_recorded.sel(scope="kmeans").values).all()  # pooled since seeds 4-7
+    assert np.isnan(ds.reliability_recorded.sel(scope="public-private").values).all()
     assert ds.refused.dims == ("scope",) and float(ds.refused.sel(scope="overall")) == 0
     is_k = ds.family.values == "user-item"
     assert not ds.recommended_at_edge.values[~is_k].any() and not ds.oracle_at_edge.values[~is_k].any()
