@@ -400,11 +400,13 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
                        candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan,
                        later=later)
-    for line in [*result.sensitivity_lines(), *result.branch_lines(), *result.premise_lines()]:
-        if line.startswith("warning"):
-            import warnings
+    import warnings
 
+    for line in [*result.sensitivity_lines(), *result.branch_lines()]:
+        if line.startswith("warning: "):
             warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
+    for line in result.premise_lines():  # each one a warning, named by its premise
+        warnings.warn(line, UserWarning, stacklevel=2)
     return result
 
 

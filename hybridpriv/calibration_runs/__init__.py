@@ -177,7 +177,8 @@ def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
     """The recommendation's regret against every fixed rule's, pooled over ``runs`` (one family's runs).
 
     A fixed rule always chooses the same candidate; its regret on a truth is
-    :func:`hybridpriv.calibration.regret_to_best`, the recommendation's ``regret`` definition.  Only candidates eligible on every pooled truth are rules (a rule must be allowed to act).
+    :func:`hybridpriv.calibration.regret_to_best`, the recommendation's ``regret`` definition.  Only candidates
+    eligible on every pooled truth are rules (a rule must be allowed to act).
     Truths where ``select`` refused (regret NaN) are left out of every rule alike; ``attrs["left_out"]`` counts
     them.  Returns one row per rule, ``"recommendation"`` first, then the candidates by mean: ``median``,
     ``mean``, ``p90`` (percent), ``above_25pct`` (truths whose regret exceeds 25%) and ``truths``.

@@ -370,6 +370,13 @@ def free_line(decision: xr.Dataset, short: bool = False) -> str:
             f"{best} by far and keeps the whole budget: compare their 5-95% ranges before acting")
 
 
+def _ranked_by(decision: xr.Dataset) -> str:
+    """The variable the decision's rule minimised: ``expected_regret`` for ``criterion="regret"``, else (and for a
+    decision made before it existed) ``expected_loss``."""
+    by_regret = decision.attrs.get("criterion") == "regret" and "expected_regret" in decision
+    return "expected_regret" if by_regret else "expected_loss"
+
+
 def premise_warnings(decision: xr.Dataset, premises: Sequence[Any]) -> list[tuple[Any, str, float]]:
     """The premises (:class:`hybridpriv.core.assumptions.Premise`) the recommendation rests on and the user did not
     state, each with the best eligible candidate not resting on it (the one the decision's criterion ranks first;
@@ -393,8 +400,8 @@ def premise_warnings(decision: xr.Dataset, premises: Sequence[Any]) -> list[tupl
     best = str(decision.attrs["recommended"])
     if best not in names:
         raise ValueError(f"decision's recommended {best!r} is not one of its candidates {names}")
-    by_regret = decision.attrs.get("criterion") == "regret"
-    by = decision["expected_regret" if by_regret else "expected_loss"].values
+    by_regret = _ranked_by(decision) == "expected_regret"
+    by = decision[_ranked_by(decision)].values
     eligible = decision["meets_requirements"].values.astype(bool)
     out = []
     for premise in premises:
@@ -529,8 +536,8 @@ def format_table(decision: xr.Dataset) -> str:
 
     A decision by expected relative regret (``criterion="regret"``) shows it in an ``E[regret]`` column."""
     dim = decision["expected_loss"].dims[0]
-    by_regret = decision.attrs.get("criterion") == "regret" and "expected_regret" in decision
-    key = decision["expected_regret" if by_regret else "expected_loss"]
+    by_regret = _ranked_by(decision) == "expected_regret"
+    key = decision[_ranked_by(decision)]
     order = key.sortby(key)[dim].values
     has_meets = "meets_requirements" in decision
     w = max(18, len(dim) + 2, *(len(str(c)) + 2 for c in decision[dim].values))
@@ -572,7 +579,7 @@ def summarize_by(decision: xr.Dataset, group_of, name: str = "approach") -> xr.D
     names = list(dict.fromkeys(labels))
     meets = decision["meets_requirements"] if "meets_requirements" in decision else None
     # a group's best by the rule that made the recommendation (expected loss, or expected relative regret)
-    key = "expected_regret" if decision.attrs.get("criterion") == "regret" else "expected_loss"
+    key = _ranked_by(decision)
     rows = []
     for g in names:
         members = [c for c, lab in zip(coords, labels) if lab == g]

@@ -279,10 +279,10 @@ def build(v: Config):
         header.append("pilot: a random sample of these users (model.pilot_is_random_sample = true)")
     # the public start alone is the pilot's own clustering: its error on the users is the pilot's (a uniform start
     # rests on no pilot)
-    premises = [] if kn.start != "pilot" else [Premise("pilot-sample", "the pilot being a random sample of these users",
-                      "recruited elsewhere, earlier, or more from some clusters than others", "model.pilot_is_random_sample",
-                      stated=bool(kn.pilot_is_random_sample), candidates=(START,),
-                                                         advice=PILOT_ADVICE)]
+    premises = [] if kn.start != "pilot" else [
+        Premise("pilot-sample", "the pilot being a random sample of these users",
+                "recruited elsewhere, earlier, or more from some clusters than others", "model.pilot_is_random_sample",
+                stated=bool(kn.pilot_is_random_sample), candidates=(START,), advice=PILOT_ADVICE)]
     return Problem(
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),
