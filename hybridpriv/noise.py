@@ -5,6 +5,8 @@ random state.  Guarantees (for the stated sensitivity, under the neighbouring re
 caller's sensitivity was computed for):
 
 * :func:`laplace` -- ``epsilon``-DP when ``scale = sensitivity / epsilon`` (L1 sensitivity).
+* :func:`laplace_sum` -- the sum of ``count`` independent Laplace draws in one draw (simulating many
+  users' local noise when only its sum is used; not a mechanism of its own).
 * :func:`gaussian` -- ``(epsilon, delta)``-DP when ``sigma = gaussian_sigma(epsilon, delta, sensitivity)``
   (L2 sensitivity; the analytic calibration of Balle & Wang 2018 by default).
 * :func:`exponential_mechanism` -- ``epsilon``-DP for scores of sensitivity ``sensitivity``:
@@ -38,6 +40,7 @@ __all__ = [
     "gaussian_sigma",
     "interval_exponential_mechanism",
     "laplace",
+    "laplace_sum",
     "poisson_subsample_sums",
     "randomized_response",
     "rr_debias_counts",
@@ -96,6 +99,26 @@ def laplace(values: np.ndarray | float, scale: np.ndarray | float, rng: np.rando
     raise ``ValueError`` naming ``scale`` (never an ``inf`` release).
     """
     return _add_noise(values, scale, "scale", rng, lambda shape: rng.laplace(0.0, 1.0, size=shape))
+
+
+def laplace_sum(values: np.ndarray | float, scale: np.ndarray | float, count: int,
+                rng: np.random.Generator) -> np.ndarray:
+    """Add to every entry of ``values`` the sum of ``count`` independent Laplace(0, ``scale``) draws.
+
+    Exact in distribution, in one draw per entry instead of ``count``: a Laplace(0, b) draw is the
+    difference of two independent Exponential(b) draws, so the sum of ``count`` of them is
+    ``b * (G1 - G2)`` with ``G1``, ``G2`` independent Gamma(``count``, 1).  For simulating a group's
+    local noise where an estimator uses only its sum (the mean of ``count`` users' noisy reports);
+    the privacy guarantee is each user's own Laplace draw, which this only stands in for.  ``count``
+    0 adds nothing; ``scale`` is checked as in :func:`laplace`.
+    """
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise ValueError(f"count must be an integer >= 0 (the number of draws summed), got {count!r}")
+    if count == 0:
+        return _add_noise(values, scale, "scale", rng, lambda shape: np.zeros(shape))
+    k = float(count)
+    return _add_noise(values, scale, "scale", rng,
+                      lambda shape: rng.standard_gamma(k, size=shape) - rng.standard_gamma(k, size=shape))
 
 
 def gaussian_sigma(epsilon: float, delta: float, sensitivity: float, method: str = "analytic") -> float:

@@ -236,12 +236,26 @@ class _AventEstimator(Estimator):
             return M.laplace(values, scale, rng)
         return M.gaussian(values, scale, rng)
 
+    def _noisy_sum(self, values: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
+        """Per trial (row), the sum of the users' locally noised values: what every estimator here uses of
+        them.  In simulation (a plain NumPy generator) the sum of a row's noise is drawn at once, exactly in
+        law (:func:`hybridpriv.noise.laplace_sum`; a Gaussian sum is one Gaussian of ``sqrt(n)`` times the
+        scale), so a trial costs one draw, not one per user; any other generator (a release's OpenDP
+        adapter) draws each user's noise itself."""
+        if isinstance(values, _Reports) or scale == 0.0 or type(rng) is not np.random.Generator:
+            return self._noisy(values, scale, rng).sum(axis=1)
+        n = values.shape[1]  # rows broadcast from one (stride 0: a fixed dataset) are summed once
+        total = np.broadcast_to(values[0].sum(), values.shape[:1]) if values.strides[0] == 0 else values.sum(axis=1)
+        if self.noise == "laplace":
+            return M.laplace_sum(total, scale, n, rng)
+        return M.gaussian(total, scale * math.sqrt(n), rng)
+
     # -- the two group estimates ------------------------------------------------------
     def _tcm_estimate(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return self._noisy(x.mean(axis=1), self._scale_T, rng)
 
     def _lm_estimate(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return self._noisy(x, self._scale_L, rng).mean(axis=1)
+        return self._noisy_sum(x, self._scale_L, rng) / x.shape[1]
 
     def _central(self, i: int) -> Guarantee:
         g = self.groups[i]
@@ -356,7 +370,7 @@ class FullLM(_AventEstimator):
         return {t: self._local(0), l_: self._local(1)}
 
     def _estimate(self, data: list[np.ndarray], rng: np.random.Generator) -> np.ndarray:
-        total = self._noisy(data[0], self._scale_LT, rng).sum(axis=1) + self._noisy(data[1], self._scale_L, rng).sum(axis=1)
+        total = self._noisy_sum(data[0], self._scale_LT, rng) + self._noisy_sum(data[1], self._scale_L, rng)
         return total / self.n
 
     def mse(self, sigma_T2: float, sigma_L2: float | None = None, mu_T: float = 0.0, mu_L: float = 0.0, benchmark: str = "empirical") -> float:

@@ -30,6 +30,17 @@ def _laplace_run(epsilon: float, sensitivity_used: float) -> Run:
     return lambda seed: one(audit(mech, (0.0, 1.0), epsilon, samples=SAMPLES, confidence=CONFIDENCE, seed=seed))
 
 
+def _laplace_sum_run(epsilon: float, count: int, sensitivity_used: float) -> Run:
+    """A sum of ``count`` values, one of them moved by 1, each value with its own Laplace noise of scale
+    ``sensitivity_used / epsilon`` (every user's local noise), drawn as one sum: epsilon-DP by post-processing
+    of the users' reports (``count = 1`` is :func:`_laplace_run`)."""
+
+    def mech(d, rng, size):
+        return M.laplace_sum(np.full(size, d), sensitivity_used / epsilon, count, rng)
+
+    return lambda seed: one(audit(mech, (0.0, 1.0), epsilon, samples=SAMPLES, confidence=CONFIDENCE, seed=seed))
+
+
 def _gaussian_run(epsilon: float, delta: float, sensitivity_used: float) -> Run:
     sigma = M.gaussian_sigma(epsilon, delta, sensitivity_used)
 
@@ -113,6 +124,9 @@ for _eps in (0.5, 2.0):
     CORRECT[f"laplace eps={_eps:g}"] = _laplace_run(_eps, 1.0)
     COVERS[f"laplace eps={_eps:g}"] = "laplace"
     BROKEN[f"laplace, half the sensitivity, eps={_eps:g}"] = (_laplace_run(_eps, 0.5), "mechanism")
+    _count = 1 if _eps < 1 else 3
+    CORRECT[f"laplace_sum count={_count} eps={_eps:g}"] = _laplace_sum_run(_eps, _count, 1.0)
+    COVERS[f"laplace_sum count={_count} eps={_eps:g}"] = "laplace_sum"
     CORRECT[f"exponential_mechanism eps={_eps:g}"] = _exponential_run(_eps, True)
     COVERS[f"exponential_mechanism eps={_eps:g}"] = "exponential_mechanism"
     BROKEN[f"exponential_mechanism without the factor 2, eps={_eps:g}"] = (_exponential_run(_eps, False), "mechanism")
@@ -128,6 +142,7 @@ for _eps, _delta in ((0.5, 1e-3), (2.0, 1e-5)):
     CORRECT[f"gaussian eps={_eps:g} delta={_delta:g}"] = _gaussian_run(_eps, _delta, 1.0)
     COVERS[f"gaussian eps={_eps:g} delta={_delta:g}"] = "gaussian"
 BROKEN["gaussian, half the sensitivity, eps=0.5 delta=0.001"] = (_gaussian_run(0.5, 1e-3, 0.5), "mechanism")
+BROKEN["laplace_sum count=1, half the sensitivity, eps=2"] = (_laplace_sum_run(2.0, 1, 0.5), "mechanism")
 
 
 
