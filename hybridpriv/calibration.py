@@ -172,7 +172,8 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "oracle_at_edge": s["oracle"] == len(coords) - 1 and dim == "k",
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"],
-           "warned": run["warned"], "flip_share": run["flip_share"], "flip_worst": run["flip_worst"],
+           "warned": run["warned"], "checks_flagged": run["checks_flagged"], "flip_share": run["flip_share"],
+           "flip_worst": run["flip_worst"],
            "seconds": seconds}
     if "plan_pays" in run:  # the two-stage plan carried out; the recommendation is the plan when it pays
         oracle_risk = realised[s["oracle"]]
@@ -234,7 +235,7 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
     return {"refused": False, "decision": dec, "dim": dim, "attempts": attempt + 1, "failures": failures,
             "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
-            **_warned(selection),
+            "checks_flagged": _checks_flagged(selection), **_warned(selection),
             **_carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine)}
 
 
@@ -303,6 +304,16 @@ def _warned(selection) -> dict[str, Any]:
     rule = warnings_of(selection.sensitivity, str(selection.decision.attrs["recommended"]))
     return {"warned": ", ".join([*(a for a, r in rule.items() if r["warns"]), *alternatives]),
             "flip_share": min(r["flip"] for r in rule.values()), "flip_worst": max(r["worst"] for r in rule.values())}
+
+
+def _checks_flagged(selection) -> str:
+    """The public statistics the model could not reproduce (``select``'s predictive-check warning, which names the
+    model's assumption at fault in the family's advice), comma-separated; "" when none was flagged or the family has
+    no checks.  Recorded beside the other warnings, not counted among them in ``regret_over_25pct_warned``."""
+    checks = getattr(selection, "checks", None)
+    if checks is None:
+        return ""
+    return ", ".join(str(n) for n in checks.statistic.values[checks.flagged.values])
 
 
 def _has_pythia(name: str) -> bool:
@@ -382,6 +393,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "recommended_at_edge": [bool(r.get("recommended_at_edge", False)) for r in rows],
         "max_rhat": [r.get("max_rhat", np.nan) for r in rows], "select_refused": [r["refused"] for r in rows],
         "sensitivity_warning": [r.get("warned", "") for r in rows],
+        "checks_flagged": [r.get("checks_flagged", "") for r in rows],
         "p_costly_recommended": [_at_recommended(r, "p_costly") for r in rows],
         "p_costly_raw_recommended": [_at_recommended(r, "p_costly_raw") for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
@@ -438,6 +450,15 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     ds["regret_over_25pct_chance"] = ("scope", [int((big & (chance >= CHANCE_WARNING) & m).sum()) for m in in_scope])
     ds["regret_over_25pct_warned_any"] = ("scope", [int((big & (warned | (chance >= CHANCE_WARNING)) & m).sum())
                                                     for m in in_scope])
+    checked = ds["checks_flagged"] != ""
+    ds["checks_warnings"] = ("scope", [int((checked & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_checked"] = ("scope", [int((big & checked & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_warned_or_checked"] = ("scope", [
+        int((big & (warned | (chance >= CHANCE_WARNING) | checked) & m).sum()) for m in in_scope])
+    ds["checks_warnings"].attrs["description"] = "truths where a predictive check of the public knowledge was flagged"
+    ds["regret_over_25pct_checked"].attrs["description"] = "truths above 25% regret with a flagged predictive check"
+    ds["regret_over_25pct_warned_or_checked"].attrs["description"] = ("truths above 25% regret with any warning or a "
+                                                                      "flagged predictive check")
     ds["costly_expected"].attrs["description"] = ("sum over the truths of the recommendation's p_costly: the number of "
                                                   "regrets above 25% the model expected")
     ds["chance_warnings"].attrs["description"] = f"truths where select warned by chance (p_costly >= {CHANCE_WARNING:g})"

@@ -183,3 +183,16 @@ def test_an_alternative_that_changes_nothing_takes_one_line():
     near["best"] = xr.where(near["side"] == "fails", "a", near["best"])
     assert ("the law differs (62% of the datasets): a is best there (by expected loss); the recommendation's expected "
             "loss there is within 0.5% of the lowest") in "\n".join(branch_lines(near))
+
+
+def test_calibration_records_the_flagged_predictive_checks_by_name():
+    """_checks_flagged: the statistics select's check warning names, comma-separated; "" without checks or flags."""
+    import xarray as xr
+
+    from hybridpriv.calibration import _checks_flagged
+
+    checks = xr.Dataset({"flagged": ("statistic", [False, True, True])},
+                        coords={"statistic": ["panel.mean", "panel.q90", "panel.share_at_upper"]})
+    assert _checks_flagged(SimpleNamespace(checks=checks)) == "panel.q90, panel.share_at_upper"
+    assert _checks_flagged(SimpleNamespace(checks=checks.assign(flagged=("statistic", [False] * 3)))) == ""
+    assert _checks_flagged(SimpleNamespace(checks=None)) == ""

@@ -233,6 +233,17 @@ def test_quick_study_structure(quick):
     lo, hi = ds.reliability_low.values, ds.reliability_high.values
     assert (np.isfinite(lo) == (n > 0)).all() and (lo[n > 0] <= hi[n > 0]).all()
     assert (lo[n > 0] <= pred[n > 0] + 1 / n[n > 0]).all() and (pred[n > 0] <= hi[n > 0] + 1 / n[n > 0]).all()
+    # predictive checks recorded beside the warnings, and counted apart from them
+    assert ds.checks_flagged.dims == ("truth",) and all(isinstance(v, str) for v in ds.checks_flagged.values)
+    flagged = ds.checks_flagged.values != ""
+    for scope in ds.scope.values:
+        m = np.ones(ds.sizes["truth"], bool) if scope == "overall" else ds.family.values == scope
+        big = ds.regret.fillna(0.0).values > 0.25
+        assert int(ds.checks_warnings.sel(scope=scope)) == int((flagged & m).sum())
+        assert int(ds.regret_over_25pct_checked.sel(scope=scope)) == int((big & flagged & m).sum())
+        assert int(ds.regret_over_25pct_warned_any.sel(scope=scope)) <= \
+            int(ds.regret_over_25pct_warned_or_checked.sel(scope=scope)) <= int(ds.regret_over_25pct.sel(scope=scope))
+    assert not flagged[np.isin(ds.family.values, ["user-item", "kmeans"])].any()  # no checks possible there
 
 
 def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
