@@ -165,6 +165,18 @@ def test_simulated_local_noise_sums_have_the_per_user_law(make, noise):
                        rtol=1e-14, atol=0)
 
 
+@pytest.mark.parametrize("make", [lambda g: LMOnly(g, (0, 1)), lambda g: FullLM(g, (0, 1)),
+                                  lambda g: Hybrid(g, (0, 1), "pwh")], ids=["lm-only", "full-lm", "pwh"])
+def test_each_trial_sums_its_own_rows(make):
+    """Rows that differ (trial i's records all equal to i / 50, almost no noise at epsilon 1e6): every trial's estimate
+    is its own rows' mean, so no shortcut may sum one row for all (the stride-0 one is only for identical rows)."""
+    est = make([Group("t", 7, 1e6), Group("l", 11, 1e6)])
+    level = np.arange(50) / 50.0
+    x = [np.repeat(level[:, None], 7, axis=1), np.repeat(level[:, None], 11, axis=1)]
+    out = est.estimate(x, np.random.default_rng(6))
+    np.testing.assert_allclose(out, level, atol=1e-4)
+
+
 def test_a_quick_audit_passes():
     g = [Group("t", 10, 1.0), Group("l", 10, 2.0)]
     est = Hybrid(g, (-1, 1), "kvh", sigma2=1 / 3)
