@@ -274,3 +274,22 @@ def test_the_accountant_charges_each_group_its_promise():
     with pytest.raises(BudgetExceededError, match="group 'lm'"):  # w = 0: only the LM users' budget is charged
         acc.spend_guarantee(Hybrid(groups, (0, 1), 0.0).privacy, label="again")
     assert acc.spent_epsilon() == {"tcm": 1.0, "lm": 0.5}  # refused before anything was recorded
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "replace"])
+def test_the_summed_local_noise_passes_its_audit_with_bounds_away_from_zero_and_a_broken_one_fails(relation):
+    """The simulation's one-draw sum of the LM users' noise (a plain NumPy generator) audited for every group under
+    both relations the TCM group may promise, on bounds (20, 80) that exclude 0; the LM noise at half its scale
+    (twice the promised epsilon) is caught."""
+    g = [Group("t", 2, 1.0), Group("l", 2, 2.0)]  # two users a group: one user's report is half the estimate
+    base = [np.full(2, 20.0), np.full(2, 20.0)]
+    for est in (LMOnly(g, (20.0, 80.0), relation=relation), FullLM(g, (20.0, 80.0), relation=relation)):
+        reports = audit_estimator(est, base, samples=20_000, seed=11)
+        assert all(r.passed for r in reports.values()), (type(est).__name__, reports)
+
+    class HalfScale(LMOnly):
+        def _noisy_sum(self, values, scale, rng):
+            return super()._noisy_sum(values, scale / 2, rng)
+
+    rep = audit_estimator(HalfScale(g, (20.0, 80.0), relation=relation), base, samples=20_000, seed=12)["l"]
+    assert rep.verdict == "violation" and rep.epsilon_lower_bound > 2.0
