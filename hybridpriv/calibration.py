@@ -308,12 +308,10 @@ def _warned(selection) -> dict[str, Any]:
 
 def _checks_flagged(selection) -> str:
     """The public statistics the model could not reproduce (``select``'s predictive-check warning, which names the
-    model's assumption at fault in the family's advice), comma-separated; "" when none was flagged or the family has
-    no checks.  Recorded beside the other warnings, not counted among them in ``regret_over_25pct_warned``."""
-    checks = getattr(selection, "checks", None)
-    if checks is None:
-        return ""
-    return ", ".join(str(n) for n in checks.statistic.values[checks.flagged.values])
+    model's assumption at fault in the family's advice), comma-separated, as the selection recorded them
+    (``attrs["predictive_checks_flagged"]``); "" when none was flagged or the family has no checks.  Recorded beside
+    the other warnings, not counted among them in ``regret_over_25pct_warned``."""
+    return str(selection.attrs.get("predictive_checks_flagged", ""))
 
 
 def _has_pythia(name: str) -> bool:

@@ -400,8 +400,8 @@ def premise_warnings(decision: xr.Dataset, premises: Sequence[Any]) -> list[tupl
     best = str(decision.attrs["recommended"])
     if best not in names:
         raise ValueError(f"decision's recommended {best!r} is not one of its candidates {names}")
-    by_regret = _ranked_by(decision) == "expected_regret"
-    by = decision[_ranked_by(decision)].values
+    ranked_by = _ranked_by(decision)
+    by_regret, by = ranked_by == "expected_regret", decision[ranked_by].values
     eligible = decision["meets_requirements"].values.astype(bool)
     out = []
     for premise in premises:
@@ -536,8 +536,8 @@ def format_table(decision: xr.Dataset) -> str:
 
     A decision by expected relative regret (``criterion="regret"``) shows it in an ``E[regret]`` column."""
     dim = decision["expected_loss"].dims[0]
-    by_regret = _ranked_by(decision) == "expected_regret"
-    key = decision[_ranked_by(decision)]
+    ranked_by = _ranked_by(decision)
+    by_regret, key = ranked_by == "expected_regret", decision[ranked_by]
     order = key.sortby(key)[dim].values
     has_meets = "meets_requirements" in decision
     w = max(18, len(dim) + 2, *(len(str(c)) + 2 for c in decision[dim].values))

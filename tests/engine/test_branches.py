@@ -186,13 +186,11 @@ def test_an_alternative_that_changes_nothing_takes_one_line():
 
 
 def test_calibration_records_the_flagged_predictive_checks_by_name():
-    """_checks_flagged: the statistics select's check warning names, comma-separated; "" without checks or flags."""
-    import xarray as xr
-
+    """_checks_flagged: the statistics select's check warning names, comma-separated, as the selection recorded them
+    (the run's attrs); "" without checks or flags."""
     from hybridpriv.calibration import _checks_flagged
 
-    checks = xr.Dataset({"flagged": ("statistic", [False, True, True])},
-                        coords={"statistic": ["panel.mean", "panel.q90", "panel.share_at_upper"]})
-    assert _checks_flagged(SimpleNamespace(checks=checks)) == "panel.q90, panel.share_at_upper"
-    assert _checks_flagged(SimpleNamespace(checks=checks.assign(flagged=("statistic", [False] * 3)))) == ""
-    assert _checks_flagged(SimpleNamespace(checks=None)) == ""
+    assert _checks_flagged(SimpleNamespace(attrs={"predictive_checks_flagged": "panel.q90, panel.share_at_upper"})) \
+        == "panel.q90, panel.share_at_upper"
+    assert _checks_flagged(SimpleNamespace(attrs={"predictive_checks_flagged": ""})) == ""
+    assert _checks_flagged(SimpleNamespace(attrs={})) == ""
