@@ -16,6 +16,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.type import RandomGeneratorType, random_generator_type
@@ -310,8 +311,11 @@ class BetaFamily(Family):
         return out
 
     def to_unit(self, values: np.ndarray) -> np.ndarray:
-        """Records rescaled to ``(0, 1)``, bound values nudged inside (see module constant)."""
+        """Records rescaled to ``(0, 1)``, bound values nudged inside (see module constant); a PyTensor
+        variable (``pm.Data``) is rescaled symbolically."""
         b = self.bounds
+        if isinstance(values, Variable):
+            return pt.clip((values - b.lower) / b.width, BETA_BOUNDARY_NUDGE, 1.0 - BETA_BOUNDARY_NUDGE)
         z = (np.asarray(values, dtype=float) - b.lower) / b.width
         return np.clip(z, BETA_BOUNDARY_NUDGE, 1.0 - BETA_BOUNDARY_NUDGE)
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
 from pytensor.tensor.variable import TensorVariable
 
 from ...core.privacy import Bounds
@@ -82,7 +83,8 @@ class MixtureFamily(Family):
     def observe(self, name: str, params: Mapping[str, TensorVariable], values: np.ndarray) -> TensorVariable:
         w, m, kappa = params["w"], params["m"], params["kappa"]
         scalars = [w[0], w[1], w[2], w[3], m[0], m[1], kappa[0], kappa[1]]  # CustomDist takes scalar parameters
-        return pm.CustomDist(name, *scalars, logp=self._logp, observed=np.asarray(values, dtype=float))
+        observed = values if isinstance(values, Variable) else np.asarray(values, dtype=float)  # pm.Data as given
+        return pm.CustomDist(name, *scalars, logp=self._logp, observed=observed)
 
     def simulate(self, params: Params, size: int, rng: np.random.Generator) -> np.ndarray:
         b = self.bounds

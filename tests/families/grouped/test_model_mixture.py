@@ -178,3 +178,34 @@ def test_the_choice_is_a_function_of_its_arguments_so_the_cache_changes_nothing(
     name2, table2 = choose_family(x, BOUNDS, draws=150, tune=150)
     assert name == name2
     xr.testing.assert_identical(table, table2)
+
+
+@pytest.mark.slow
+def test_the_choice_fits_on_the_unit_scale_and_moves_each_interior_density_back_by_the_width(monkeypatch):
+    """Change of variables: records ``100 x`` on ``[0, 100]`` have the same leave-one-out fits as ``x`` on
+    ``[0, 1]`` (the unit-scale records are bit-identical: multiples of 1/8), so each interior record's
+    pointwise ELPD is lower by exactly ``log 100`` and a record on a bound (a probability) keeps its value."""
+    from hybridpriv.families.grouped import model_choice
+
+    k = np.random.default_rng(3).integers(0, 9, 40)  # 0..8: some records on each bound
+    x = k / 8.0
+    assert (x == 0).any() and (x == 1).any()
+    seen = {}
+    original = model_choice._sample_loo
+
+    def spy(family, records, *args):
+        loo, p = original(family, records, *args)
+        seen[(family.name, float(family.bounds.upper))] = (np.asarray(loo.elpd_i).ravel(), p)
+        return loo, p
+
+    monkeypatch.setattr(model_choice, "_sample_loo", spy)
+    monkeypatch.setattr(model_choice, "_CACHE", type(model_choice._CACHE)())
+    _, unit = choose_family(x, Bounds(0.0, 1.0), draws=100, tune=100, candidates=("normal", "mixture"))
+    _, wide = choose_family(100 * x, Bounds(0.0, 100.0), draws=100, tune=100, candidates=("normal", "mixture"))
+    interior = (x > 0) & (x < 1)
+    for name in ("normal", "mixture"):
+        (e1, p1), (e100, p100) = seen[(name, 1.0)], seen[(name, 100.0)]
+        np.testing.assert_allclose(e100, e1 - np.log(100.0) * interior, rtol=0, atol=1e-9)
+        assert p1 == pytest.approx(p100, rel=1e-9)  # the LOO-PIT check does not depend on the scale
+    np.testing.assert_allclose(wide["elpd"], unit["elpd"] - np.log(100.0) * interior.sum(), rtol=0, atol=1e-8)
+    np.testing.assert_array_equal(wide["chosen"], unit["chosen"])
