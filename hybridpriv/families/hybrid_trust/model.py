@@ -78,8 +78,11 @@ from ..grouped.model import BETA_BOUNDARY_NUDGE, RELEASE_TAIL, ReleasedMean
 
 #: Prior probability that the TCM and LM groups follow one law (``HybridTrustModel.shared_prior``).
 DEFAULT_SHARED_PRIOR = 0.5
+#: How pilot records enter the likelihood (``HybridTrustModel.pilot_likelihood``).
+PILOT_LIKELIHOODS = ("beta", "moments")
+DEFAULT_PILOT_LIKELIHOOD = "beta"
 
-__all__ = ["DEFAULT_SHARED_PRIOR", "HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
+__all__ = ["DEFAULT_PILOT_LIKELIHOOD", "DEFAULT_SHARED_PRIOR", "PILOT_LIKELIHOODS", "HybridTrustModel", "HybridTrustPosterior", "bayes_weight_from_moments", "fit_many"]
 
 
 def _check_pair(pair: object, name: str) -> tuple[float, float]:
@@ -147,6 +150,14 @@ class HybridTrustModel(KnowledgeModel):
         ``(n_T, n_L)``: the groups' sizes, needed only for the posterior to generate datasets.
     clamp
         Clamp pilot records into ``[0, m]`` instead of refusing records outside.
+    pilot_likelihood
+        How pilot records inform their group's law.  ``"beta"`` (default): each record through the
+        Beta density.  ``"moments"``: only the group's pilot mean and variance, through their sampling
+        laws (central limit theorem: ``mean ~ Normal(mu_g, sigma_g^2 / k)`` and ``log s^2 ~ Normal(log
+        sigma_g^2, 2 / (k - 1) + kurt / k)``, ``k`` records, ``kurt`` the pilots' excess kurtosis about
+        their own group's mean, pooled over both groups).  The candidates' risks depend on the groups' means
+        and variances alone, and these laws hold whatever the records' shape (skewed, heavy-tailed, clamped,
+        bimodal), where a misfitting Beta can make a shared law look unlikely.
     released_means
         Earlier DP releases ``mean(records of the group) + Laplace(0, b)``: a sequence of
         :class:`~hybridpriv.families.grouped.model.ReleasedMean` whose ``group`` is ``"T"`` (the TCM
@@ -174,6 +185,7 @@ class HybridTrustModel(KnowledgeModel):
         sizes: tuple[int, int] | None = None,
         clamp: bool = False,
         released_means: Sequence[ReleasedMean] = (),
+        pilot_likelihood: str | None = None,
     ) -> None:
         self.m = check_positive(m, "m")
         self.bounds = Bounds(0.0, self.m)
@@ -190,6 +202,11 @@ class HybridTrustModel(KnowledgeModel):
         self.pilot_L = self._check_pilot(pilot_L, "pilot_L")
         self.sizes = _check_sizes(sizes)
         self.released_means = self._check_released(released_means)
+        if pilot_likelihood is None:
+            pilot_likelihood = DEFAULT_PILOT_LIKELIHOOD
+        if pilot_likelihood not in PILOT_LIKELIHOODS:
+            raise ValueError(f"pilot_likelihood must be one of {PILOT_LIKELIHOODS}, got {pilot_likelihood!r}")
+        self.pilot_likelihood = pilot_likelihood
 
     def _check_shared_prior(self, value: object) -> float:
         if value is None:
@@ -230,7 +247,7 @@ class HybridTrustModel(KnowledgeModel):
         return (
             f"HybridTrustModel(m={self.m:g}, homogeneous={self.homogeneous}, mean={self.mean}, "
             f"variance_fraction={self.variance_fraction}, gap_logit_sd={self.gap_logit_sd:g}, "
-            f"shared_prior={self.shared_prior:g}, "
+            f"shared_prior={self.shared_prior:g}, pilot_likelihood={self.pilot_likelihood!r}, "
             f"pilot sizes T/L={counts[0]}/{counts[1]}, sizes={self.sizes})"
         )
 
@@ -286,7 +303,11 @@ class HybridTrustModel(KnowledgeModel):
                 pm.Laplace(f"released_mean_{i}", mu=latents[-1], b=r.noise_scale, observed=r.value)
         if not self.mixes:
             for name, p, v, rec in (("pilot_T", p_T, v_T, self.pilot_T), ("pilot_L", p_L, v_L, self.pilot_L)):
-                if rec is not None:
+                if rec is None:
+                    continue
+                if self.pilot_likelihood == "moments":
+                    pm.Potential(name, self._pilot_logp(p, v, rec))
+                else:
                     kappa = 1 / v - 1
                     pm.Beta(name, alpha=p * kappa, beta=(1 - p) * kappa, observed=self._unit(rec))
             return
@@ -310,10 +331,48 @@ class HybridTrustModel(KnowledgeModel):
         total = pt.constant(0.0)
         for p, v, rec in ((p_T, v_T, self.pilot_T), (p_L, v_L, self.pilot_L)):
             if rec is not None:
-                kappa = 1 / v - 1
-                total = total + pm.logp(pm.Beta.dist(alpha=p * kappa, beta=(1 - p) * kappa), self._unit(rec)).sum()
+                total = total + self._pilot_logp(p, v, rec)
         for r, latent in zip(self.released_means, latents):
             total = total + pm.logp(pm.Laplace.dist(mu=latent, b=r.noise_scale), r.value)
+        return total
+
+    def pilot_statistics(self) -> dict[str, tuple[int, float, float]]:
+        """``{"T" / "L": (k, mean, variance)}`` of each group's pilot records on the unit scale (variance with
+        ``k - 1``), for the ``"moments"`` likelihood."""
+        out = {}
+        for g, rec in (("T", self.pilot_T), ("L", self.pilot_L)):
+            if rec is not None:
+                u = rec / self.m
+                out[g] = (u.size, float(u.mean()), float(u.var(ddof=1)) if u.size > 1 else 0.0)
+        return out
+
+    @property
+    def pilot_kurtosis(self) -> float:
+        """Excess kurtosis of the pilot records about their own group's mean, pooled over both groups
+        (``0``, the normal's, with fewer than 4 records or no spread), clipped to ``[-2, 50]``."""
+        resid = [rec - rec.mean() for rec in (self.pilot_T, self.pilot_L) if rec is not None]
+        if not resid or sum(r.size for r in resid) < 4:
+            return 0.0
+        r = np.concatenate(resid)
+        m2 = float(np.mean(r**2))
+        if m2 <= 0:
+            return 0.0
+        return float(np.clip(np.mean(r**4) / m2**2 - 3.0, -2.0, 50.0))
+
+    def _pilot_logp(self, p: Any, v: Any, rec: np.ndarray) -> Any:
+        """Log-likelihood of one group's pilot records: the Beta density of each (``"beta"``) or the sampling
+        laws of their mean and log variance (``"moments"``, see the class docstring), on the unit scale."""
+        if self.pilot_likelihood == "beta":
+            kappa = 1 / v - 1
+            return pm.logp(pm.Beta.dist(alpha=p * kappa, beta=(1 - p) * kappa), self._unit(rec)).sum()
+        u = rec / self.m
+        k = u.size
+        var = v * p * (1 - p)  # the group's record variance on the unit scale
+        total = pm.logp(pm.Normal.dist(mu=p, sigma=pt.sqrt(var / k)), float(u.mean()))
+        if k >= 2:
+            s2 = max(float(u.var(ddof=1)), 1e-12)  # a spread the data cannot show (all records equal): floored
+            sd = np.sqrt(max(2.0 / (k - 1) + self.pilot_kurtosis / k, 1.0 / k))
+            total = total + pm.logp(pm.Normal.dist(mu=pt.log(var), sigma=sd), np.log(s2))
         return total
 
     @property
@@ -342,7 +401,8 @@ class HybridTrustModel(KnowledgeModel):
         seed = check_seed(seed)
         spec = HybridTrustModel(self.m, homogeneous=self.homogeneous, mean=self.mean,
                                 variance_fraction=self.variance_fraction, gap_logit_sd=self.gap_logit_sd,
-                                shared_prior=self.shared_prior, sizes=self.sizes)
+                                shared_prior=self.shared_prior, sizes=self.sizes,
+                                pilot_likelihood=self.pilot_likelihood)
         model = spec.build()
         names = (*MOMENTS, "mu_T", "mu_L", *spec.free_names)
         vals = pm.draw([model[k] for k in names], draws=draws, random_seed=named_rng(seed, "prior"),

@@ -91,6 +91,10 @@ MODEL = Table((
         doc="(alpha, beta) of the Beta prior on each group's variance / its largest possible value"),
     Key("gap_logit_sd", number(0.0, strict=True), 0.5,
         doc="sd of the Normal prior on the groups' mean gap, logit scale (0.5: gap sd about m / 8)"),
+    Key("pilot_likelihood", choice("beta", "moments"), None,
+        doc="how pilot records inform their group's law: beta (each record's Beta density) or moments (only "
+            "each group's pilot mean and variance, through their sampling laws: robust to the records' shape)",
+        example='"moments"'),
 ), doc="what is public besides the groups: pilot records, earlier releases, priors (HybridTrustModel)")
 
 FIT = fit_table()
@@ -263,7 +267,7 @@ def build(v: Config):
         model = HybridTrustModel(v.m, homogeneous=kn.homogeneous, mean=tuple(kn.mean),
                                  variance_fraction=tuple(kn.variance_fraction), gap_logit_sd=kn.gap_logit_sd,
                                  shared_prior=kn.shared_prior, pilot_T=kn.pilot_tcm, pilot_L=kn.pilot_lm, sizes=v.sizes, clamp=kn.clamp,
-                                 released_means=releases)
+                                 released_means=releases, pilot_likelihood=kn.pilot_likelihood)
         # the noise can be calibrated for both groups (refuses extreme epsilons and deltas before sampling)
         TCMOnly(_groups(v), (0.0, v.m), noise=v.noise, relation=v.relation)
     except (TypeError, ValueError) as exc:
