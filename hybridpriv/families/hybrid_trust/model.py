@@ -52,7 +52,8 @@ distribution): one ``p0`` and one ``v``, ``gap = 0``, ``sigma_T = sigma_L``.
 Deterministic quantities on the data scale: ``mu_T``, ``mu_L``, ``gap = mu_T - mu_L``,
 ``sigma_T2``, ``sigma_L2`` (variances).  Pilot records enter through the Beta likelihood
 (records exactly on a bound are moved inside by
-:data:`hybridpriv.families.grouped.model.BETA_BOUNDARY_NUDGE` of the range).  Earlier noisy releases of
+:data:`hybridpriv.families.grouped.model.BETA_BOUNDARY_NUDGE` of the range), or with
+``pilot_likelihood="moments"`` through each group's pilot mean and log variance only (see the class).  Earlier noisy releases of
 a group's mean (:class:`~hybridpriv.families.grouped.model.ReleasedMean` with ``group`` ``"T"``, ``"L"``
 or ``None`` for both groups pooled; needs ``sizes``) enter as ``y ~ Laplace(latent, b)``, where
 the latent sample mean of the ``n_g`` records is ``mu_g + sqrt(sigma_g^2 / n_g) z``,
@@ -155,9 +156,11 @@ class HybridTrustModel(KnowledgeModel):
         Beta density.  ``"moments"``: only the group's pilot mean and variance, through their sampling
         laws (central limit theorem: ``mean ~ Normal(mu_g, sigma_g^2 / k)`` and ``log s^2 ~ Normal(log
         sigma_g^2, 2 / (k - 1) + kurt / k)``, ``k`` records, ``kurt`` the pilots' excess kurtosis about
-        their own group's mean, pooled over both groups).  The candidates' risks depend on the groups' means
-        and variances alone, and these laws hold whatever the records' shape (skewed, heavy-tailed, clamped,
-        bimodal), where a misfitting Beta can make a shared law look unlikely.
+        their own group's mean, pooled over both groups (:attr:`pilot_kurtosis`); the sd is at least
+        ``1 / sqrt(k)`` and ``log s^2`` is not corrected for its bias, about ``-sd^2 / 2``).  The candidates'
+        risks depend on the groups' means and variances alone, and these laws hold approximately for records of
+        any shape (skewed, heavy-tailed, clamped, bimodal) as ``k`` grows, where a misfitting Beta can make a
+        shared law look unlikely.  Pilots all equal give their mean only (no variance term).
     released_means
         Earlier DP releases ``mean(records of the group) + Laplace(0, b)``: a sequence of
         :class:`~hybridpriv.families.grouped.model.ReleasedMean` whose ``group`` is ``"T"`` (the TCM
@@ -336,20 +339,15 @@ class HybridTrustModel(KnowledgeModel):
             total = total + pm.logp(pm.Laplace.dist(mu=latent, b=r.noise_scale), r.value)
         return total
 
-    def pilot_statistics(self) -> dict[str, tuple[int, float, float]]:
-        """``{"T" / "L": (k, mean, variance)}`` of each group's pilot records on the unit scale (variance with
-        ``k - 1``), for the ``"moments"`` likelihood."""
-        out = {}
-        for g, rec in (("T", self.pilot_T), ("L", self.pilot_L)):
-            if rec is not None:
-                u = rec / self.m
-                out[g] = (u.size, float(u.mean()), float(u.var(ddof=1)) if u.size > 1 else 0.0)
-        return out
-
     @property
     def pilot_kurtosis(self) -> float:
         """Excess kurtosis of the pilot records about their own group's mean, pooled over both groups
-        (``0``, the normal's, with fewer than 4 records or no spread), clipped to ``[-2, 50]``."""
+        (``0``, the normal's, with fewer than 4 records or no spread), clipped to ``[-2, 50]``.
+
+        The residuals are pooled raw, not each scaled to its group's spread: two groups of different spreads
+        inflate it (two normal groups, sd 0.02 and 0.10, 30 records each: about 2.3 instead of 0), which widens
+        the log variance's law and weakens what the variances say.  The calibrated model (docs/calibration.md)
+        is this one; scaling each group first is a change to calibrate again (issue 25's notes)."""
         resid = [rec - rec.mean() for rec in (self.pilot_T, self.pilot_L) if rec is not None]
         if not resid or sum(r.size for r in resid) < 4:
             return 0.0
@@ -369,8 +367,8 @@ class HybridTrustModel(KnowledgeModel):
         k = u.size
         var = v * p * (1 - p)  # the group's record variance on the unit scale
         total = pm.logp(pm.Normal.dist(mu=p, sigma=pt.sqrt(var / k)), float(u.mean()))
-        if k >= 2:
-            s2 = max(float(u.var(ddof=1)), 1e-12)  # a spread the data cannot show (all records equal): floored
+        s2 = float(u.var(ddof=1)) if k >= 2 else 0.0
+        if s2 > 0:  # records all equal (or one): their variance says only that it is small; the mean term stays
             sd = np.sqrt(max(2.0 / (k - 1) + self.pilot_kurtosis / k, 1.0 / k))
             total = total + pm.logp(pm.Normal.dist(mu=pt.log(var), sigma=sd), np.log(s2))
         return total

@@ -209,3 +209,43 @@ def test_the_choice_fits_on_the_unit_scale_and_moves_each_interior_density_back_
         assert p1 == pytest.approx(p100, rel=1e-9)  # the LOO-PIT check does not depend on the scale
     np.testing.assert_allclose(wide["elpd"], unit["elpd"] - np.log(100.0) * interior.sum(), rtol=0, atol=1e-8)
     np.testing.assert_array_equal(wide["chosen"], unit["chosen"])
+
+
+@pytest.mark.parametrize("name", ["normal", "beta", "mixture"])
+def test_each_familys_default_model_is_equivariant_under_the_unit_map(name):
+    """What the unit-scale family choice rests on: each family's default model on ``[a, b]`` at parameters
+    ``theta`` equals its model on ``[0, 1]`` at the mapped parameters, for the records ``(x - a) / (b - a)``: each
+    record's log density differs by ``log(b - a)`` inside the bounds and not at all on them (the Beta's not at all:
+    its density is the unit-scale one on any bounds), and the priors' log densities by a constant (the normal's
+    ``mu`` and ``sigma`` are rescaled: ``-2 log(b - a)``; the sums agree to 1e-6)."""
+    from hybridpriv.families.grouped.model_families import BetaFamily, NormalFamily
+
+    cls = {"normal": NormalFamily, "beta": BetaFamily, "mixture": MixtureFamily}[name]
+    a, b = 20.0, 70.0
+    width = b - a
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(a, b, 12), [] if name == "beta" else [a, b, b]])
+    models = {}
+    for scale, (lo, hi), rec in (("data", (a, b), x), ("unit", (0.0, 1.0), (x - a) / width)):
+        family = cls().with_bounds(Bounds(lo, hi))
+        with pm.Model() as model:
+            family.observe("y", family.priors(), rec)
+        free = [v for v in model.free_RVs]
+        models[scale] = (model.compile_logp(vars=[model["y"]], sum=False, jacobian=False),
+                         model.compile_logp(vars=free, jacobian=False), model)
+    interior = (x > a) & (x < b)
+    for _ in range(4):
+        point_unit = models["unit"][2].initial_point()
+        for k in point_unit:  # a random point of the unit-scale model's value space
+            point_unit[k] = point_unit[k] + rng.normal(0, 0.5, np.shape(point_unit[k]))
+        point_data = dict(point_unit)
+        if name == "normal":  # mu and sigma on the data scale
+            point_data["mu"] = a + width * point_unit["mu"]
+            point_data["sigma_log__"] = point_unit["sigma_log__"] + np.log(width)
+        y_data, y_unit = (np.asarray(models[s][0](p)[0]) for s, p in (("data", point_data), ("unit", point_unit)))
+        # the Beta family's own likelihood is already the unit-scale density (it rescales inside observe): the
+        # choice moves it back, as the others' interior records
+        shift = 0.0 if name == "beta" else np.log(width)
+        np.testing.assert_allclose(y_data, y_unit - shift * interior, rtol=1e-9, atol=1e-9)
+        prior_shift = float(models["data"][1](point_data) - models["unit"][1](point_unit))
+        assert prior_shift == pytest.approx(-2 * np.log(width) if name == "normal" else 0.0, abs=1e-6)

@@ -76,6 +76,19 @@ def test_the_likelihood_term_is_scipys_normal_densities_of_the_pilots_mean_and_l
         assert float(f(point) - g(point)) == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
+def test_pilots_all_equal_or_alone_give_their_mean_only():
+    """A group whose pilots are all equal (or one record) has no variance term: its likelihood is the mean's alone
+    (a floored variance would pull the law's variance to nothing and the fit with it)."""
+    g = HybridTrustModel(1.0, shared_prior=0.0).build().compile_logp()
+    for pilot_T in (np.full(5, 0.4), np.array([0.7])):
+        model = HybridTrustModel(1.0, pilot_T=pilot_T, shared_prior=0.0, pilot_likelihood="moments")
+        f = model.build().compile_logp()
+        point = {"p0_logodds__": 0.3, "gap_logit": -0.2, "v_T_logodds__": -1.5, "v_L_logodds__": -0.5}
+        p_T, v_T = special.expit(0.3 - 0.1), special.expit(-1.5)
+        want = stats.norm.logpdf(pilot_T.mean(), p_T, np.sqrt(v_T * p_T * (1 - p_T) / pilot_T.size))
+        assert float(f(point) - g(point)) == pytest.approx(want, rel=1e-9)
+
+
 def test_the_claimed_sampling_laws_hold_for_pilots_no_beta_fits():
     """20,000 samples of 200 records of a clamped bimodal law: the standardised mean has mean 0 and sd 1, the
     log variance is centred on the law's log variance with the claimed sd, each within 5% (the standard error of
