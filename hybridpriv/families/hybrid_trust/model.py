@@ -63,6 +63,7 @@ the latent sample mean of the ``n_g`` records is ``mu_g + sqrt(sigma_g^2 / n_g) 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -339,10 +340,11 @@ class HybridTrustModel(KnowledgeModel):
             total = total + pm.logp(pm.Laplace.dist(mu=latent, b=r.noise_scale), r.value)
         return total
 
-    @property
+    @cached_property
     def pilot_kurtosis(self) -> float:
         """Excess kurtosis of the pilot records about their own group's mean, pooled over both groups
-        (``0``, the normal's, with fewer than 4 records or no spread), clipped to ``[-2, 50]``.
+        (``0``, the normal's, with fewer than 4 records or no spread), clipped to ``[-2, 50]``; computed once (the
+        pilots are read-only).
 
         The residuals are pooled raw, not each scaled to its group's spread: two groups of different spreads
         inflate it (two normal groups, sd 0.02 and 0.10, 30 records each: about 2.3 instead of 0), which widens

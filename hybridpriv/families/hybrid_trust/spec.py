@@ -91,7 +91,7 @@ MODEL = Table((
         doc="(alpha, beta) of the Beta prior on each group's variance / its largest possible value"),
     Key("gap_logit_sd", number(0.0, strict=True), 0.5,
         doc="sd of the Normal prior on the groups' mean gap, logit scale (0.5: gap sd about m / 8)"),
-    Key("pilot_likelihood", choice("beta", "moments"), "moments",
+    Key("pilot_likelihood", choice("beta", "moments"), "moments",  # model.PILOT_LIKELIHOODS (not imported: pymc at start-up)
         doc="how pilot records inform their group's law: moments (only each group's pilot mean and variance, "
             "through their sampling laws: robust to the records' shape; calibrated, docs/calibration.md) or beta "
             "(each record's Beta density)"),
