@@ -249,6 +249,7 @@ class LogisticContrast(Contrast):
 GTOL = 1e-10
 _NEWTON_MAXITER = 30
 _RCOND_MIN = 1e-12
+_EPS = float(np.finfo(float).eps)
 
 
 class _Weighted:
@@ -264,7 +265,8 @@ class _Weighted:
         self._theta: np.ndarray | None = None
 
     def eta(self, theta: np.ndarray) -> np.ndarray:
-        if self._theta is None or not np.array_equal(theta, self._theta):
+        # theta is always a vector of X's width here: an elementwise test is np.array_equal without its checks
+        if self._theta is None or not (theta == self._theta).all():
             self._theta, self._eta = theta.copy(), self.X @ theta
             self._s = special.expit(self._eta)
         return self._eta
@@ -289,7 +291,8 @@ class _Weighted:
         s = self._s
         z = self.X * np.sqrt(self.w * s * (1.0 - s))[:, None]
         h = linalg.blas.dsyrk(1.0, z.T, trans=0, lower=0)  # z.T is Fortran-ordered: no copy
-        h[np.diag_indices_from(h)] += self.l2
+        if self.l2:
+            h.flat[:: h.shape[0] + 1] += self.l2  # the diagonal (a view: no index arrays built per call)
         return h
 
 
@@ -315,7 +318,8 @@ def _newton(prob: _Weighted, theta: np.ndarray) -> np.ndarray | None:
         c, info = linalg.lapack.dpotrf(h, lower=0, clean=0, overwrite_a=0)
         if info != 0:
             return None
-        sym = h + np.triu(h, 1).T
+        sym = h + h.T  # the symmetric Hessian (h's lower triangle is 0): the diagonal counted twice, then set back
+        sym.flat[:: sym.shape[0] + 1] = h.flat[:: h.shape[0] + 1]
         rcond, info = linalg.lapack.dpocon(c, np.abs(sym).sum(axis=0).max())
         if info != 0 or not rcond > _RCOND_MIN:
             return None
@@ -324,7 +328,7 @@ def _newton(prob: _Weighted, theta: np.ndarray) -> np.ndarray | None:
         slope = float(g @ step)
         if info != 0 or not slope < 0:
             return None
-        t, tol = 1.0, 8.0 * np.finfo(float).eps * abs(f)  # f's rounding: near the optimum the decrease is below it
+        t, tol = 1.0, 8.0 * _EPS * abs(f)  # f's rounding: near the optimum the decrease is below it
         while True:
             new = theta + t * step
             f_new = prob.fun(new)
