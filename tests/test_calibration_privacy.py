@@ -1,4 +1,4 @@
-"""The budget-spending selector's two DP features, audited on neighbouring datasets
+"""The budget-spending selectors' DP features, audited on neighbouring datasets
 (:func:`hybridpriv.testing.audit`), with bounds that exclude 0, under every relation they offer.
 
 * :func:`hybridpriv.families.grouped.heldout.noisy_group_mean`: add-remove (a record at the bound farthest from 0
@@ -7,6 +7,9 @@
   when the noise is calibrated for the other relation's (smaller) sensitivity.
 * :func:`hybridpriv.families.user_item.heldout.dp_items_histogram`: add-remove only (a user added: one count moves by
   1).  Under replace a user could move two counts: it does not offer that relation.
+* :func:`hybridpriv.families.hybrid_trust.heldout.pythia_hybrid_trust`: the TCM group's central mean (a user's value
+  moved from 0 to m) and an LM user's local report (the same move), each at its share of the group's epsilon;
+  each fails when the noise is that of twice the epsilon.
 """
 
 import numpy as np
@@ -55,3 +58,36 @@ def test_items_histogram_holds_epsilon_under_add_remove():
     assert report.verdict == "pass" and report.epsilon_lower_bound > 0.2, report
     too_little = lambda mat, rng, size: np.stack([dp_items_histogram(mat, 1.5, rng) for _ in range(size)])  # noqa: E731
     assert audit(too_little, pair, epsilon=0.5, samples=20_000, seed=4).verdict == "violation"
+
+
+# -- the hybrid-trust selector's two features (pythia_hybrid_trust): bounds [0, m], so both relations move the
+# TCM mean's sum by m; an LM user's report is local DP (replace: its value moved from 0 to m) --------------------
+
+HT_M, HT_EPS, HT_SHARE = 10.0, 2.0, 0.5  # each feature is spent HT_SHARE * HT_EPS = 1.0
+HT_SPEC = {"kind": "hybrid-trust", "m": HT_M, "tcm": {"name": "tcm", "size": 5, "epsilon": HT_EPS},
+           "lm": {"name": "lm", "size": 1, "epsilon": HT_EPS}}
+HT_TCM = (np.array([3.0, 3.0, 3.0, 3.0, 0.0]), np.array([3.0, 3.0, 3.0, 3.0, HT_M]))  # one TCM user moved 0 -> m
+HT_LM = (np.array([0.0]), np.array([HT_M]))  # the only LM user (its report is the average) moved 0 -> m
+
+
+def _ht_release(unit: str, spec=HT_SPEC):
+    from hybridpriv.families.hybrid_trust.heldout import pythia_hybrid_trust
+
+    other = {"tcm": HT_LM[0], "lm": HT_TCM[0]}  # the other group's records, fixed
+
+    def mech(data, rng, size):
+        groups = {"tcm": data, "lm": other["tcm"]} if unit == "tcm" else {"tcm": other["lm"], "lm": data}
+        index = -2 if unit == "tcm" else -1
+        return np.array([pythia_hybrid_trust(spec, groups, HT_SHARE, rng)["model"]["released_means"][index]["value"]
+                         for _ in range(size)])
+    return mech
+
+
+@pytest.mark.slow  # 160,000 calls of the selector's SPEC builder: about 15-30 s each
+@pytest.mark.parametrize("unit, pair", [("tcm", HT_TCM), ("lm", HT_LM)], ids=["tcm-mean", "lm-report"])
+def test_the_hybrid_trust_selectors_features_hold_their_share_of_epsilon(unit, pair):
+    report = audit(_ht_release(unit), pair, epsilon=HT_SHARE * HT_EPS, samples=40_000, seed=5)
+    assert report.verdict == "pass" and report.epsilon_lower_bound > 0.6, report
+    # charged for a smaller share than it spends (the same noise claimed at twice the epsilon's worth): fails
+    greedy = {**HT_SPEC, unit: {**HT_SPEC[unit], "epsilon": 2 * HT_EPS}}
+    assert audit(_ht_release(unit, greedy), pair, epsilon=HT_SHARE * HT_EPS, samples=40_000, seed=6).verdict == "violation"

@@ -598,6 +598,15 @@ def test_hybrid_trust_seeds_9_and_10_held_out_and_seeds_7_to_10_pooled():
                                                                                                   abs=0.05)
     rules = fresh.drop(index="recommendation")
     assert (rules["mean"] > 47.3).all() and (rules["p90"] > 112.1).all()
+    # the budget-spending selector (10% of each group's epsilon on its mean, pythia_hybrid_trust) on the same truths,
+    # scored against the same oracle at the full budget: behind in the mean and at p90, on each seed
+    for seed, rec, pythia in ((9, (68.9, 210.1), (74.5, 210.5)), (10, (25.7, 102.0), (91.1, 139.4))):
+        ds = runs[seed]
+        r, p = ds.regret.values * 100, ds.pythia_regret.values * 100
+        assert np.isfinite(p).all() and (r.mean(), np.quantile(r, 0.9)) == pytest.approx(rec, abs=0.05)
+        assert (p.mean(), np.quantile(p, 0.9)) == pytest.approx(pythia, abs=0.05)
+    both = np.concatenate([runs[s].pythia_regret.values for s in (9, 10)]) * 100
+    assert (both.mean(), np.quantile(both, 0.9)) == pytest.approx((82.8, 158.5), abs=0.05)
     pooled = regret_rules(list(runs.values()))
     assert pooled.attrs["left_out"] == 1 and int(pooled.loc["recommendation", "truths"]) == 135
     assert tuple(pooled.loc["recommendation", ["mean", "p90"]]) == pytest.approx((121.0, 156.7), abs=0.05)

@@ -65,6 +65,11 @@ class HybridTrustFamily(Family):
         return {tcm.name: np.ascontiguousarray(data.tcm, dtype="<f8").tobytes(),
                 lm.name: np.ascontiguousarray(data.lm_reports, dtype="<f8").tobytes()}
 
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        from .heldout import pythia_hybrid_trust
+
+        return pythia_hybrid_trust(raw, data, share, rng), None
+
     def released_meaning(self, spec: Any) -> str:
         return "the mean of every user's value (TCM and LM users)"
 

@@ -4,8 +4,9 @@ Synthetic truths (records in ``[0, 100]``, :data:`hybridpriv.heldout.RECORD_LAWS
 group sharing one law's parameters (half the truths) or each drawing its own (a mean gap, a different
 spread); pilot records of both groups are public.  Real truths (:data:`REAL_HYBRID_TRUST`):
 ``salaries`` (the built-in example's pilots and groups), ``acs12-income``, ``boston-medv``,
-``faithful-waiting`` (records shuffled into pilots and groups).  No budget-spending selector: its
-features of the LM group would have to be local-DP.
+``faithful-waiting`` (records shuffled into pilots and groups).  The budget-spending selector
+(:func:`pythia_hybrid_trust`) spends a share of each group's epsilon on its mean: central DP for the TCM
+group, the average of local-DP reports for the LM group.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 from ...heldout import RECORD_LAWS, Truth, draw_records, law_params, read_example, shuffled_values
 
-__all__ = ["REAL_HYBRID_TRUST", "TRUST_EPSILONS", "hybrid_trust_truth", "real_hybrid_trust_truth"]
+__all__ = ["REAL_HYBRID_TRUST", "TRUST_EPSILONS", "hybrid_trust_truth", "pythia_hybrid_trust", "real_hybrid_trust_truth"]
 
 #: Real hybrid-trust datasets: name -> m (records lie in [0, m]).
 REAL_HYBRID_TRUST = {"salaries": 250.0, "acs12-income": 200.0, "boston-medv": 50.0, "faithful-waiting": 100.0}
@@ -80,3 +81,43 @@ def real_hybrid_trust_truth(name: str, rng: np.random.Generator) -> Truth:
         pilots, data = (x[:20], x[20:40]), {"tcm": rest[:n_tcm], "lm": rest[n_tcm:]}
     return Truth("hybrid-trust", "real", name,
                  _hybrid_trust_spec(m, pilots, (data["tcm"].size, data["lm"].size), (1.0, 1.0)), data)
+
+
+def pythia_hybrid_trust(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
+                        rng: np.random.Generator) -> dict[str, Any]:
+    """A budget-spending selector's SPEC (Pythia-style): each group spends ``share`` of its epsilon on its mean,
+    which enters the model as an earlier release (``model.released_means``), and the candidates get the rest,
+    ``(1 - share) epsilon``, so each user is charged the same epsilon in all as under the model-only selector.
+
+    * TCM group (trusts the curator): the central Laplace mean of its records, scale ``m / (n_T share eps_T)``
+      (sensitivity ``m`` under either relation, records in ``[0, m]``; as the grouped kind's
+      :func:`~hybridpriv.families.grouped.heldout.noisy_group_mean`).
+    * LM group (trusts only its device): each user reports its value plus Laplace noise of scale ``b = m /
+      (share eps_L)`` (local DP, replace), and the curator averages the ``n_L`` reports: the mean's noise is the
+      sum of ``n_L`` Laplace draws over ``n_L`` (:func:`hybridpriv.noise.laplace_sum`, exact in law), variance
+      ``2 b^2 / n_L``.  The model reads every release through a Laplace likelihood, so this one is entered with
+      the scale of the same variance, ``b / sqrt(n_L)``: the average's law is nearly normal, and the Laplace has
+      the heavier tails (it trusts the release a little less than it could).
+
+    Simulation noise (NumPy), not for a release of real data; Laplace noise only (``noise = "gaussian"`` is
+    refused: its delta would have to be split too)."""
+    from ...noise import laplace_sum
+    from ..grouped.heldout import noisy_group_mean
+
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    if raw.get("noise", "laplace") != "laplace":
+        raise ValueError(f"noise must be 'laplace' for the budget-spending selector, got {raw.get('noise')!r}")
+    m = float(raw["m"])
+    tcm, lm = dict(raw["tcm"]), dict(raw["lm"])
+    n_T, n_L = int(tcm["size"]), int(lm["size"])
+    value_T, scale_T = noisy_group_mean(data["tcm"], n_T, (0.0, m), raw.get("relation", "replace"),
+                                        share * float(tcm["epsilon"]), rng)
+    b = m / (share * float(lm["epsilon"]))
+    value_L = float(laplace_sum(float(np.sum(data["lm"])), b, n_L, rng)) / n_L
+    released = [*raw.get("model", {}).get("released_means", []),
+                {"group": tcm["name"], "value": float(value_T), "noise_scale": float(scale_T)},
+                {"group": lm["name"], "value": value_L, "noise_scale": b / np.sqrt(n_L)}]
+    tcm["epsilon"] = float(tcm["epsilon"]) * (1.0 - share)
+    lm["epsilon"] = float(lm["epsilon"]) * (1.0 - share)
+    return {**raw, "tcm": tcm, "lm": lm, "model": {**raw.get("model", {}), "released_means": released}}
