@@ -529,6 +529,22 @@ def test_hybrid_trust_seeds_5_and_6_held_out_and_seeds_0_to_6_pooled():
         assert got == {4: [("heavy-tailed", True)], 5: [("skewed", False)], 6: []}[seed]
 
 
+def _check_moments_seed(ds: xr.Dataset, seed: int, coverage: float, real_covered: int, refused: int,
+                        above: tuple[int, int]) -> None:
+    """One stored hybrid-trust seed of the moments likelihood: its seed, 34 truths, the eligible pairs' coverage (and
+    Family.range_coverage's), the real pairs covered (of 32), refusals, and (above 25%, silent) among the rest."""
+    from hybridpriv.families import family
+
+    assert ds.attrs["seed"] == seed and ds.attrs["pilot_likelihood"] == "moments" and ds.sizes["truth"] == 34
+    eligible = ds.eligible.values == 1
+    assert ds.covered.values[eligible].mean() == pytest.approx(coverage, abs=5e-4)
+    assert family("hybrid-trust").range_coverage[seed] == pytest.approx(coverage, abs=5e-4)
+    on_real = eligible & (ds.source.values == "real")[:, None]
+    assert int(ds.covered.values[on_real].sum()) == real_covered and on_real.sum() == 32
+    assert int(np.isnan(ds.regret.values).sum()) == refused
+    assert _above_and_silent(ds.isel(truth=np.flatnonzero(np.isfinite(ds.regret.values)))) == above
+
+
 def test_hybrid_trust_seeds_7_and_8_of_the_moments_likelihood():
     """The hybrid-trust SPEC's model since 2026-11-30 (model.pilot_likelihood = "moments"), on fresh held-out seeds
     7 and 8 (calibration.md): ranges 92.4 / 90.4% (every real pair covered), one refused truth (seed 7, a
@@ -536,21 +552,9 @@ def test_hybrid_trust_seeds_7_and_8_of_the_moments_likelihood():
     and the recommendation below every fixed rule but two: always hybrid-hkvh and always hybrid-bayes do better
     in the mean, hkvh at p90 too.  Against the Beta likelihood's recommendation on the same truths (those runs
     not stored; calibration-history.md) it is lower in mean and p90, the rule set before these runs."""
-    from hybridpriv.families import family
-
     runs = {seed: stored(f"hybrid-trust-seed{seed}") for seed in (7, 8)}
-    want = {7: (0.924, 1, (11, 0)), 8: (0.904, 0, (6, 1))}
-    for seed, (coverage, refused, above) in want.items():
-        ds = runs[seed]
-        assert ds.attrs["seed"] == seed and ds.attrs["pilot_likelihood"] == "moments" and ds.sizes["truth"] == 34
-        eligible = ds.eligible.values == 1
-        assert ds.covered.values[eligible].mean() == pytest.approx(coverage, abs=5e-4)
-        assert family("hybrid-trust").range_coverage[seed] == pytest.approx(coverage, abs=5e-4)
-        on_real = eligible & (ds.source.values == "real")[:, None]
-        assert ds.covered.values[on_real].all() and on_real.sum() == 32
-        assert int(np.isnan(ds.regret.values).sum()) == refused
-        ok = ds.isel(truth=np.flatnonzero(np.isfinite(ds.regret.values)))
-        assert _above_and_silent(ok) == above
+    _check_moments_seed(runs[7], 7, 0.924, 32, 1, (11, 0))
+    _check_moments_seed(runs[8], 8, 0.904, 32, 0, (6, 1))
     refused = runs[7].isel(truth=np.flatnonzero(np.isnan(runs[7].regret.values)))
     assert list(refused.generator.values) == ["shifted-groups"]
     table = regret_rules(list(runs.values()))
@@ -577,14 +581,7 @@ def test_hybrid_trust_seeds_9_and_10_held_out_and_seeds_7_to_10_pooled():
     runs = {seed: stored(f"hybrid-trust-seed{seed}") for seed in (7, 8, 9, 10)}
     for seed, coverage, real in ((9, 0.9375, 32), (10, 0.9338, 27)):
         ds = runs[seed]
-        assert ds.attrs["seed"] == seed and ds.attrs["pilot_likelihood"] == "moments" and ds.sizes["truth"] == 34
-        eligible = ds.eligible.values == 1
-        assert ds.covered.values[eligible].mean() == pytest.approx(coverage, abs=5e-4)
-        assert family("hybrid-trust").range_coverage[seed] == pytest.approx(coverage, abs=5e-4)
-        on_real = eligible & (ds.source.values == "real")[:, None]
-        assert int(ds.covered.values[on_real].sum()) == real and on_real.sum() == 32
-        assert not np.isnan(ds.regret.values).any()
-        assert _above_and_silent(ds) == (9, 1)
+        _check_moments_seed(ds, seed, coverage, real, 0, (9, 1))
         above = ds.regret.values > 0.25
         silent = above & (ds.sensitivity_warning.values == "") & (ds.p_costly_recommended.values < 0.25)
         assert list(ds.generator.values[silent]) == ["bimodal"]

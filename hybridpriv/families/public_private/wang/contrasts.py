@@ -296,6 +296,14 @@ class _Weighted:
         return h
 
 
+def _one_norm(h: np.ndarray) -> float:
+    """The 1-norm of the symmetric matrix whose upper triangle is ``h`` (its lower triangle 0): ``h + h.T`` counts
+    the diagonal twice, so it is set back (no ``np.triu``: this runs at every Newton step of tiny fits)."""
+    sym = h + h.T
+    sym.flat[:: sym.shape[0] + 1] = h.flat[:: h.shape[0] + 1]
+    return float(np.abs(sym).sum(axis=0).max())
+
+
 def _newton(prob: _Weighted, theta: np.ndarray) -> np.ndarray | None:
     """Damped Newton (Cholesky, backtracking Armijo search) until ``||gradient|| < GTOL``.
 
@@ -318,9 +326,7 @@ def _newton(prob: _Weighted, theta: np.ndarray) -> np.ndarray | None:
         c, info = linalg.lapack.dpotrf(h, lower=0, clean=0, overwrite_a=0)
         if info != 0:
             return None
-        sym = h + h.T  # the symmetric Hessian (h's lower triangle is 0): the diagonal counted twice, then set back
-        sym.flat[:: sym.shape[0] + 1] = h.flat[:: h.shape[0] + 1]
-        rcond, info = linalg.lapack.dpocon(c, np.abs(sym).sum(axis=0).max())
+        rcond, info = linalg.lapack.dpocon(c, _one_norm(h))
         if info != 0 or not rcond > _RCOND_MIN:
             return None
         step, info = linalg.lapack.dpotrs(c, -g[:, None], lower=0)
