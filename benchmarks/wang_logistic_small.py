@@ -42,7 +42,7 @@ class _Reference(contrasts._Weighted):
 def _reference_one_norm(h: np.ndarray) -> float:
     """``contrasts._one_norm`` before: the symmetric Hessian through ``np.triu``."""
     sym = h + np.triu(h, 1).T
-    return np.abs(sym).sum(axis=0).max()
+    return float(np.abs(sym).sum(axis=0).max())
 
 
 def _reference_newton(prob: contrasts._Weighted, theta: np.ndarray) -> np.ndarray | None:

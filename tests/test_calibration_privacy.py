@@ -7,9 +7,10 @@
   when the noise is calibrated for the other relation's (smaller) sensitivity.
 * :func:`hybridpriv.families.user_item.heldout.dp_items_histogram`: add-remove only (a user added: one count moves by
   1).  Under replace a user could move two counts: it does not offer that relation.
-* :func:`hybridpriv.families.hybrid_trust.heldout.pythia_hybrid_trust`: the TCM group's central mean (a user's value
-  moved from 0 to m) and an LM user's local report (the same move), each at its share of the group's epsilon;
-  each fails when the noise is that of twice the epsilon.
+* :func:`hybridpriv.families.hybrid_trust.heldout.pythia_hybrid_trust`: the TCM group's central mean under replace
+  (a user's value moved from 0 to m; the kind's default relation, and on [0, m] add-remove's sensitivity is the same
+  m, the case audited for ``noisy_group_mean`` above) and an LM user's local report (the same move), each at its
+  share of the group's epsilon; each fails when the noise is that of twice the epsilon.
 """
 
 import numpy as np
@@ -73,10 +74,8 @@ HT_LM = (np.array([0.0]), np.array([HT_M]))  # the only LM user (its report is t
 def _ht_release(unit: str, spec=HT_SPEC):
     from hybridpriv.families.hybrid_trust.heldout import pythia_hybrid_trust
 
-    other = {"tcm": HT_LM[0], "lm": HT_TCM[0]}  # the other group's records, fixed
-
-    def mech(data, rng, size):
-        groups = {"tcm": data, "lm": other["tcm"]} if unit == "tcm" else {"tcm": other["lm"], "lm": data}
+    def mech(data, rng, size):  # the audited group's records are the pair's; the other group's are fixed
+        groups = {"tcm": data, "lm": HT_LM[0]} if unit == "tcm" else {"tcm": HT_TCM[0], "lm": data}
         index = -2 if unit == "tcm" else -1
         return np.array([pythia_hybrid_trust(spec, groups, HT_SHARE, rng)["model"]["released_means"][index]["value"]
                          for _ in range(size)])

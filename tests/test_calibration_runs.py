@@ -573,8 +573,8 @@ def test_hybrid_trust_seeds_7_and_8_of_the_moments_likelihood():
 def test_hybrid_trust_seeds_9_and_10_held_out_and_seeds_7_to_10_pooled():
     """Fresh seeds 9 and 10 of the same model (code of 1fb3275; the baseline arm of the centred-shared-law experiment,
     calibration-history.md): no refusal, ranges 93.8 / 93.4%, one silent failure each (bimodal pilots), and the
-    recommendation below every fixed rule in mean and p90 (1.3 / 47.3 / 112.1% against always hybrid-hkvh's 1.7 /
-    69.4 / 121.5%).  Seeds 7-10 pooled: always hybrid-hkvh is lower (88.6 / 129.4% against 121.0 / 156.7%, seeds
+    recommendation below every fixed rule in mean and p90 over the two pooled (1.3 / 47.3 / 112.1% against always
+    hybrid-hkvh's 1.7 / 69.4 / 121.5%; not on each alone).  Seeds 7-10 pooled: always hybrid-hkvh is lower (88.6 / 129.4% against 121.0 / 156.7%, seeds
     7-8 carry it), and P(best) holds within 10 points in every bin (Family.p_best_held is these bins)."""
     from hybridpriv.families import family
 

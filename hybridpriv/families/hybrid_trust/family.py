@@ -29,8 +29,8 @@ class HybridTrustFamily(Family):
     #: a test keeps it equal to the stored runs): select's ranges note says it beside the pooled share.  Seed 10's
     #: misses are boston-medv's (censored at 50): every candidate's realised risk above its range.
     range_coverage_real = {7: 1.0, 8: 1.0, 9: 1.0, 10: 0.844}
-    #: How often P(best) came true on the held-out synthetic truths of seeds 7-10 (the same runs; 135 truths, one
-    #: refused; Family.p_best_held, docs/calibration.md): within 10 points in every bin (0.3-0.5: 0.34 reported,
+    #: How often P(best) came true on the held-out synthetic truths of seeds 7-10 (the same runs; 120 synthetic
+    #: truths, one refused; Family.p_best_held, docs/calibration.md): within 10 points in every bin (0.3-0.5: 0.34 reported,
     #: best on 36% of 45; seeds 7-8 alone had 20% of 20); it never reports above 0.5.
     p_best_held = {"0-0.1": (0.021, 0.034, 416), "0.1-0.3": (0.193, 0.181, 491), "0.3-0.5": (0.339, 0.356, 45)}
     p_best_seeds = (7, 8, 9, 10)

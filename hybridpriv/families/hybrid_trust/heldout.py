@@ -110,11 +110,16 @@ def pythia_hybrid_trust(raw: dict[str, Any], data: dict[str, np.ndarray], share:
         raise ValueError(f"noise must be 'laplace' for the budget-spending selector, got {raw.get('noise')!r}")
     m = float(raw["m"])
     tcm, lm = dict(raw["tcm"]), dict(raw["lm"])
-    n_T, n_L = int(tcm["size"]), int(lm["size"])
+    if tcm.get("size") is None or lm.get("size") is None:  # a SPEC of n and c: the sizes its parser derives
+        n_T = int(round(float(raw["c"]) * int(raw["n"])))
+        n_T, n_L = n_T, int(raw["n"]) - n_T
+    else:
+        n_T, n_L = int(tcm["size"]), int(lm["size"])
     value_T, scale_T = noisy_group_mean(data["tcm"], n_T, (0.0, m), raw.get("relation", "replace"),
                                         share * float(tcm["epsilon"]), rng)
     b = m / (share * float(lm["epsilon"]))
-    value_L = float(laplace_sum(float(np.sum(data["lm"])), b, n_L, rng)) / n_L
+    reports = np.clip(np.asarray(data["lm"], dtype=float), 0.0, m)  # a device reports a value inside the bounds
+    value_L = float(laplace_sum(float(np.sum(reports)), b, n_L, rng)) / n_L
     released = [*raw.get("model", {}).get("released_means", []),
                 {"group": tcm["name"], "value": float(value_T), "noise_scale": float(scale_T)},
                 {"group": lm["name"], "value": value_L, "noise_scale": b / np.sqrt(n_L)}]

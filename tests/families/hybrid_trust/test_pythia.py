@@ -38,7 +38,15 @@ def test_each_user_is_charged_its_epsilon_in_all(truth):
     for unit, spent in (("tcm", spent_T), ("lm", spent_L)):
         eps = truth.spec[unit]["epsilon"]
         assert spent == pytest.approx(0.1 * eps) and spent + spec[unit]["epsilon"] == pytest.approx(eps)
-    assert truth.spec["tcm"]["epsilon"] == spec["tcm"]["epsilon"] / 0.9  # the truth's own SPEC is not changed
+    assert spec["tcm"]["epsilon"] == pytest.approx(0.9 * truth.spec["tcm"]["epsilon"])
+    assert truth.spec["tcm"] is not spec["tcm"] and "released_means" not in truth.spec["model"]  # the truth's is kept
+    # a SPEC that gives n and c instead of the sizes: the same sizes as its parser derives
+    n_c = {**truth.spec, "n": n_T + n_L, "c": n_T / (n_T + n_L),
+           "tcm": {k: v for k, v in truth.spec["tcm"].items() if k != "size"},
+           "lm": {k: v for k, v in truth.spec["lm"].items() if k != "size"}}
+    again = pythia_hybrid_trust(n_c, truth.data, 0.1, np.random.default_rng(0))
+    assert again["model"]["released_means"] == spec["model"]["released_means"]
+    assert parse_spec(again).problem().model.sizes == (n_T, n_L)
     problem = parse_spec(spec).problem()  # the selector's SPEC runs as it is, with both releases in its model
     assert len(problem.model.released_means) == 2 and [r.group for r in problem.model.released_means] == ["T", "L"]
     assert _has_pythia("hybrid-trust")

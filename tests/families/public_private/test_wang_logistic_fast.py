@@ -144,3 +144,20 @@ def test_negative_weights_are_refused():
     X, y = np.ones((3, 1)), np.array([0.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="logistic weights must be >= 0.*-0.5"):
         fit_logistic(X, y, np.array([0.5, -0.5, 1.0]))
+
+
+@pytest.mark.parametrize("d", range(2, 13))
+def test_the_newton_steps_one_norm_is_the_symmetric_hessians_to_the_bit(d):
+    """``_one_norm`` of a Hessian's upper triangle (as BLAS ``dsyrk`` returns it, Fortran order) equals the 1-norm of
+    the symmetric matrix built the earlier way, ``h + triu(h, 1).T`` summed over columns, bit for bit (the rcond
+    test reads it); summing the new matrix's columns instead differed in the last bit for 8 or more columns."""
+    from scipy import linalg
+
+    from hybridpriv.families.public_private.wang.contrasts import _one_norm
+
+    rng = np.random.default_rng(d)
+    for _ in range(200):
+        z = rng.normal(size=(int(rng.integers(d, 60)), d)) * rng.exponential(size=(1, d))
+        h = linalg.blas.dsyrk(1.0, z.T, trans=0, lower=0)
+        h.flat[:: d + 1] += 0.01
+        assert _one_norm(h) == np.abs(h + np.triu(h, 1).T).sum(axis=0).max()

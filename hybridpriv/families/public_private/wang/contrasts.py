@@ -298,10 +298,13 @@ class _Weighted:
 
 def _one_norm(h: np.ndarray) -> float:
     """The 1-norm of the symmetric matrix whose upper triangle is ``h`` (its lower triangle 0): ``h + h.T`` counts
-    the diagonal twice, so it is set back (no ``np.triu``: this runs at every Newton step of tiny fits)."""
+    the diagonal twice, so it is set back (no ``np.triu``: this runs at every Newton step of tiny fits).  Its rows
+    are summed, not its columns: ``h + h.T`` is laid out in C order where ``h + triu(h, 1).T`` was in Fortran order,
+    and summing the contiguous axis adds in the same order as before (the same bits; columns differ in the last bit
+    for 8 or more columns, tested)."""
     sym = h + h.T
     sym.flat[:: sym.shape[0] + 1] = h.flat[:: h.shape[0] + 1]
-    return float(np.abs(sym).sum(axis=0).max())
+    return float(np.abs(sym).sum(axis=1).max())
 
 
 def _newton(prob: _Weighted, theta: np.ndarray) -> np.ndarray | None:
