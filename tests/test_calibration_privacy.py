@@ -7,10 +7,10 @@
   when the noise is calibrated for the other relation's (smaller) sensitivity.
 * :func:`hybridpriv.families.user_item.heldout.dp_items_histogram`: add-remove only (a user added: one count moves by
   1).  Under replace a user could move two counts: it does not offer that relation.
-* :func:`hybridpriv.families.hybrid_trust.heldout.pythia_hybrid_trust`: the TCM group's central mean under replace
-  (a user's value moved from 0 to m; the kind's default relation, and on [0, m] add-remove's sensitivity is the same
-  m, the case audited for ``noisy_group_mean`` above) and an LM user's local report (the same move), each at its
-  share of the group's epsilon; each fails when the noise is that of twice the epsilon.
+* :func:`hybridpriv.families.hybrid_trust.heldout.pythia_hybrid_trust`: the TCM group's central mean under both
+  relations the kind offers (a user's value moved from 0 to m; a user at m added) and an LM user's local report (its
+  value moved from 0 to m), each at its share of the group's epsilon; each fails when the noise is that of twice
+  the epsilon.  Hybrid-trust records lie in [0, m] by the kind's definition: bounds excluding 0 do not exist here.
 """
 
 import numpy as np
@@ -69,9 +69,10 @@ HT_SPEC = {"kind": "hybrid-trust", "m": HT_M, "tcm": {"name": "tcm", "size": 5, 
            "lm": {"name": "lm", "size": 1, "epsilon": HT_EPS}}
 HT_TCM = (np.array([3.0, 3.0, 3.0, 3.0, 0.0]), np.array([3.0, 3.0, 3.0, 3.0, HT_M]))  # one TCM user moved 0 -> m
 HT_LM = (np.array([0.0]), np.array([HT_M]))  # the only LM user (its report is the average) moved 0 -> m
+HT_TCM_ADDED = (np.full(4, 3.0), np.r_[np.full(4, 3.0), HT_M])  # add-remove: a TCM user at m added (public size 5)
 
 
-def _ht_release(unit: str, spec=HT_SPEC):
+def _ht_release(unit: str, spec=HT_SPEC):  # unit "tcm" or "lm": the released mean audited
     from hybridpriv.families.hybrid_trust.heldout import pythia_hybrid_trust
 
     def mech(data, rng, size):  # the audited group's records are the pair's; the other group's are fixed
@@ -83,10 +84,13 @@ def _ht_release(unit: str, spec=HT_SPEC):
 
 
 @pytest.mark.slow  # 160,000 calls of the selector's SPEC builder: about 15-30 s each
-@pytest.mark.parametrize("unit, pair", [("tcm", HT_TCM), ("lm", HT_LM)], ids=["tcm-mean", "lm-report"])
-def test_the_hybrid_trust_selectors_features_hold_their_share_of_epsilon(unit, pair):
-    report = audit(_ht_release(unit), pair, epsilon=HT_SHARE * HT_EPS, samples=40_000, seed=5)
+@pytest.mark.parametrize("unit, pair, relation", [("tcm", HT_TCM, "replace"), ("tcm", HT_TCM_ADDED, "add-remove"),
+                                                   ("lm", HT_LM, "replace")],
+                         ids=["tcm-mean-replace", "tcm-mean-add-remove", "lm-report"])
+def test_the_hybrid_trust_selectors_features_hold_their_share_of_epsilon(unit, pair, relation):
+    spec = {**HT_SPEC, "relation": relation}  # the TCM users' relation (an LM report is local DP, replace)
+    report = audit(_ht_release(unit, spec), pair, epsilon=HT_SHARE * HT_EPS, samples=40_000, seed=5)
     assert report.verdict == "pass" and report.epsilon_lower_bound > 0.6, report
     # charged for a smaller share than it spends (the same noise claimed at twice the epsilon's worth): fails
-    greedy = {**HT_SPEC, unit: {**HT_SPEC[unit], "epsilon": 2 * HT_EPS}}
+    greedy = {**spec, unit: {**HT_SPEC[unit], "epsilon": 2 * HT_EPS}}
     assert audit(_ht_release(unit, greedy), pair, epsilon=HT_SHARE * HT_EPS, samples=40_000, seed=6).verdict == "violation"

@@ -108,13 +108,14 @@ def pythia_hybrid_trust(raw: dict[str, Any], data: dict[str, np.ndarray], share:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
     if raw.get("noise", "laplace") != "laplace":
         raise ValueError(f"noise must be 'laplace' for the budget-spending selector, got {raw.get('noise')!r}")
+    from ...spec import parse_spec
+
     m = float(raw["m"])
     tcm, lm = dict(raw["tcm"]), dict(raw["lm"])
-    if tcm.get("size") is None or lm.get("size") is None:  # a SPEC of n and c: the sizes its parser derives
-        n_T = int(round(float(raw["c"]) * int(raw["n"])))
-        n_T, n_L = n_T, int(raw["n"]) - n_T
-    else:
+    if tcm.get("size") is not None and lm.get("size") is not None:
         n_T, n_L = int(tcm["size"]), int(lm["size"])
+    else:  # a SPEC of n and c: the sizes its parser derives (parsing costs ~1 ms: only here, not per call)
+        n_T, n_L = parse_spec(raw).values.sizes
     value_T, scale_T = noisy_group_mean(data["tcm"], n_T, (0.0, m), raw.get("relation", "replace"),
                                         share * float(tcm["epsilon"]), rng)
     b = m / (share * float(lm["epsilon"]))
