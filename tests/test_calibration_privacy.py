@@ -11,6 +11,9 @@
   relations the kind offers (a user's value moved from 0 to m; a user at m added) and an LM user's local report (its
   value moved from 0 to m), each at its share of the group's epsilon; each fails when the noise is that of twice
   the epsilon.  Hybrid-trust records lie in [0, m] by the kind's definition: bounds excluding 0 do not exist here.
+* :func:`hybridpriv.families.histogram.heldout.noisy_group_counts`: add-remove (a record added: one count moves by
+  1) and replace (a record moved between categories: two counts move; the audited statistic is their
+  difference); noise calibrated for add-remove fails the replace audit.
 """
 
 import numpy as np
@@ -94,3 +97,31 @@ def test_the_hybrid_trust_selectors_features_hold_their_share_of_epsilon(unit, p
     # charged for a smaller share than it spends (the same noise claimed at twice the epsilon's worth): fails
     greedy = {**spec, unit: {**HT_SPEC[unit], "epsilon": 2 * HT_EPS}}
     assert audit(_ht_release(unit, greedy), pair, epsilon=HT_SHARE * HT_EPS, samples=40_000, seed=6).verdict == "violation"
+
+
+# -- the histogram selector's feature (noisy_group_counts): a record added moves one count by 1; a record replaced
+# moves two counts by 1 each (the statistic that sees both: their difference) -------------------------------------
+
+H_COUNTS = np.array([5.0, 3.0, 2.0])
+H_PAIRS = {"add-remove": NeighbouringPair(H_COUNTS, H_COUNTS + [1.0, 0.0, 0.0], "a record in the first category added",
+                                          statistic=lambda out: out[:, 0]),
+           "replace": NeighbouringPair(H_COUNTS, H_COUNTS + [-1.0, 1.0, 0.0], "a record moved from the first category "
+                                       "to the second", statistic=lambda out: out[:, 1] - out[:, 0])}
+
+
+def _counts_release(relation: str, epsilon: float):
+    from hybridpriv.families.histogram.heldout import noisy_group_counts
+
+    return lambda data, rng, size: noisy_group_counts(data, relation, epsilon, rng, trials=size)[0]
+
+
+@pytest.mark.parametrize("relation", ["add-remove", "replace"])
+def test_noisy_group_counts_hold_their_epsilon_under_each_relation(relation):
+    report = audit(_counts_release(relation, 1.0), H_PAIRS[relation], epsilon=1.0, samples=100_000, seed=7)
+    assert report.verdict == "pass" and report.epsilon_lower_bound > 0.6, report
+
+
+def test_counts_noised_for_add_remove_fail_the_replace_audit():
+    # add-remove's sensitivity (1) against a replaced record (two counts move): the true loss is 2 epsilon
+    report = audit(_counts_release("add-remove", 1.0), H_PAIRS["replace"], epsilon=1.0, samples=100_000, seed=8)
+    assert report.verdict == "violation", report

@@ -260,7 +260,7 @@ def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
 
 def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_the_same_oracle(quick):
     ds = quick
-    with_selector = ["grouped", "user-item", "hybrid-trust"]  # the families with a budget-spending selector
+    with_selector = ["grouped", "user-item", "hybrid-trust", "histogram"]  # the families with a budget-spending selector
     spent = np.isin(ds.family.values, with_selector)
     assert np.isfinite(ds.pythia_regret.values[spent]).all() and np.isnan(ds.pythia_regret.values[~spent]).all()
     assert np.isnan(float(ds.pythia_wins.sel(scope="kmeans")))

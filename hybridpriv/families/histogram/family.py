@@ -107,6 +107,12 @@ class HistogramFamily(Family):
 
         return real_histogram_truth(name, rng)
 
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        """A Laplace histogram of each private group's counts enters the model as an earlier release."""
+        from .heldout import pythia_histogram
+
+        return pythia_histogram(raw, data, share, rng), None
+
     def truth_dataset(self, data: Any, groups: Any = None) -> CategoryCounts:
         return CategoryCounts(np.stack([np.asarray(data[g.name]) for g in groups]))
 

@@ -12,6 +12,9 @@ preferences that correlate with the answers): the model's ``differ`` alternative
   (youngest third at epsilon 1, middle 0.3, oldest 0.05): groups that differ by a real attribute;
 * ``mroz-children``: the 753 women of carData's ``Mroz``, their children aged 6-18 (0, 1, 2, 3 or more);
   the panel is the 212 who attended college, the private groups the others by age (as above).
+
+The budget-spending selector (:func:`pythia_histogram`) spends a share of each private group's epsilon on a
+Laplace histogram of its counts, which enters the model as an earlier release (``model.released_counts``).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import numpy as np
 
 from ...heldout import Truth, read_example
 
-__all__ = ["BANDS", "CHILDREN", "REAL_HISTOGRAM", "SHARE_LAWS", "histogram_truth", "real_histogram_truth"]
+__all__ = ["BANDS", "CHILDREN", "REAL_HISTOGRAM", "SHARE_LAWS", "histogram_truth", "noisy_group_counts", "pythia_histogram",
+           "real_histogram_truth"]
 
 SHARE_LAWS = ("dirichlet", "zipf", "two-popular")
 #: Real histogram datasets.
@@ -110,3 +114,40 @@ def real_histogram_truth(name: str, rng: np.random.Generator | None = None) -> T
     data = {"panel": _counts(panel, c), **{f"private-{j}": _counts(x, c) for j, x in enumerate(private)}}
     return Truth("histogram", "real", name, _spec(categories, panel, [x.size for x in private], (1.0, 0.3, 0.05)),
                  data)
+
+
+def noisy_group_counts(counts: np.ndarray, relation: str, epsilon: float, rng: np.random.Generator,
+                       trials: int | None = None) -> tuple[np.ndarray, float]:
+    """An epsilon-DP release of a group's counts per category (the budget-spending selector's feature): each count
+    plus Laplace noise of scale ``sensitivity(relation) / epsilon`` (a record added or removed moves one count by
+    1, a record replaced two counts by 1 each: L1 sensitivity 1 or 2).  ``trials``: that many independent releases
+    (rows).  Returns the release(s) and the scale.  Simulation noise (NumPy), not for a release of real data."""
+    from ...noise import laplace
+    from .mechanisms import sensitivity
+
+    if not (np.isfinite(epsilon) and epsilon > 0):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    scale = sensitivity(relation) / float(epsilon)
+    counts = np.asarray(counts, dtype=float)
+    return laplace(counts if trials is None else np.tile(counts, (trials, 1)), scale, rng), scale
+
+
+def pythia_histogram(raw: dict[str, Any], data: dict[str, np.ndarray], share: float,
+                     rng: np.random.Generator) -> dict[str, Any]:
+    """A budget-spending selector's SPEC: each private group spends ``share`` of its epsilon on a Laplace histogram
+    of its counts (:func:`noisy_group_counts`, under the SPEC's ``relation``), which enters the model as an earlier
+    release (``model.released_counts``); the candidates get the rest, ``(1 - share) epsilon``, so each group is
+    charged the same total as the model-only selector's.  ``data``: ``{group name: counts per category}``."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    relation = raw.get("relation", "add-remove")
+    groups, released = [], list(raw.get("model", {}).get("released_counts", []))
+    for g in raw["groups"]:
+        g = dict(g)
+        eps = float(g["epsilon"])
+        if np.isfinite(eps):
+            value, scale = noisy_group_counts(data[g["name"]], relation, share * eps, rng)
+            released.append({"group": g["name"], "counts": [float(v) for v in value], "noise_scale": scale})
+            g["epsilon"] = eps * (1.0 - share)
+        groups.append(g)
+    return {**raw, "groups": groups, "model": {**raw.get("model", {}), "released_counts": released}}

@@ -29,8 +29,9 @@ import xarray as xr
 from ...core.privacy import Group, check_finite, check_groups, check_positive
 from ...core.model import KnowledgeModel, Posterior
 from .data import BETWEEN, SHARED_PRIOR, CategoryCounts
+from .model_released import MAX_RELEASE_CATEGORIES, ReleasedCounts, draw_released
 
-__all__ = ["BETWEEN", "SHARED_PRIOR", "CategoryModel", "CategoryPosterior"]
+__all__ = ["BETWEEN", "SHARED_PRIOR", "CategoryModel", "CategoryPosterior", "ReleasedCounts"]
 
 #: The largest spread a draw uses (``tau = 1`` would make every group's shares a single category).
 MAX_SPREAD = 0.99
@@ -53,6 +54,10 @@ class CategoryPosterior(Posterior):
         self.alike = np.asarray(post["alike"].values, dtype=bool) if "alike" in post else None
         if "between" in post:
             self.convergence_vars = ("p", "between")
+        #: each released group's shares per draw ``{name: (chain, draw, category)}`` (earlier releases of its counts,
+        #: :mod:`.model_released`); the other private groups' are drawn around ``p`` in :meth:`generate`
+        self.q = ({str(g): np.asarray(post["q"].sel(released=g).values, dtype=float) for g in post["released"].values}
+                  if "q" in post else {})
         self.groups = model.groups
         self.categories = model.categories
 
@@ -84,6 +89,10 @@ class CategoryPosterior(Posterior):
             if g.name in m.public_counts:
                 rows.append(m.public_counts[g.name])
                 continue
+            if g.name in self.q:
+                q = self.q[g.name][chain, draw]
+                rows.append(rng.multinomial(g.size, q / q.sum()))
+                continue
             q = p
             if tau > 0:
                 q = rng.dirichlet(p * (1.0 / tau ** 2 - 1.0))
@@ -112,13 +121,18 @@ class CategoryModel(KnowledgeModel):
     shared_prior
         The prior probability that the groups answer alike (default :data:`SHARED_PRIOR`; read only
         when ``between > 0``).
+    released_counts
+        Earlier noisy releases of private groups' counts (:class:`~.model_released.ReleasedCounts`, at most one per
+        group): the posterior is then drawn in the Gaussian approximation of :mod:`.model_released`, each released
+        group with its own shares (``q``); without them, exactly as above.
     """
 
     posterior_class = CategoryPosterior  # what fit() returns
 
     def __init__(self, groups: Sequence[Group], categories: Sequence[str],
                  public_counts: Mapping[str, Any] | None = None, prior: float = 1.0,
-                 between: float = BETWEEN, shared_prior: float = SHARED_PRIOR) -> None:
+                 between: float = BETWEEN, shared_prior: float = SHARED_PRIOR,
+                 released_counts: Sequence[ReleasedCounts] = ()) -> None:
         self.groups = check_groups(groups)
         self.categories = tuple(str(c) for c in categories)
         if len(self.categories) < 2:
@@ -142,6 +156,27 @@ class CategoryModel(KnowledgeModel):
                                  f"group's size {g.size}")
             counts[name] = arr.astype(np.int64)
         self.public_counts = counts
+        self.released_counts = self._check_releases(released_counts)
+
+    def _check_releases(self, releases: Any) -> tuple[ReleasedCounts, ...]:
+        if isinstance(releases, ReleasedCounts) or not isinstance(releases, Sequence) or not all(
+                isinstance(r, ReleasedCounts) for r in releases):
+            raise TypeError(f"released_counts must be a sequence of ReleasedCounts, got {releases!r}")
+        seen = set()
+        for k, r in enumerate(releases):
+            g = next((x for x in self.groups if x.name == r.group), None)
+            if g is None or g.is_public:
+                raise ValueError(f"released_counts[{k}].group must name a private group, got {r.group!r}")
+            if r.group in seen:
+                raise ValueError(f"released_counts[{k}].group {r.group!r} is released twice: give one release a group")
+            seen.add(r.group)
+            if len(r.counts) != len(self.categories):
+                raise ValueError(f"released_counts[{k}].counts must hold {len(self.categories)} counts (one per "
+                                 f"category), got {len(r.counts)}")
+        if releases and len(self.categories) > MAX_RELEASE_CATEGORIES:
+            raise ValueError(f"released_counts: a model with releases takes at most {MAX_RELEASE_CATEGORIES} "
+                             f"categories, got {len(self.categories)}")
+        return tuple(releases)
 
     def _alpha(self) -> np.ndarray:
         seen = sum(self.public_counts.values()) if self.public_counts else 0
@@ -176,6 +211,8 @@ class CategoryModel(KnowledgeModel):
             raise TypeError(f"{type(self).__name__} draws exactly and takes no sampler arguments, got {sorted(sample_kwargs)}")
         alpha = self._alpha()
         gens = [np.random.default_rng(s) for s in random_seed]
+        if self.released_counts:
+            return self._sample_released(alpha, draws, chains, gens)
         p = np.stack([g.dirichlet(alpha, size=draws) for g in gens])
         data = {"p": (("chain", "draw", "category"), p)}
         if self.shared_prior < 1:
@@ -187,4 +224,23 @@ class CategoryModel(KnowledgeModel):
         ds = xr.Dataset(data,
                         coords={"chain": np.arange(chains), "draw": np.arange(draws), "category": list(self.categories)},
                         attrs={"sampler": "exact draws: Dirichlet(prior + public counts); the spread from its prior"})
+        return xr.DataTree.from_dict({"posterior": ds})
+
+    def _sample_released(self, alpha: np.ndarray, draws: int, chains: int, gens: list) -> Any:
+        """The draws given the releases (:func:`~.model_released.draw_released`, chain ``c`` from ``gens[c]``)."""
+        sizes = {g.name: g.size for g in self.groups}
+        out = [draw_released(alpha, sizes, self.released_counts, self.between, self.shared_prior, draws, g)
+               for g in gens]
+        data = {"p": (("chain", "draw", "category"), np.stack([o["p"] for o in out])),
+                "q": (("chain", "draw", "released", "category"), np.stack([o["q"] for o in out]))}
+        if self.shared_prior < 1:
+            data["between"] = (("chain", "draw"), np.stack([o["between"] for o in out]))
+            if self.shared_prior > 0:
+                data["alike"] = (("chain", "draw"), np.stack([o["alike"] for o in out]))
+        floored = float(np.mean([o["floored"] for o in out]))
+        ds = xr.Dataset(data, coords={"chain": np.arange(chains), "draw": np.arange(draws),
+                                      "category": list(self.categories),
+                                      "released": [r.group for r in self.released_counts]},
+                        attrs={"sampler": "the Gaussian approximation given earlier releases (model_released): "
+                                          "independent draws", "floored_share": floored})
         return xr.DataTree.from_dict({"posterior": ds})

@@ -72,6 +72,13 @@ GROUP = Table((
               {"name": '"opt-in"', "size": "800", "epsilon": "1.0"},
               {"name": '"strict"', "size": "300", "epsilon": "0.2"}))
 
+RELEASE = Table((
+    Key("group", string(), doc="the private group whose counts were released", example='"opt-in"'),
+    Key("counts", list_of(number(), 2),
+        doc="the released (noisy) counts, one per category in the order of categories", example="[412.3, 388.9, -2.1]"),
+    Key("noise_scale", number(0.0, strict=True), doc="the Laplace scale of each count's noise", example="10.0"),
+), doc="an earlier noisy release of a private group's counts (e.g. a budget-spending selector's feature)")
+
 MODEL = Table((
     Key("prior", number(0.0, strict=True), 1.0, doc="Dirichlet concentration of every category's share"),
     Key("groups_may_differ", boolean(), True,
@@ -81,6 +88,9 @@ MODEL = Table((
         doc="prior probability that the private groups answer alike (else their shares spread by `between`)"),
     Key("between", number(0.0, strict=True, maximum=1.0), BETWEEN,
         doc="prior scale of the groups' spread: a share's sd across groups over sqrt(p (1 - p)) (half-normal)"),
+    Key("released_counts", tables(RELEASE), [], doc="earlier noisy releases of private groups' counts (at most one "
+        "per group): the model then updates in a Gaussian approximation (docs/histogram.md)",
+        example='[{ group = "opt-in", counts = [412.3, 388.9, -2.1], noise_scale = 10.0 }]'),
 ), doc="the model of public knowledge: the categories' shares, and how far the private groups' may differ")
 
 EVALUATION = Table((
@@ -131,6 +141,13 @@ def check(v: Config, ctx: Context) -> Config:
     if all(g.is_public for g in groups):
         raise SpecError("groups: at least one group must be private (a finite epsilon)")
     v = v.replace(groups=tuple(groups), public_counts=public)
+    private = {g.name for g in groups if not g.is_public}
+    for k, r in enumerate(v.model.released_counts):
+        if r.group not in private:
+            raise SpecError(f"model.released_counts[{k}].group must name a private group, got {r.group!r}")
+        if len(r.counts) != len(cats):
+            raise SpecError(f"model.released_counts[{k}].counts must hold {len(cats)} counts (one per category), got "
+                            f"{len(r.counts)}")
     records = sum(g.size for g in groups)
     if records > MAX_RECORDS:
         raise SpecError(f"groups: {records:,} records in all exceed {MAX_RECORDS:,}")
@@ -174,17 +191,22 @@ def build(v: Config):
     """The selection problem: the model of the shares, the candidates, the task, the requirements."""
     from ...workflow import Problem
     from .assumptions import histogram_assumptions
-    from .model import CategoryModel
+    from .model import CategoryModel, ReleasedCounts
     from .task import HistogramError
 
-    model = CategoryModel(v.groups, v.categories, v.public_counts, v.model.prior,
-                          v.model.between if v.model.groups_may_differ else 0.0, v.model.shared_prior)
+    try:
+        releases = [ReleasedCounts(r.group, tuple(r.counts), r.noise_scale) for r in v.model.released_counts]
+        model = CategoryModel(v.groups, v.categories, v.public_counts, v.model.prior,
+                              v.model.between if v.model.groups_may_differ else 0.0, v.model.shared_prior, releases)
+    except (TypeError, ValueError) as exc:
+        raise SpecError(f"model.released_counts: {exc}") from None
     ev = v.evaluation
     make_candidates(v, None, ev.candidates)  # every named candidate can be built: fail before sampling
     header = [f"{len(v.categories)} categories; relation {v.relation}"]
     for g in v.groups:
         kind = "public" if g.is_public else f"epsilon={g.epsilon:g}"
         known = " (records known)" if g.name in v.public_counts else ""
+        known += " (counts released earlier)" if any(r.group == g.name for r in v.model.released_counts) else ""
         header.append(f"group {g.name:<10} n={g.size:<7} {kind}{known}")
     return Problem(
         kind="histogram", description=v.description, model=model,
