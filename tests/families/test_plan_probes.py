@@ -104,3 +104,62 @@ def test_user_item_probe_scales_and_later_budget():
 
     later = probe.later({1: ContributionBoundedCounts(1, 2.0), 3: ContributionBoundedCounts(3, 2.0)}, None)
     assert {k: m.epsilon for k, m in later.items()} == {1: 1.5, 3: 1.5}
+
+
+HISTOGRAM = {"kind": "histogram", "categories": ["a", "b", "c"], "relation": "add-remove",
+             "groups": [{"name": "panel", "size": 6, "epsilon": math.inf, "data": ["a", "b", "a", "c", "a", "b"]},
+                        {"name": "opt-in", "size": 80, "epsilon": 1.0},
+                        {"name": "strict", "size": 30, "epsilon": 0.2}],
+             "evaluation": {"draws": 20, "trials": 5}}
+
+
+@pytest.mark.parametrize("relation, moved", [("add-remove", 1.0), ("replace", 2.0)])
+def test_histogram_probe_features_scales_and_later_budget(relation, moved):
+    from hybridpriv.families.histogram.data import CategoryCounts
+
+    spec = parse_spec({**HISTOGRAM, "relation": relation})
+    problem = spec.problem()
+    probe = problem.probe
+    assert probe.share == 0.1 and "opt-in, strict" in probe.what  # the panel is not read
+    counts = np.array([[3, 2, 1], [40, 30, 10], [5, 5, 20]])
+    np.testing.assert_array_equal(probe.exact(CategoryCounts(counts)), [40, 30, 10, 5, 5, 20])
+    # brute force: the L1 move of a group's features over every record added, removed or moved between categories
+    for g, eps in ((1, 1.0), (2, 0.2)):
+        moves = []
+        for j in range(3):
+            for sign in (1, -1):
+                other = counts.copy()
+                other[g, j] += sign
+                moves.append((other, "add-remove"))
+            for k in range(3):
+                other = counts.copy()
+                other[g, j] -= 1
+                other[g, k] += 1
+                moves.append((other, "replace"))
+        l1 = max(np.abs(probe.exact(CategoryCounts(o)) - probe.exact(CategoryCounts(counts))).sum()
+                 for o, rel in moves if rel == relation)
+        assert l1 == moved
+        at = slice(3 * (g - 1), 3 * g)
+        np.testing.assert_allclose(probe.scales[at], l1 / (0.1 * eps))  # share x epsilon of the group's
+        assert probe.mechanism.privacy[spec.groups[g].name].epsilon == pytest.approx(0.1 * eps)
+    assert probe.mechanism.privacy["panel"].epsilon == 0.0
+    post = problem.model.fit(draws=200, chains=2, seed=0)
+    now = problem.candidates(post)
+    later = probe.later(now, post)
+    assert set(later) == set(now)
+    for label, mech in later.items():
+        for unit, eps in (("opt-in", 1.0), ("strict", 0.2)):
+            assert 0.1 * eps + mech.privacy[unit].epsilon <= eps * (1 + 1e-12), (label, unit)
+    assert later["weighted"].privacy["strict"].epsilon == pytest.approx(0.9 * now["weighted"].privacy["strict"].epsilon)
+    with pytest.raises(ValueError, match=r"data must hold \(3 groups, 3 categories\) counts, got shape \(2, 3\)"):
+        probe.exact(CategoryCounts(counts[:2]))
+
+
+def test_histogram_probe_switched_off_and_its_release_law():
+    assert parse_spec({**HISTOGRAM, "evaluation": {"plan_share": 0}}).problem().probe is None
+    probe = parse_spec(HISTOGRAM).problem().probe
+    counts = np.array([[3, 2, 1], [40, 30, 10], [5, 5, 20]])
+    out = probe.mechanism.release(counts, np.random.default_rng(1), trials=20_000)
+    sd = np.sqrt(2) * probe.scales
+    assert np.all(np.abs(out.mean(axis=0) - probe.exact(counts)) < 4 * sd / np.sqrt(20_000))
+    assert np.all(np.abs(out.std(axis=0) / sd - 1) < 4 * np.sqrt(5 / 4 / 20_000))  # a 5% error in a scale fails

@@ -75,10 +75,12 @@ class HistogramFamily(Family):
         return super().audit_data(mech, posterior, seed, stand_in)
 
     def audit_cases(self) -> dict[str, Any]:
-        """Each histogram mechanism at two settings: a public panel beside private groups of different epsilons,
-        under add/remove-one and under replace-one."""
+        """Each histogram mechanism (and the two-stage plan's probe, at half of each group's epsilon) at two
+        settings: a public panel beside private groups of different epsilons, under add/remove-one and under
+        replace-one."""
         from ...core.privacy import Group
         from .mechanisms import AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
+        from .plan import GroupCountsProbe
 
         cats = ("a", "b", "c")
         settings = {
@@ -93,7 +95,8 @@ class HistogramFamily(Family):
                                 ("proportional", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r, "size")),
                                 ("pooled", lambda g=groups, r=rel: PooledHistogram(g, cats, r)),
                                 ("sample-max", lambda g=groups, r=rel: SampleHistogram(g, cats, r, "max")),
-                                ("public-only", lambda g=groups, r=rel: PublicHistogram(g, cats, r))):
+                                ("public-only", lambda g=groups, r=rel: PublicHistogram(g, cats, r)),
+                                ("plan probe", lambda g=groups, r=rel: GroupCountsProbe(g, cats, r, 0.5))):
                 cases[f"histogram {name} {tag}"] = build
         return cases
 

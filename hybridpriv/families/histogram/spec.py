@@ -31,6 +31,7 @@ from ...spec.schema import (
     integer,
     list_of,
     number,
+    plan_key,
     read_csv_rows,
     run_keys,
     spec_groups,
@@ -101,6 +102,7 @@ EVALUATION = Table((
     *run_keys(200, 50, trials_doc="releases per dataset (PDP Sample and adaptive are run; the others are exact)",
               criterion="regret"),
     Key("loss", choice("squared", "max"), "squared", doc="squared error summed over categories, or the largest"),
+    plan_key("a Laplace histogram of each private group's counts"),
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
@@ -167,11 +169,12 @@ def context(v: Config, posterior: Any) -> dict[str, Any]:
             "s2": 0.25 if posterior is None else posterior, "posterior": posterior}
 
 
-def make_candidates(v: Config, posterior: Any, names: Any = None) -> dict[str, Any]:
-    """The built-in candidates ``names`` (default: all that apply), by label."""
+def make_candidates(v: Config, posterior: Any, names: Any = None, groups: Any = None) -> dict[str, Any]:
+    """The built-in candidates ``names`` (default: all that apply), by label; ``groups``: other budgets for the
+    SPEC's groups (the two-stage plan's second stage), default the SPEC's."""
     from .mechanisms import AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
 
-    groups, cats, rel = v.groups, tuple(v.categories), v.relation
+    groups, cats, rel = v.groups if groups is None else tuple(groups), tuple(v.categories), v.relation
     s2 = 0.25 if posterior is None else posterior
     has_public = any(g.is_public for g in groups)
     make = {"weighted": lambda: LaplaceHistograms(groups, cats, rel, "inverse-variance", s2),
@@ -192,6 +195,7 @@ def build(v: Config):
     from ...workflow import Problem
     from .assumptions import histogram_assumptions
     from .model import CategoryModel, ReleasedCounts
+    from .plan import histogram_probe
     from .task import HistogramError
 
     try:
@@ -215,4 +219,6 @@ def build(v: Config):
         assumptions=histogram_assumptions(v.groups),
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"category shares: expected {ev.loss} error",
+        probe=(histogram_probe(v, ev.plan_share, lambda groups, posterior: make_candidates(
+            v, posterior, ev.candidates, groups)) if ev.plan_share > 0 else None),
     )
