@@ -266,6 +266,56 @@ def test_stored_histogram_seed3_gives_the_numbers_the_docs_quote():
     assert bins["0.3-0.5"][1:] == (14, 34) and bins["0.1-0.3"][1:] == (8, 39) and bins["0-0.1"][1:] == (1, 128)
 
 
+@pytest.mark.parametrize("seed, covered, regret, pythia, above", [
+    (3, 220, (0.8, 19.6, 53.4), (23.5, 34.7, 47.0), (5, 0)),
+    (4, 217, (4.7, 30.9, 84.8), (16.3, 36.6, 73.2), (8, 1)),
+    (5, 215, (2.9, 22.7, 58.7), (20.2, 47.8, 88.0), (6, 3)),
+    (6, 222, (4.2, 34.0, 85.2), (19.4, 33.3, 48.6), (10, 2))])
+def test_stored_histogram_seeds_3_to_6_with_the_budget_spending_selector(seed, covered, regret, pythia, above):
+    """Histogram's held-out seeds 3-6 on 84f5638 (seed 3 run again: the same select bits as its first run), with its
+    budget-spending selector and the two-stage plan: ranges (Family.range_coverage), the recommendation's and the
+    selector's regret (median, mean, p90), truths above 25% and the silent ones, as calibration.md quotes them."""
+    from hybridpriv.families import family
+
+    ds = stored(f"histogram-seed{seed}")
+    assert ds.attrs["seed"] == seed and ds.attrs["commit"] == "84f5638" and ds.sizes["truth"] == 33
+    eligible = ds.eligible.values == 1
+    assert (eligible.sum(), ds.covered.values[eligible].sum()) == (231, covered)
+    assert family("histogram").range_coverage[seed] == pytest.approx(covered / 231, abs=5e-4)
+    assert _regret(ds) == pytest.approx(regret, abs=0.05)
+    p = ds.pythia_regret.values * 100
+    assert np.isfinite(p).all()
+    assert (np.median(p), p.mean(), np.quantile(p, 0.9)) == pytest.approx(pythia, abs=0.05)
+    assert _above_and_silent(ds) == above
+    assert int(ds.plan_pays.sum()) == (2 if seed == 6 else 0)
+
+
+def test_histogram_seeds_3_to_6_pooled_against_the_fixed_rules_and_the_selector():
+    """Pooled (132 truths): the recommendation below always `adaptive` in the mean, not at p90; the budget-spending
+    selector below it at p90, not in the mean; the plan paid on 2 truths (seed 6) and helped on both.  Family.p_best_held
+    is these runs' synthetic pairs pooled."""
+    from hybridpriv.families import family
+
+    runs = [stored(f"histogram-seed{seed}") for seed in (3, 4, 5, 6)]
+    rules = regret_rules(runs)
+    assert tuple(rules.loc["recommendation", ["median", "mean", "p90"]]) == pytest.approx((3.3, 26.8, 87.2), abs=0.05)
+    assert tuple(rules.loc["estimator:adaptive", ["median", "mean", "p90"]]) == pytest.approx((8.2, 30.9, 81.4), abs=0.05)
+    assert rules.index[1] == "estimator:adaptive"  # the best fixed rule by mean
+    p = np.concatenate([ds.pythia_regret.values for ds in runs]) * 100
+    assert (np.median(p), p.mean(), np.quantile(p, 0.9)) == pytest.approx((19.8, 38.1, 65.4), abs=0.05)
+    six = runs[3]
+    paid = six.plan_pays.values.astype(bool)
+    assert (six.plan_regret.values[paid] < six.regret.values[paid]).all()
+    final = np.concatenate([ds.final_regret.values for ds in runs]) * 100
+    assert (final.mean(), np.quantile(final, 0.9)) == pytest.approx((26.4, 87.2), abs=0.05)
+    fam = family("histogram")
+    assert tuple(fam.p_best_seeds) == (3, 4, 5, 6)
+    bins = p_best_bins(runs)
+    assert bins.keys() == fam.p_best_held.keys()
+    for label, (reported, came, pairs) in bins.items():
+        assert fam.p_best_held[label] == pytest.approx((reported, came, pairs), abs=5e-4), label
+
+
 def test_stored_kmeans_seed3_gives_the_numbers_the_docs_quote():
     """K-means' first held-out seed (twenty-fifth session): its ranges held less than seeds 0-2 said."""
     ds = stored("kmeans-seed3")
