@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-__all__ = ["DEFAULT_SHARE", "PAYS_GAIN", "PAYS_Z", "REPLICATES", "Probe", "choose_later", "plan_lines", "preposterior",
+__all__ = ["DEFAULT_SHARE", "PAYS_GAIN", "PAYS_Z", "REPLICATES", "Probe", "choose_later", "groups_probe", "plan_lines",
+           "preposterior",
            "run_plan", "second_stage"]
 
 #: The share of each unit's budget a two-stage plan spends on its probe by default.
@@ -98,6 +99,25 @@ class Probe:
         if f.shape != self.scales.shape or not np.isfinite(f).all():
             raise RuntimeError(f"probe features must be {self.scales.size} finite numbers, got shape {f.shape}")
         return f
+
+
+def groups_probe(mechanism: Any, groups: Any, share: float, candidates: Callable[[Any, Any], Mapping[Any, Any]],
+                 feature: str) -> Probe:
+    """The :class:`Probe` of a ``mechanism`` that reads the groups ``mechanism.which`` (indices into ``groups``, each
+    at ``share`` of its epsilon): the second stage's candidates are ``candidates(rest, posterior)`` with those groups
+    at ``(1 - share)`` of their epsilon (``rest``; the others as they are), by the same labels; ``what`` is
+    "``feature`` of group(s) NAMES"."""
+    import dataclasses
+
+    which = list(mechanism.which)
+    rest = tuple(dataclasses.replace(g, epsilon=g.epsilon * (1.0 - share)) if k in which else g
+                 for k, g in enumerate(groups))
+
+    def later(mechanisms: Mapping[Any, Any], posterior: Any) -> dict[Any, Any]:
+        return {c: m for c, m in candidates(rest, posterior).items() if c in mechanisms}
+
+    names = ", ".join(groups[k].name for k in which)
+    return Probe(share, f"{feature} of group{'s' if len(which) > 1 else ''} {names}", mechanism, later)
 
 
 def _weights(observed: np.ndarray, features: np.ndarray, scales: np.ndarray) -> np.ndarray:

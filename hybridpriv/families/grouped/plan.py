@@ -4,9 +4,8 @@ chosen at the rest."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -84,16 +83,8 @@ def grouped_probe(v: Any, share: float, candidates: Any) -> Any:
     """The probe of SPEC values ``v`` (:class:`hybridpriv.engine.plan.Probe`), or ``None`` when no group can be
     probed.  ``candidates(groups, posterior)``: the family's candidates for ``groups``; the second stage's are
     those at ``(1 - share) x epsilon`` of every probed group, by the same labels."""
-    from ...engine.plan import Probe
+    from ...engine.plan import groups_probe
 
     if not probed(v.groups):
         return None
-    mech = GroupMeansProbe(v.groups, v.bounds, v.relation, share)
-    rest = tuple(dataclasses.replace(g, epsilon=g.epsilon * (1.0 - share)) if i in mech.which else g
-                 for i, g in enumerate(v.groups))
-
-    def later(mechanisms: Mapping[Any, Any], posterior: Any) -> dict[Any, Any]:
-        return {c: m for c, m in candidates(rest, posterior).items() if c in mechanisms}
-
-    names = ", ".join(v.groups[i].name for i in mech.which)
-    return Probe(share, f"the mean of group{'s' if len(mech.which) > 1 else ''} {names}", mech, later)
+    return groups_probe(GroupMeansProbe(v.groups, v.bounds, v.relation, share), v.groups, share, candidates, "the mean")

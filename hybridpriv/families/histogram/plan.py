@@ -7,9 +7,8 @@ budget is spent, whether choosing after them would pay, and then chooses by the 
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -84,14 +83,7 @@ def histogram_probe(v: Any, share: float, candidates: Any) -> Any:
     """The probe of SPEC values ``v`` (:class:`hybridpriv.engine.plan.Probe`).  ``candidates(groups, posterior)``:
     the family's candidates for ``groups``; the second stage's are those at ``(1 - share) x epsilon`` of every
     private group, by the same labels."""
-    from ...engine.plan import Probe
+    from ...engine.plan import groups_probe
 
-    mech = GroupCountsProbe(v.groups, v.categories, v.relation, share)
-    rest = tuple(dataclasses.replace(g, epsilon=g.epsilon * (1.0 - share)) if k in mech.which else g
-                 for k, g in enumerate(v.groups))
-
-    def later(mechanisms: Mapping[Any, Any], posterior: Any) -> dict[Any, Any]:
-        return {c: m for c, m in candidates(rest, posterior).items() if c in mechanisms}
-
-    names = ", ".join(v.groups[k].name for k in mech.which)
-    return Probe(share, f"the counts of group{'s' if len(mech.which) > 1 else ''} {names}", mech, later)
+    return groups_probe(GroupCountsProbe(v.groups, v.categories, v.relation, share), v.groups, share, candidates,
+                        "the counts")
