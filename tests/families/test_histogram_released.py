@@ -97,7 +97,8 @@ def _gaussian_brute(alpha, n, y, b, between, shared, grid=np.linspace(-0.5, 1.5,
 
 
 CASES = [((30, 30), 200, 0.3, 5.0, 0.5), ((20, 40), 500, 0.45, 10.0, 0.5), ((60, 20), 300, 0.74, 2.0, 1.0),
-         ((60, 20), 300, 0.5, 2.0, 0.5), ((15, 15), 150, 0.2, 20.0, 0.5)]
+         ((60, 20), 300, 0.5, 2.0, 0.5), ((15, 15), 150, 0.2, 20.0, 0.5),
+         ((30, 60), 800, 0.3, 200.0, 0.5), ((30, 60), 300, 0.3, 400.0, 0.5)]  # the selector's noise at epsilon 0.05
 
 
 def _case(panel, n, q, b):
@@ -106,7 +107,7 @@ def _case(panel, n, q, b):
     return 1.0 + np.array(panel, dtype=float), np.array([x, n - x]) + rng.laplace(0.0, b, 2)
 
 
-@pytest.mark.parametrize("panel, n, q, b, shared", CASES)
+@pytest.mark.parametrize("panel, n, q, b, shared", CASES[:5])  # the last two floor many draws' shares at 0
 def test_the_sampler_draws_the_gaussian_models_posterior(panel, n, q, b, shared):
     alpha, y = _case(panel, n, q, b)
     mean, sd, alike = _gaussian_brute(alpha, n, y, b, 0.3, shared)
@@ -145,11 +146,14 @@ def _exact(alpha, n, y, b, between, shared, size=400):
 
 @pytest.mark.parametrize("panel, n, q, b, shared", CASES)
 def test_the_gaussian_approximation_is_near_the_exact_model(panel, n, q, b, shared):
-    """Measured on these cases: the mean within 0.49 of the exact posterior sd, the sd 0.70-0.92 of the exact one
+    """Measured on these cases: the mean within 0.49 of the exact posterior sd, the sd 0.70-0.94 of the exact one
     (narrower: the Gaussian's evidence favours one branch of alike / differ more where the exact posterior is a
     two-humped mixture of them), P(alike) within 0.12.  Bounds with a margin.  Checked to fail: a sampler that
     ignores the release (the panel's mean is 2.4-8.6 exact sds away in cases 1, 2, 4) and one that takes the
-    noise 20 times smaller than it is (cases 1, 2, 5: the sd 0.34-0.54 of the exact one)."""
+    noise 20 times smaller than it is (cases 1, 2, 5: the sd 0.34-0.54 of the exact one).  Known to be worse, and
+    not bounded here (docs/histogram.md): a small panel far from a precise release (20 records at 0.5, a release
+    at 0.1 of 1,000 records, b = 33): the sd 0.48 of the exact one, and alike the mean 2.1 sds off (the Beta's
+    thin tail pulls harder than the Gaussian's)."""
     alpha, y = _case(panel, n, q, b)
     mean, sd, alike = _exact(alpha, n, y, b, 0.3, shared)
     out = draw_released(alpha, {"g": n}, [ReleasedCounts("g", tuple(y), b)], 0.3, shared, DRAWS,
@@ -178,7 +182,43 @@ def test_generate_draws_a_released_groups_counts_from_its_own_shares():
     se = np.sqrt(300 * q[1, 7] * (1 - q[1, 7]) / 4000)
     assert np.all(np.abs(counts.mean(axis=0) - expected) < 4 * se)
     assert "g2" not in post.q  # not released: drawn around p as before
-    assert post.idata["posterior"].attrs["floored_share"] >= 0
+
+
+def test_the_releases_covariance_is_the_multinomials_plus_the_noises():
+    """R (the covariance of y / n given the shares) against 20,000 simulated releases y = Multinomial(n, q) +
+    Laplace(b): every entry within 4 standard errors of the sample covariance (the release's own shares stand
+    for q, as the model's plug-in does; here they are q exactly)."""
+    n, b, q = 400, 6.0, np.array([0.1, 0.2, 0.3, 0.4])
+    rng = np.random.default_rng(9)
+    y = rng.multinomial(n, q, size=20_000) + rng.laplace(0.0, b, (20_000, 4))
+    _, _, _, obs = _parts(np.ones(4), [(n, q * n - 1.0, b)])  # own shares = (y + 1) / sum: q exactly
+    r = obs[0][2]
+    sample = np.cov(y.T / n)
+    z = y / n - (y / n).mean(axis=0)
+    se = np.sqrt(np.var(z[:, :, None] * z[:, None, :], axis=0) / 20_000)
+    assert np.all(np.abs(sample - r) < 4 * se + 1e-12)
+
+
+def test_q_given_p_is_direct_conditioning_in_four_categories():
+    """The released group's shares given p (tau > 0): draw_released's conditional mean and covariance against the
+    explicit joint Gaussian of (q, z) given p, conditioned directly (4 categories, 40,000 draws at a fixed tau)."""
+    alpha = np.array([12.0, 30.0, 5.0, 9.0])
+    y, n, b = np.array([70.0, 160.0, 20.0, 50.0]), 300, 4.0
+    p_hat, s, v, obs = _parts(alpha, [(n, y, b)])
+    a, z, r = obs[0]
+    out = draw_released(alpha, {"g": n}, [ReleasedCounts("g", tuple(y), b)], 0.3, 0.0, DRAWS,
+                        np.random.default_rng(3))
+    p, taus = out["p"][:, :-1], out["between"]
+    at = taus == taus[0]
+    t = float(taus[0])  # the draws of one grid point of the spread, as the sampler drew them
+    joint_qz, cov_zz = t * t * s @ a.T, a @ (t * t * s) @ a.T + r  # cov(q, z | p), cov(z | p)
+    gain = joint_qz @ np.linalg.inv(cov_zz)
+    want_cov = t * t * s - gain @ joint_qz.T
+    resid = out["q"][at, 0, :-1] - (p[at] + (z[None, :] - p[at] @ a.T) @ gain.T)
+    assert at.sum() > 300 and s.shape == (3, 3)
+    se = np.sqrt(np.diag(want_cov) / at.sum())
+    assert np.all(np.abs(resid.mean(axis=0)) < 4 * se)
+    np.testing.assert_allclose(np.cov(resid.T), want_cov, rtol=0.25)
 
 
 def test_bad_releases_are_refused_naming_them():
@@ -188,9 +228,15 @@ def test_bad_releases_are_refused_naming_them():
         _model([ReleasedCounts("g1", (1.0, 2.0, 3.0), 1.0), ReleasedCounts("g1", (1.0, 2.0, 3.0), 1.0)])
     with pytest.raises(ValueError, match=r"released_counts\[0\].counts must hold 3 counts .* got 2"):
         _model([ReleasedCounts("g1", (1.0, 2.0), 1.0)])
-    with pytest.raises(ValueError, match=r"noise_scale of the release of group 'g1' must be a finite number > 0, "
+    with pytest.raises(ValueError, match=r"noise_scale of the release of group 'g1' must be a number in \(0, 1e\+12\], "
                                          r"got 0.0"):
         ReleasedCounts("g1", (1.0, 2.0), 0.0)
+    with pytest.raises(ValueError, match=r"noise_scale .* got 1e\+200"):
+        ReleasedCounts("g1", (1.0, 2.0), 1e200)
+    with pytest.raises(ValueError, match=r"counts of the release of group 'g1' must lie within \+-1e\+12, got 1e\+300"):
+        ReleasedCounts("g1", (1e300, 2.0), 1.0)
+    taus, _ = tau_grid(1.0, 0.5)
+    assert taus.max() == 0.99  # the spread is capped as the model's draws are
     with pytest.raises(ValueError, match="counts of the release of group 'g1' must be finite"):
         ReleasedCounts("g1", (1.0, float("nan")), 1.0)
     with pytest.raises(TypeError, match="released_counts must be a sequence of ReleasedCounts"):
@@ -217,6 +263,15 @@ def test_the_spec_takes_releases_and_refuses_bad_ones(truth):
     short = {**raw, "model": {"released_counts": [{**raw["model"]["released_counts"][0], "counts": [1.0, 2.0]}]}}
     with pytest.raises(SpecError, match=r"model.released_counts\[0\].counts must hold \d+ counts"):
         parse_spec(short)
+    twice = {**raw, "model": {"released_counts": raw["model"]["released_counts"][:1] * 2}}
+    with pytest.raises(SpecError, match=r"model.released_counts\[1\].group 'private-0' is released twice"):
+        parse_spec(twice)
+    loud = {**raw, "model": {"released_counts": [{**raw["model"]["released_counts"][0], "noise_scale": 1e200}]}}
+    with pytest.raises(SpecError, match=r"model.released_counts\[0\]: noise_scale of the release of group 'private-0'"):
+        parse_spec(loud).problem()
+    tiny = {**raw, "model": {"released_counts": [{**raw["model"]["released_counts"][0], "noise_scale": 1e-9}]}}
+    post = parse_spec(tiny).problem().model.fit(draws=50, chains=1, seed=0)  # a noiseless release: no LinAlgError
+    assert np.isfinite(post.q["private-0"]).all()
 
 
 def test_each_group_is_charged_its_epsilon_in_all(truth):

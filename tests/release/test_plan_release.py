@@ -70,3 +70,46 @@ def test_naming_a_candidate_releases_it_now(planned, tmp_path, capsys):
     assert code == 0, err
     assert not (tmp_path / "r" / "probe").exists()
     assert json.loads((tmp_path / "r" / "release.json").read_text())["candidate"]["label"] == "weighted"
+
+
+def test_a_histogram_plan_is_released_on_one_ledger(tmp_path, capsys):
+    """The histogram example (ACS hours in five bands) whose selection recommends its plan: the probe releases the
+    three private groups' counts (15 numbers) at 10% of each group's epsilon, the chosen mechanism the rest."""
+    import csv
+    import shutil
+    from importlib import resources
+    from pathlib import Path
+
+    from hybridpriv.engine.plan import choose_later
+    from hybridpriv.families.histogram.heldout import _band
+    from hybridpriv.release.plan import read_plan
+
+    examples = Path(str(resources.files("hybridpriv") / "examples"))
+    spec = tmp_path / "hist.toml"
+    shutil.copy(Path(str(resources.files("hybridpriv"))) / "families" / "histogram" / "acs12-hours-bands.toml", spec)
+    data = tmp_path / "data"
+    data.mkdir()
+    bands = ["<30", "30-39", "40", "41-49", "50+"]
+    rows = list(csv.DictReader((examples / "acs12-hours.csv").open()))
+    for group in ("opt-in", "default", "strict"):
+        (data / f"{group}.csv").write_text("band\n" + "".join(f"{bands[_band(float(r['hours']))]}\n" for r in rows
+                                                              if r["group"] == group))
+    assert main(["select", str(spec), "--draws", "8", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
+    tree = xr.open_datatree(tmp_path / "sel" / "selection.nc").load()
+    assert "plan" in tree.children
+    tree.attrs["plan_pays"] = 1
+    sel = tmp_path / "sel" / "planned.nc"
+    tree.to_netcdf(sel)
+    ledger = tmp_path / "ledger.json"
+    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel, "--ledger", ledger,
+                         "--out", tmp_path / "r")
+    assert code == 0, err
+    probe = json.loads((tmp_path / "r" / "probe" / "release.json").read_text())
+    rec = json.loads((tmp_path / "r" / "release.json").read_text())
+    assert probe["candidate"]["label"] == "probe:group-counts" and len(probe["released"]) == 15
+    assert rec["decision"]["plan"]["chosen"] == choose_later(read_plan(sel), np.array(probe["released"])) \
+        == rec["candidate"]["coordinate"]
+    for unit, whole in {"opt-in": 1.0, "default": 0.3, "strict": 0.05}.items():
+        assert probe["charged"][unit]["epsilon"] == pytest.approx(0.1 * whole)
+        assert rec["charged"][unit]["epsilon"] <= 0.9 * whole * (1 + 1e-9)
+    assert probe["charged"]["panel"]["epsilon"] == 0.0  # the public panel is not read by the probe

@@ -12,8 +12,9 @@ a mixture.  With probability ``shared_prior`` (default :data:`SHARED_PRIOR`) the
 (``tau = 0``, drawn as ``alike``); otherwise each private group's own shares are drawn around ``p``,
 ``q_g ~ Dirichlet(p (1/tau^2 - 1))``, so a share's standard deviation across groups is
 ``tau sqrt(p_c (1 - p_c))``, with the spread ``tau ~ HalfNormal(between)`` (default :data:`BETWEEN`).
-Nothing public informs ``alike`` or ``tau`` (the public groups' records are pooled into ``p``), so their
-posterior is their prior, drawn exactly.  ``between = 0`` (or ``shared_prior = 1``) states that the groups
+Nothing in the public groups' records informs ``alike`` or ``tau`` (they are pooled into ``p``), so without
+earlier releases their posterior is their prior, drawn exactly; earlier noisy releases of private groups' counts
+(``released_counts``, :mod:`.model_released`) do inform them.  ``between = 0`` (or ``shared_prior = 1``) states that the groups
 answer alike.  A simulated dataset keeps the public groups' counts and draws
 each private group's counts from ``Multinomial(n_g, q_g)``.
 """
@@ -29,12 +30,10 @@ import xarray as xr
 from ...core.privacy import Group, check_finite, check_groups, check_positive
 from ...core.model import KnowledgeModel, Posterior
 from .data import BETWEEN, SHARED_PRIOR, CategoryCounts
-from .model_released import MAX_RELEASE_CATEGORIES, ReleasedCounts, draw_released
+from .model_released import MAX_RELEASE_CATEGORIES, MAX_SPREAD, ReleasedCounts, draw_released
 
 __all__ = ["BETWEEN", "SHARED_PRIOR", "CategoryModel", "CategoryPosterior", "ReleasedCounts"]
 
-#: The largest spread a draw uses (``tau = 1`` would make every group's shares a single category).
-MAX_SPREAD = 0.99
 
 
 class CategoryPosterior(Posterior):

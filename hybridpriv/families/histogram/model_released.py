@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from scipy.special import ndtri
 
-__all__ = ["MAX_RELEASE_CATEGORIES", "SHARE_FLOOR", "TAU_GRID", "ReleasedCounts", "draw_released", "log_evidence",
+__all__ = ["MAX_RELEASE_CATEGORIES", "MAX_RELEASE_VALUE", "MAX_SPREAD", "MIN_NOISE_VARIANCE", "SHARE_FLOOR", "TAU_GRID", "ReleasedCounts", "draw_released", "log_evidence",
            "posterior_of_p", "tau_grid"]
 
 #: Quantiles of the spread's prior ``HalfNormal(between)`` on which ``tau``'s posterior is computed.
@@ -41,6 +41,13 @@ TAU_GRID = 64
 SHARE_FLOOR = 1e-9
 #: Most categories a model with releases takes (its matrices are categories x categories per group and ``tau``).
 MAX_RELEASE_CATEGORIES = 200
+#: The largest spread a draw uses (``tau = 1`` would make every group's shares a single category); the model's
+#: :meth:`~.model.CategoryPosterior.generate` caps an unreleased group's spread at the same value.
+MAX_SPREAD = 0.99
+#: The largest noise scale and absolute released count taken (beyond, a release says nothing a float can hold).
+MAX_RELEASE_VALUE = 1e12
+#: The smallest variance a released share's noise is given (a noiseless release would make its covariance singular).
+MIN_NOISE_VARIANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,14 @@ class ReleasedCounts:
         counts = np.asarray(self.counts, dtype=float)
         if counts.ndim != 1 or counts.size < 2 or not np.all(np.isfinite(counts)):
             raise ValueError(f"counts of the release of group {self.group!r} must be finite numbers, one per category")
+        if np.abs(counts).max() > MAX_RELEASE_VALUE:
+            raise ValueError(f"counts of the release of group {self.group!r} must lie within +-{MAX_RELEASE_VALUE:g}, "
+                             f"got {float(counts[np.abs(counts).argmax()])!r}")
         scale = self.noise_scale
-        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (np.isfinite(scale) and scale > 0):
-            raise ValueError(f"noise_scale of the release of group {self.group!r} must be a finite number > 0, "
-                             f"got {scale!r}")
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (
+                np.isfinite(scale) and 0 < scale <= MAX_RELEASE_VALUE):
+            raise ValueError(f"noise_scale of the release of group {self.group!r} must be a number in (0, "
+                             f"{MAX_RELEASE_VALUE:g}], got {scale!r}")
         object.__setattr__(self, "counts", tuple(float(c) for c in counts))
         object.__setattr__(self, "noise_scale", float(scale))
 
@@ -69,9 +80,9 @@ class ReleasedCounts:
 def tau_grid(between: float, shared_prior: float, size: int = TAU_GRID) -> tuple[np.ndarray, np.ndarray]:
     """The spread's prior on the grid: values ``(0, tau_1 .. tau_size)`` and their prior masses
     (``shared_prior``, then ``(1 - shared_prior) / size`` each, the midpoints of equal-mass bins of
-    ``HalfNormal(between)``)."""
+    ``HalfNormal(between)``, capped at :data:`MAX_SPREAD` as the model's draws are)."""
     mids = (np.arange(size) + 0.5) / size
-    taus = between * ndtri(0.5 + mids / 2.0)  # the HalfNormal's quantiles
+    taus = np.minimum(between * ndtri(0.5 + mids / 2.0), MAX_SPREAD)  # the HalfNormal's quantiles, capped
     if shared_prior >= 1.0:
         return np.zeros(1), np.ones(1)
     if shared_prior <= 0.0:
@@ -94,7 +105,7 @@ def _parts(alpha: np.ndarray, releases: Sequence[tuple[int, np.ndarray, float]])
         y = np.asarray(y, dtype=float)
         own = np.maximum(y, 0.0) + 1.0  # the group's own shares, for its sampling covariance (one pseudo-count each)
         own = own / own.sum()
-        r = (np.diag(own) - np.outer(own, own)) / n + (2.0 * b * b / (n * n)) * np.eye(c)
+        r = (np.diag(own) - np.outer(own, own)) / n + max(2.0 * b * b / (n * n), MIN_NOISE_VARIANCE) * np.eye(c)
         obs.append((a, y / n - e_c, r))
     return p_hat, s, v, obs
 
@@ -149,7 +160,11 @@ def draw_released(alpha: np.ndarray, sizes: Mapping[str, int], releases: Sequenc
     obs = [(int(sizes[r.group]), np.asarray(r.counts, dtype=float), r.noise_scale) for r in releases]
     taus, prior = tau_grid(between, shared_prior)
     logw = np.log(prior) + np.array([log_evidence(alpha, obs, t) for t in taus])
-    post = np.exp(logw - logw.max())
+    if not np.isfinite(logw).any():
+        raise ValueError(f"released_counts of {[r.group for r in releases]}: the model gives these releases no "
+                         "probability at any spread (counts far beyond the groups' sizes?)")
+    post = np.exp(logw - np.max(logw[np.isfinite(logw)]))
+    post[~np.isfinite(post)] = 0.0
     post /= post.sum()
     pick = gen.choice(taus.size, size=draws, p=post)
     p_hat, s, _, parts = _parts(alpha, obs)

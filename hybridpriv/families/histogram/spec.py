@@ -18,6 +18,7 @@ import numpy as np
 
 from ...core.privacy import NEIGHBOUR_RELATIONS
 from .data import BETWEEN, SHARED_PRIOR
+from .model_released import MAX_RELEASE_CATEGORIES
 from ...spec.schema import (
     Config,
     Context,
@@ -143,13 +144,19 @@ def check(v: Config, ctx: Context) -> Config:
     if all(g.is_public for g in groups):
         raise SpecError("groups: at least one group must be private (a finite epsilon)")
     v = v.replace(groups=tuple(groups), public_counts=public)
-    private = {g.name for g in groups if not g.is_public}
+    private, released = {g.name for g in groups if not g.is_public}, set()
     for k, r in enumerate(v.model.released_counts):
         if r.group not in private:
             raise SpecError(f"model.released_counts[{k}].group must name a private group, got {r.group!r}")
+        if r.group in released:
+            raise SpecError(f"model.released_counts[{k}].group {r.group!r} is released twice: give one release a group")
+        released.add(r.group)
         if len(r.counts) != len(cats):
             raise SpecError(f"model.released_counts[{k}].counts must hold {len(cats)} counts (one per category), got "
                             f"{len(r.counts)}")
+    if released and len(cats) > MAX_RELEASE_CATEGORIES:
+        raise SpecError(f"model.released_counts: a model with releases takes at most {MAX_RELEASE_CATEGORIES} "
+                        f"categories, got {len(cats)}")
     records = sum(g.size for g in groups)
     if records > MAX_RECORDS:
         raise SpecError(f"groups: {records:,} records in all exceed {MAX_RECORDS:,}")
@@ -198,12 +205,14 @@ def build(v: Config):
     from .plan import histogram_probe
     from .task import HistogramError
 
-    try:
-        releases = [ReleasedCounts(r.group, tuple(r.counts), r.noise_scale) for r in v.model.released_counts]
-        model = CategoryModel(v.groups, v.categories, v.public_counts, v.model.prior,
-                              v.model.between if v.model.groups_may_differ else 0.0, v.model.shared_prior, releases)
-    except (TypeError, ValueError) as exc:
-        raise SpecError(f"model.released_counts: {exc}") from None
+    releases = []
+    for k, r in enumerate(v.model.released_counts):
+        try:
+            releases.append(ReleasedCounts(r.group, tuple(r.counts), r.noise_scale))
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"model.released_counts[{k}]: {exc}") from None
+    model = CategoryModel(v.groups, v.categories, v.public_counts, v.model.prior,
+                          v.model.between if v.model.groups_may_differ else 0.0, v.model.shared_prior, releases)
     ev = v.evaluation
     make_candidates(v, None, ev.candidates)  # every named candidate can be built: fail before sampling
     header = [f"{len(v.categories)} categories; relation {v.relation}"]
