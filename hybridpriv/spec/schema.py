@@ -125,7 +125,8 @@ class Table:
             full = f"{path}.{key.name}" if path else key.name
             if key.name in raw:
                 out[key.attr] = key.parse(raw[key.name], full, ctx)
-            elif key.default is None and getattr(key.parse, "section", None) is not None:
+            elif (key.default is None and getattr(key.parse, "section", None) is not None
+                  and not getattr(key.parse, "optional", False)):
                 out[key.attr] = key.parse({}, full, ctx)  # an omitted section: its defaults
             elif key.default is REQUIRED:
                 raise SpecError(f"{full} is required ({key.doc})" if key.doc else f"{full} is required")
@@ -263,13 +264,15 @@ def integer_range(minimum: int = 1) -> Parser:
     return parse
 
 
-def table(spec: Table) -> Parser:
-    """A table (``[name]``); omitted with default ``None``, it holds its keys' defaults."""
+def table(spec: Table, optional: bool = False) -> Parser:
+    """A table (``[name]``); omitted with default ``None``, it holds its keys' defaults, or with ``optional`` it is
+    ``None`` (a table whose keys have no defaults, present or not)."""
 
     def parse(value: Any, path: str, ctx: Context) -> Config:
         return spec.parse(value, path, ctx)
 
     parse.section = spec  # type: ignore[attr-defined]
+    parse.optional = optional  # type: ignore[attr-defined]
     return parse
 
 

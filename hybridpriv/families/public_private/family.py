@@ -67,6 +67,11 @@ class PublicPrivateFamily(Family):
 
         return {"private": np.ascontiguousarray(data.private, dtype="<f8").tobytes()}
 
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        from .heldout import pythia_public_private
+
+        return pythia_public_private(raw, data, share, rng), None
+
     def released_meaning(self, spec: Any) -> str:
         return f"the {spec.contrast} contrast's estimate from the public and private records (its parameters)"
 

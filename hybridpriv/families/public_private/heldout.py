@@ -20,6 +20,10 @@ others).
 The records reach the SPEC as CSV files, written once per truth into a content-addressed folder under the
 system's temporary directory (``hybridpriv-heldout/<sha>``); the private file is read back by the
 family's release loader, so a truth is scored on what a release would read.
+
+The budget-spending selector (:func:`pythia_public_private`) spends a share of the cohort's epsilon on a Laplace
+release of its cross-moments (what the outcome does with each covariate, which Table 1 cannot show), which enters the
+model as ``private.cross_moments``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ import numpy as np
 
 from ...heldout import Truth, read_example
 
-__all__ = ["REAL_PUBLIC_PRIVATE", "SHIFT_LAWS", "public_private_truth", "real_public_private_truth"]
+__all__ = ["REAL_PUBLIC_PRIVATE", "SHIFT_LAWS", "public_private_truth", "pythia_public_private",
+           "real_public_private_truth"]
 
 SHIFT_LAWS = ("same", "mean-shift", "scale-shift", "coef-shift", "skewed", "rate-shift")
 #: Epsilons of a synthetic truth (one per truth).
@@ -142,3 +147,28 @@ def real_public_private_truth(name: str, rng: np.random.Generator | None = None)
         public = [r for r in rows if r["role"] == "public"]
         private = [r for r in rows if r["role"] == "private"]
     return _truth("real", name, columns, outcome, positive, public, private, 1.0)
+
+
+def pythia_public_private(raw: dict[str, Any], data: dict[str, Any], share: float,
+                          rng: np.random.Generator) -> dict[str, Any]:
+    """A budget-spending selector's SPEC: ``share`` of the cohort's epsilon spent on a Laplace release of its
+    cross-moments (:func:`~hybridpriv.families.public_private.wang.cross_moments.release_cross_moments`, clipped at
+    :data:`~hybridpriv.families.public_private.wang.cross_moments.CROSS_CLIP` public sds), which enters the model as
+    ``private.cross_moments``; the candidates get ``(1 - share) epsilon``, so the cohort is charged the same total as
+    the model-only selector's.  ``data``: the truth's ``{"folder", "spec"}`` (the private records are read by the
+    family's release loader)."""
+    from ...spec import parse_spec
+    from .release import load_private_records
+    from .wang.cross_moments import CROSS_CLIP, release_cross_moments
+
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    design = load_private_records(data["folder"], parse_spec(raw))
+    p = len(raw["columns"])
+    Z, y = design.private[:, :p], design.private[:, p]
+    eps = float(raw["epsilon"])
+    release = release_cross_moments(Z, y, share * eps, rng, CROSS_CLIP)
+    out = {**raw, "epsilon": (1.0 - share) * eps, "private": dict(raw["private"])}
+    out["private"]["cross_moments"] = {"values": {c: float(v) for c, v in zip(raw["columns"], release.values)},
+                                      "noise_scale": release.noise_scale, "clip": release.clip}
+    return out

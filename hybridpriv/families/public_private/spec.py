@@ -109,6 +109,16 @@ def _fraction_split(value: Any, path: str, ctx: Context) -> list[float]:
     return parts
 
 
+CROSS_MOMENTS = Table((
+    Key("values", _per_column(number()),
+        doc="the released cross-moment of every column: the mean over the private records of outcome x the column "
+            "standardised by the public mean and sd (categorical: its level code), clipped to [-clip, clip]; with "
+            "Laplace noise", example="{ glu = 0.31, bmi = 0.12, age = 0.09 }"),
+    Key("noise_scale", number(0.0, strict=True, maximum=1e12), doc="the Laplace noise scale of each value",
+        example="0.05"),
+    Key("clip", number(0.0, strict=True, maximum=1e12), 2.0, doc="the clipping bound (public sds)"),
+), doc="an earlier DP release of the private records' cross-moments (what the outcome does with each column)")
+
 PRIVATE = Table((
     Key("n", integer(2, MAX_RECORDS), doc="number of private records (public: replace-one neighbours keep it fixed)",
         example="332"),
@@ -119,6 +129,7 @@ PRIVATE = Table((
         example="{ glu = 930.3, bmi = 53.0, age = 113.1 }"),
     Key("outcome_rate", number(0.0, strict=True, maximum=1.0), None, doc="published share of outcome = 1, in (0, 1)",
         example="0.33"),
+    Key("cross_moments", table(CROSS_MOMENTS, optional=True), None, doc=CROSS_MOMENTS.doc),
 ), doc="the private dataset: its size and the summaries of it that are already public (charged nothing)")
 
 CANDIDATES = Table((
@@ -264,16 +275,23 @@ def check(v: Config, ctx: Context) -> Config:
     if n_e < 3:
         raise SpecError(f"public_records: {n_e} distinct record(s); at least 3 are needed")
     pr = v.private
-    for key in ("covariate_mean", "covariate_variance"):
+    for key in ("covariate_mean", "covariate_variance", "cross_moments"):
         given = getattr(pr, key)
         if given is None:
             continue
+        if key == "cross_moments":
+            key, given = "cross_moments.values", given.values
         unknown = [c for c in given if c not in cols]
         if unknown:
             raise SpecError(f"private.{key} names {unknown[0]!r}, not one of the columns {list(cols)}")
         missing = [c for c in cols if c not in given]
         if missing:
             raise SpecError(f"private.{key} must give every column (or none); missing {missing}")
+    if pr.cross_moments is not None:
+        try:
+            _cross(pr.cross_moments, list(cols))
+        except (TypeError, ValueError) as exc:
+            raise SpecError(f"private.{exc}") from None
     if pr.outcome_rate is not None and not 0.0 < pr.outcome_rate < 1.0:
         raise SpecError(f"private.outcome_rate must be strictly between 0 and 1, got {pr.outcome_rate!r}")
     cand = v.candidates
@@ -313,13 +331,20 @@ def _standardise(v: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return center, scale, (X - center) / scale
 
 
+def _cross(cm: Config, cols: list[str]):
+    from .wang.cross_moments import CrossMoments
+
+    return CrossMoments([cm.values[c] for c in cols], cm.noise_scale, cm.clip)
+
+
 def _summaries(v: Config, center: np.ndarray, scale: np.ndarray):
     from .wang.model import PublishedSummaries
 
     pr, cols = v.private, list(v.columns)
     mean = None if pr.covariate_mean is None else (np.array([pr.covariate_mean[c] for c in cols]) - center) / scale
     var = None if pr.covariate_variance is None else np.array([pr.covariate_variance[c] for c in cols]) / scale**2
-    return PublishedSummaries(pr.n, mean, var, pr.outcome_rate)
+    cross = None if pr.cross_moments is None else _cross(pr.cross_moments, cols)
+    return PublishedSummaries(pr.n, mean, var, pr.outcome_rate, cross)
 
 
 def _lei_cells(v: Config, layout: Any) -> int:
@@ -380,7 +405,8 @@ def build(v: Config):
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
     eps, pr, pub = v.epsilon, v.private, v.public
-    known = [k for k in ("covariate_mean", "covariate_variance", "outcome_rate") if getattr(pr, k) is not None]
+    known = [k for k in ("covariate_mean", "covariate_variance", "outcome_rate", "cross_moments")
+             if getattr(pr, k) is not None]
     cells = _lei_cells(v, layout)
     f1, f2, f3 = cand.algorithm2_split
     types = ", ".join(f"{c} ({t})" for c, t in v.columns.items())

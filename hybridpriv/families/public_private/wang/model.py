@@ -75,6 +75,7 @@ from scipy import optimize, special
 from ....core.privacy import check_finite, check_integer, check_positive, check_real_array
 from ....core.random import rng as stream_rng
 from ....core.model import KnowledgeModel, Posterior
+from .cross_moments import CrossMoments, cross_loglik, cross_moment_statistic
 
 __all__ = [
     "PUBLIC_FIT_PRIOR_SD",
@@ -161,12 +162,17 @@ class PublishedSummaries:
         Sample variance (``ddof=1``) of every covariate, each > 0; ``None`` if not published.
     outcome_rate
         Share of private records with ``y = 1``, strictly inside ``(0, 1)``; ``None`` if not published.
+    cross_moments
+        An earlier noisy release of the cross-moments of the outcome with the covariates
+        (:class:`~hybridpriv.families.public_private.wang.cross_moments.CrossMoments`, on the model's covariate
+        scale); ``None`` if there was none.
     """
 
     n: int
     covariate_mean: Sequence[float] | np.ndarray | None = None
     covariate_variance: Sequence[float] | np.ndarray | None = None
     outcome_rate: float | None = None
+    cross_moments: CrossMoments | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "n", check_integer(self.n, "n", 2))
@@ -192,6 +198,8 @@ class PublishedSummaries:
                     f"outcome_rate must be strictly between 0 and 1 (a rate of 0 or 1 leaves no logistic model), got {r!r}"
                 )
             object.__setattr__(self, "outcome_rate", float(r))
+        if self.cross_moments is not None and not isinstance(self.cross_moments, CrossMoments):
+            raise TypeError(f"cross_moments must be a CrossMoments, got {self.cross_moments!r:.80}")
         if self.covariate_mean is not None and self.covariate_variance is not None:
             if self.covariate_mean.size != self.covariate_variance.size:
                 raise ValueError(
@@ -330,6 +338,8 @@ class WangPosterior(Posterior):
                 observed[f"x{j} variance (published)"] = float(s.covariate_variance[j])
         if s.outcome_rate is not None:
             observed["outcome rate (published)"] = float(s.outcome_rate)
+        if s.cross_moments is not None:
+            observed.update({f"x{j} cross-moment (released)": float(v) for j, v in enumerate(s.cross_moments.values)})
         if not observed:
             return None
         total = self.shape[0] * self.shape[1]
@@ -342,6 +352,8 @@ class WangPosterior(Posterior):
                 replicated[f"x{j} variance (published)"] = pred["variance"][:, j]
         if s.outcome_rate is not None:
             replicated["outcome rate (published)"] = pred["rate"]
+        if s.cross_moments is not None:
+            replicated.update({f"x{j} cross-moment (released)": pred["cross"][:, j] for j in range(self.spec.p)})
         return predictive_check(observed, replicated,
                                 advice="the prior (shift_sd, log_scale_sd, coef_sd) cannot reach the published "
                                        "summary from the public records: widen it, or check the summary")
@@ -366,13 +378,22 @@ class WangPosterior(Posterior):
             yield self.simulate(c, d, stream_rng(seed, "dataset", c, d), size)
 
     def predictive_summaries(self, count: int, seed: int = 0) -> dict[str, np.ndarray]:
-        """Summaries of ``count`` simulated datasets: ``mean`` and ``variance`` ``(count, p)``, ``rate`` ``(count,)``."""
-        means, variances, rates = [], [], []
+        """Summaries of ``count`` simulated datasets: ``mean`` and ``variance`` ``(count, p)``, ``rate`` ``(count,)``;
+        with released cross-moments also ``cross`` ``(count, p)``: each dataset's cross-moments plus the release's
+        Laplace noise (stream ``("cross-noise",)`` of ``seed``), what the release would have shown."""
+        means, variances, rates, cross = [], [], [], []
+        release = self.spec.summaries.cross_moments
         for X, y in self.sample_datasets(count, seed):
             means.append(X.mean(axis=0))
             variances.append(X.var(axis=0, ddof=1))
             rates.append(y.mean())
-        return {"mean": np.array(means), "variance": np.array(variances), "rate": np.array(rates)}
+            if release is not None:
+                cross.append(cross_moment_statistic(X, y, release.clip))
+        out = {"mean": np.array(means), "variance": np.array(variances), "rate": np.array(rates)}
+        if release is not None:
+            noise = stream_rng(seed, "cross-noise").laplace(0.0, release.noise_scale, (len(cross), self.spec.p))
+            out["cross"] = np.array(cross) + noise
+        return out
 
 
 class WangPrivateModel(KnowledgeModel):
@@ -447,6 +468,9 @@ class WangPrivateModel(KnowledgeModel):
             v = getattr(summaries, name)
             if v is not None and v.size != p:
                 raise ValueError(f"summaries.{name} has {v.size} entries but public_X has {p} covariates")
+        if summaries.cross_moments is not None and summaries.cross_moments.values.size != p:
+            raise ValueError(f"summaries.cross_moments has {summaries.cross_moments.values.size} values but public_X "
+                             f"has {p} covariates")
         self.shift_sd = check_positive(shift_sd, "shift_sd")
         self.log_scale_sd = check_positive(log_scale_sd, "log_scale_sd")
         self.coef_sd = check_positive(coef_sd, "coef_sd")
@@ -516,7 +540,9 @@ class WangPrivateModel(KnowledgeModel):
                 theta = pm.Deterministic("theta", theta_public + self.coef_sd * delta, dims="coef")
             mixture = 0.0 < pi < 1.0
             log_odds = math.log(pi) - math.log1p(-pi) if mixture else 0.0
-            if s.outcome_rate is not None:
+            if s.cross_moments is not None:
+                self._outcome_evidence(shift, scale, theta, theta_public, pi, log_odds)
+            elif s.outcome_rate is not None:
                 r = s.outcome_rate
                 z = shift[None, :] + scale[None, :] * self.rate_U
 
@@ -537,6 +563,30 @@ class WangPrivateModel(KnowledgeModel):
             elif mixture:  # nothing published about the outcome: the indicator keeps its prior
                 pm.Deterministic("same_logodds", pt.zeros_like(shift[0]) + log_odds)
         return model
+
+    def _outcome_evidence(self, shift: Any, scale: Any, theta: Any, theta_public: Any, pi: float,
+                          log_odds: float) -> None:
+        """The published outcome rate (if any) and the released cross-moments, in the model being built: with the
+        mixture, both marginalise the "same outcome law" indicator together (``published_outcome``)."""
+        s, n, R = self.summaries, self.summaries.n, self.rate_draws
+        z = shift[None, :] + scale[None, :] * self.rate_U
+        x = self.center[None, :] + self.sd[None, :] * z
+
+        def loglik(th: Any) -> Any:
+            prob = pm.math.sigmoid(th[0] + pt.dot(z, th[1:]))
+            ll = cross_loglik(prob, x, s.cross_moments, n, R)
+            if s.outcome_rate is not None:
+                r = s.outcome_rate
+                ll = ll + pm.logp(pm.Normal.dist(pt.mean(prob), math.sqrt(r * (1 - r) * (1.0 / n + 1.0 / R))), r)
+            return ll
+
+        pm.Deterministic("rate", pt.mean(pm.math.sigmoid(theta[0] + pt.dot(z, theta[1:]))))
+        if 0.0 < pi < 1.0:
+            ll_same, ll_differ = loglik(theta_public), loglik(theta)
+            pm.Potential("published_outcome", pm.math.logaddexp(math.log(pi) + ll_same, math.log1p(-pi) + ll_differ))
+            pm.Deterministic("same_logodds", log_odds + ll_same - ll_differ)
+        else:
+            pm.Potential("published_outcome", loglik(theta))
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
                 **sample_kwargs: Any) -> Any:
