@@ -66,7 +66,7 @@ class CrossMoments:
             object.__setattr__(self, name, float(x))
         if (np.abs(v) > self.clip + 50 * self.noise_scale).any():
             j = int(np.argmax(np.abs(v) > self.clip + 50 * self.noise_scale))
-            raise ValueError(f"cross_moments.values[{j}] = {v[j]!r} is beyond anything a release clipped at "
+            raise ValueError(f"cross_moments.values[{j}] = {float(v[j])!r} is beyond anything a release clipped at "
                              f"{self.clip:g} with noise scale {self.noise_scale:g} gives (|value| <= clip + 50 scales)")
 
 
