@@ -18,6 +18,8 @@ import pytest
 from arviz_stats import ess
 from scipy import special, stats
 
+from _support.wang_same_law import independent_p_same
+
 from hybridpriv.families.public_private.wang.cross_moments import (
     CrossMoments,
     cross_loglik,
@@ -26,7 +28,7 @@ from hybridpriv.families.public_private.wang.cross_moments import (
     cross_sensitivity,
     release_cross_moments,
 )
-from hybridpriv.families.public_private.wang.model import PUBLIC_FIT_PRIOR_SD, PublishedSummaries, WangPrivateModel
+from hybridpriv.families.public_private.wang.model import PublishedSummaries, WangPrivateModel
 from hybridpriv.testing import NeighbouringPair, audit
 
 CLIP = 1.5
@@ -168,36 +170,6 @@ NARROW = dict(shift_sd=0.02, log_scale_sd=0.02, rate_draws=200, seed=3)
 LONG_FIT = dict(draws=2000, tune=500, chains=2, cores=1)
 
 
-def _independent_p_same(model, pi, draws=40_000, seed=0):
-    """P(same law | rate, cross-moments) by importance sampling from the priors (NumPy, explicit formulas)."""
-    rng = np.random.default_rng(seed)
-    s = model.summaries
-    r, n, R, cm = s.outcome_rate, s.n, model.rate_draws, s.cross_moments
-    k = model.p + 1
-    lik_prec = np.linalg.inv(model.theta_public_cov)
-    cov = np.linalg.inv(lik_prec + np.eye(k) / PUBLIC_FIT_PRIOR_SD**2)
-    theta_public = rng.multivariate_normal(cov @ lik_prec @ model.theta_public_hat, cov, draws)
-    delta = rng.standard_normal((draws, k))
-    shift = rng.normal(0.0, model.shift_sd, (draws, model.p))
-    scale = np.exp(rng.normal(0.0, model.log_scale_sd, (draws, model.p)))
-    lik = {}
-    for name, theta in (("same", theta_public), ("differ", theta_public + model.coef_sd * delta)):
-        out = np.empty(draws)
-        for i in range(0, draws, 1000):
-            sl = slice(i, i + 1000)
-            z = shift[sl, None, :] + scale[sl, None, :] * model.rate_U[None]
-            x = model.center + model.sd * z
-            prob = special.expit(theta[sl, :1] + np.einsum("dkp,dp->dk", z, theta[sl, 1:]))
-            c = np.clip(x, -cm.clip, cm.clip)
-            mu = (prob[:, :, None] * c).mean(1)
-            var = (prob[:, :, None] * c**2).mean(1) - mu**2
-            ll = stats.norm.logpdf(cm.values, mu, np.sqrt(var * (1 / n + 1 / R) + 2 * cm.noise_scale**2)).sum(1)
-            ll += stats.norm.logpdf(r, prob.mean(1), math.sqrt(r * (1 - r) * (1 / n + 1 / R)))
-            out[sl] = ll
-        lik[name] = special.logsumexp(out) - math.log(draws)
-    return 1.0 / (1.0 + (1 - pi) / pi * math.exp(lik["differ"] - lik["same"]))
-
-
 @pytest.mark.slow  # two PyMC fits of 2 x 2,000 draws: about a minute
 @pytest.mark.parametrize("other", [False, True], ids=["cross-moments-of-the-public-law", "of-another-law"])
 def test_the_same_law_probability_with_cross_moments_matches_importance_sampling(public, other):
@@ -210,7 +182,7 @@ def test_the_same_law_probability_with_cross_moments_matches_importance_sampling
     cm = CrossMoments(cross_moment_statistic(Xp, yp, 2.0), 0.01)
     summ = PublishedSummaries(400, outcome_rate=float(yp.mean()), cross_moments=cm)
     model = WangPrivateModel(X, y, summ, **NARROW)
-    expected = _independent_p_same(model, 0.5)
+    expected = independent_p_same(model, 0.5)
     post = model.fit(seed=9, **LONG_FIT)
     p_same = post.idata["posterior"]["p_same"]
     got = float(p_same.mean())

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 import xarray as xr
 from arviz_stats import ess
-from scipy import special, stats
+from scipy import special
+
+from _support.wang_same_law import independent_p_same
 
 from hybridpriv.families.public_private.wang.model import (
-    PUBLIC_FIT_PRIOR_SD,
     SHARED_PRIOR,
     PublishedSummaries,
     WangPosterior,
@@ -47,35 +48,6 @@ def _rate_implied(model: WangPrivateModel) -> float:
     return float(np.mean(special.expit(th[0] + model.rate_U @ th[1:])))
 
 
-def _independent_p_same(model: WangPrivateModel, pi: float, draws: int = 40_000, seed: int = 0) -> float:
-    """P(same law | published rate) by importance sampling from the priors (a second derivation, no PyMC).
-
-    ``theta_public`` is drawn from its Gaussian posterior given the public fit (prior N(0, 10^2) times the
-    Laplace likelihood), shift and log-scale from their priors, ``delta`` from N(0, I); the marginal likelihood of
-    the rate under each branch is the mean of its normal density."""
-    rng = np.random.default_rng(seed)
-    s = model.summaries
-    r, n, R = s.outcome_rate, s.n, model.rate_draws
-    sd = math.sqrt(r * (1 - r) * (1.0 / n + 1.0 / R))
-    k = model.p + 1
-    lik_prec = np.linalg.inv(model.theta_public_cov)
-    cov = np.linalg.inv(lik_prec + np.eye(k) / PUBLIC_FIT_PRIOR_SD**2)
-    mean = cov @ lik_prec @ model.theta_public_hat
-    theta_public = rng.multivariate_normal(mean, cov, draws)
-    delta = rng.standard_normal((draws, k))
-    shift = rng.normal(0.0, model.shift_sd, (draws, model.p))
-    scale = np.exp(rng.normal(0.0, model.log_scale_sd, (draws, model.p)))
-    lik = {}
-    for name, theta in (("same", theta_public), ("differ", theta_public + model.coef_sd * delta)):
-        rates = np.empty(draws)
-        for i in range(0, draws, 2000):
-            z = shift[i:i + 2000, None, :] + scale[i:i + 2000, None, :] * model.rate_U[None]
-            eta = theta[i:i + 2000, :1] + np.einsum("dkp,dp->dk", z, theta[i:i + 2000, 1:])
-            rates[i:i + 2000] = special.expit(eta).mean(axis=1)
-        lik[name] = stats.norm.pdf(r, rates, sd).mean()
-    return pi * lik["same"] / (pi * lik["same"] + (1 - pi) * lik["differ"])
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("offset, pi", [(0.0, SHARED_PRIOR), (0.12, 0.3)])
 def test_the_posterior_probability_of_the_same_law_matches_importance_sampling(public, offset, pi):
@@ -83,7 +55,7 @@ def test_the_posterior_probability_of_the_same_law_matches_importance_sampling(p
     rate = round(_rate_implied(probe) + offset, 4)
     model = WangPrivateModel(*public, PublishedSummaries(N_PRIVATE, outcome_rate=rate), shared_prior=pi, **NARROW)
     post = model.fit(seed=5, **LONG_FIT)
-    expected = _independent_p_same(model, pi)
+    expected = independent_p_same(model, pi)
     p_same = post.idata["posterior"]["p_same"]
     got = float(p_same.mean())
     se = float(p_same.std()) / math.sqrt(float(ess(p_same.to_dataset(name="p"))["p"]))
