@@ -129,7 +129,9 @@ PRIVATE = Table((
         example="{ glu = 930.3, bmi = 53.0, age = 113.1 }"),
     Key("outcome_rate", number(0.0, strict=True, maximum=1.0), None, doc="published share of outcome = 1, in (0, 1)",
         example="0.33"),
-    Key("cross_moments", table(CROSS_MOMENTS, optional=True), None, doc=CROSS_MOMENTS.doc),
+    Key("cross_moments", table(CROSS_MOMENTS, optional=True), None,
+        doc=CROSS_MOMENTS.doc + ": values, noise_scale, clip (default 2)",
+        example="{ values = { glu = 0.31, bmi = 0.12, age = 0.09 }, noise_scale = 0.6 }"),
 ), doc="the private dataset: its size and the summaries of it that are already public (charged nothing)")
 
 CANDIDATES = Table((
