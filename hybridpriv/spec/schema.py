@@ -77,9 +77,14 @@ class Config:
         """The values by attribute name (not recursively)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
 
+    #: Attributes left out of :meth:`describe_params` while ``None``: optional tables (``table(..., optional=True)``),
+    #: so that adding one to a kind leaves the recorded config of every SPEC without it as it was.
+    _omit_when_none: frozenset[str] = frozenset()
+
     def describe_params(self) -> dict[str, Any]:
-        """What :func:`hybridpriv.core.params.describe` records: the values by name."""
-        return self.as_dict()
+        """What :func:`hybridpriv.core.params.describe` records: the values by name (an absent optional table left
+        out)."""
+        return {k: v for k, v in self.as_dict().items() if not (v is None and k in self._omit_when_none)}
 
     def replace(self, **changes: Any) -> Config:
         """A copy with ``changes`` (names must be keys or derived values of the table)."""
@@ -109,8 +114,9 @@ class Table:
         """The frozen dataclass of this table's parsed values."""
         fields = [(k.attr, Any) for k in self.keys]
         fields += [(n, Any, dataclasses.field(default=None)) for n in self.derived]
+        omit = frozenset(k.attr for k in self.keys if getattr(k.parse, "optional", False))
         return dataclasses.make_dataclass(self.name, fields, bases=(Config,), frozen=True, eq=False,
-                                          module=__name__)
+                                          module=__name__, namespace={"_omit_when_none": omit})
 
     def parse(self, raw: Any, path: str, ctx: Context) -> Config:
         where = path or "the top level"

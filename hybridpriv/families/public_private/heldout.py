@@ -163,6 +163,9 @@ def pythia_public_private(raw: dict[str, Any], data: dict[str, Any], share: floa
 
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
+    if raw.get("contrast", "logistic") != "logistic":
+        raise ValueError(f"the cross-moments need the outcome, which only the logistic contrast reads; contrast is "
+                         f"{raw['contrast']!r}")
     design = load_private_records(data["folder"], parse_spec(raw))
     p = len(raw["columns"])
     Z, y = design.private[:, :p], design.private[:, p]

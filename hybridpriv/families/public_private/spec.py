@@ -116,7 +116,8 @@ CROSS_MOMENTS = Table((
             "Laplace noise", example="{ glu = 0.31, bmi = 0.12, age = 0.09 }"),
     Key("noise_scale", number(0.0, strict=True, maximum=1e12), doc="the Laplace noise scale of each value",
         example="0.05"),
-    Key("clip", number(0.0, strict=True, maximum=1e12), 2.0, doc="the clipping bound (public sds)"),
+    Key("clip", number(0.0, strict=True, maximum=1e12), 2.0,
+        doc="the clipping bound (public sds; a categorical column's in level-code units)"),
 ), doc="an earlier DP release of the private records' cross-moments (what the outcome does with each column)")
 
 PRIVATE = Table((
@@ -290,10 +291,12 @@ def check(v: Config, ctx: Context) -> Config:
         if missing:
             raise SpecError(f"private.{key} must give every column (or none); missing {missing}")
     if pr.cross_moments is not None:
-        try:
-            _cross(pr.cross_moments, list(cols))
-        except (TypeError, ValueError) as exc:
-            raise SpecError(f"private.{exc}") from None
+        cm = pr.cross_moments
+        for c in cols:  # a released value is public: it may be shown
+            if abs(cm.values[c]) > cm.clip + 50 * cm.noise_scale:
+                raise SpecError(f"private.cross_moments.values.{c} = {cm.values[c]!r} is beyond anything a release "
+                                f"clipped at {cm.clip:g} with noise scale {cm.noise_scale:g} gives "
+                                "(|value| <= clip + 50 scales)")
     if pr.outcome_rate is not None and not 0.0 < pr.outcome_rate < 1.0:
         raise SpecError(f"private.outcome_rate must be strictly between 0 and 1, got {pr.outcome_rate!r}")
     cand = v.candidates

@@ -24,8 +24,8 @@ from hybridpriv.families.public_private.wang.cross_moments import (
     CrossMoments,
     cross_loglik,
     cross_moment_statistic,
-    cross_moment_terms,
     cross_sensitivity,
+    outcome_moments,
     release_cross_moments,
 )
 from hybridpriv.families.public_private.wang.model import PublishedSummaries, WangPrivateModel
@@ -42,44 +42,63 @@ def public():
     return X, y
 
 
-def _cohorts(rng, count, n, shift, scale, theta):
-    """``count`` cohorts of ``n`` records drawn directly (Gaussian covariates: an independent law, not the model's)."""
+def _cohorts(rng, count, n, shift, scale, theta, lean=0.0):
+    """``count`` cohorts of ``n`` records drawn directly (Gaussian covariates: an independent law, not the model's;
+    ``lean``: the second covariate leans on the first by that much, so the two are correlated)."""
     x = shift + scale * rng.standard_normal((count, n, shift.size))
+    x[..., 1] += lean * x[..., 0]
     y = rng.random((count, n)) < special.expit(theta[0] + x @ theta[1:])
     return x, y.astype(float)
 
 
-def test_the_likelihoods_mean_and_spread_match_simulated_releases():
+def test_the_likelihoods_mean_and_covariance_match_simulated_releases():
     rng = np.random.default_rng(0)
     shift, scale, theta, n, b = np.array([0.3, -0.2]), np.array([1.2, 0.8]), np.array([-0.4, 1.1, -0.7]), 100, 0.05
-    x, y = _cohorts(rng, 20_000, n, shift, scale, theta)
-    released = (y[:, :, None] * np.clip(x, -CLIP, CLIP)).mean(axis=1) + rng.laplace(0.0, b, (20_000, 2))
-    # the population moments from a million other records, by the explicit formula
-    xb, yb = _cohorts(rng, 1, 1_000_000, shift, scale, theta)
-    prob = special.expit(theta[0] + xb[0] @ theta[1:])
-    c = np.clip(xb[0], -CLIP, CLIP)
-    mu, v = cross_moment_terms(prob, c, CLIP)
-    np.testing.assert_allclose(mu, (prob[:, None] * c).mean(0), rtol=1e-12)
-    sd = np.sqrt(v / n + 2 * b**2)
-    # 20,000 releases: the mean within 4 standard errors, the sd within 3% (its standard error is about 0.6%)
+    # correlated covariates (the second leans on the first), so that the statistics share more than the outcome
+    x, y = _cohorts(rng, 20_000, n, shift, scale, theta, lean=0.6)
+    released = np.concatenate([y.mean(1)[:, None], (y[:, :, None] * np.clip(x, -CLIP, CLIP)).mean(axis=1)
+                               + rng.laplace(0.0, b, (20_000, 2))], axis=1)  # (rate, c_1, c_2) per cohort
+    # the population moments from a million other records, by explicit formulas
+    xb = _cohorts(rng, 1, 1_000_000, shift, scale, theta, lean=0.6)[0][0]
+    prob = special.expit(theta[0] + xb @ theta[1:])
+    a = np.column_stack([np.ones(len(xb)), np.clip(xb, -CLIP, CLIP)])
+    mean = (prob[:, None] * a).mean(0)
+    second = np.einsum("k,ki,kj->ij", prob, a, a) / len(xb)
+    mu, C = outcome_moments(prob, xb, CLIP)
+    np.testing.assert_allclose(mu, mean, rtol=1e-12)
+    np.testing.assert_allclose(C, second - np.outer(mean, mean), rtol=1e-9, atol=1e-15)
+    cov = C / n + np.diag([0.0, 2 * b**2, 2 * b**2])
+    sd = np.sqrt(np.diag(cov))
+    # 20,000 releases: the means within 4 standard errors, the sds within 3% (their standard errors are below 0.6%),
+    # the correlations within 0.03 (standard error about 0.007)
     assert np.all(np.abs(released.mean(0) - mu) < 4 * sd / math.sqrt(20_000)), (released.mean(0), mu)
     np.testing.assert_allclose(released.std(0), sd, rtol=0.03)
-    # a likelihood that forgot the noise (or the sampling error) would be visibly too narrow
-    assert np.all(np.sqrt(v / n) < 0.9 * released.std(0)) and np.all(math.sqrt(2) * b < 0.9 * released.std(0))
+    corr = cov / np.outer(sd, sd)
+    np.testing.assert_allclose(np.corrcoef(released.T), corr, atol=0.03)
+    # the statistics are visibly correlated (a likelihood of independent ones would count the outcome twice), and
+    # neither the noise nor the sampling error alone would do
+    assert np.abs(corr[np.triu_indices(3, 1)]).max() > 0.25, corr
+    assert np.all(np.sqrt(np.diag(C)[1:] / n) < 0.9 * released.std(0)[1:])
+    assert math.sqrt(2) * b < 0.9 * released.std(0)[1:].min()
 
 
-def test_the_pytensor_likelihood_is_the_normal_density_of_those_terms():
+def test_the_pytensor_likelihood_is_the_joint_normal_density():
     rng = np.random.default_rng(1)
     s, x = rng.random(500), rng.normal(0.0, 2.0, (500, 3))
     release = CrossMoments([0.1, -0.3, 0.05], 0.07, CLIP)
     n, draws = 250, 500
     S, Xs = pt.vector("s"), pt.matrix("x")
-    got = pytensor.function([S, Xs], cross_loglik(S, Xs, release, n, draws))(s, x)
     c = np.clip(x, -CLIP, CLIP)
-    mu = (s[:, None] * c).mean(0)
-    var = (s[:, None] * c**2).mean(0) - mu**2
-    expected = stats.norm.logpdf(release.values, mu, np.sqrt(var * (1 / n + 1 / draws) + 2 * 0.07**2)).sum()
-    assert got == pytest.approx(expected, rel=1e-9)
+    a = np.column_stack([np.ones(500), c])
+    mu = (s[:, None] * a).mean(0)
+    C = (s[:, None, None] * a[:, :, None] * a[:, None, :]).mean(0) - np.outer(mu, mu)
+    cov = C * (1 / n + 1 / draws) + np.diag([0.0, *[2 * 0.07**2] * 3])
+    for rate in (None, 0.4):
+        got = pytensor.function([S, Xs], cross_loglik(S, Xs, release, n, draws, rate))(s, x)
+        keep = slice(1, None) if rate is None else slice(0, None)
+        obs = release.values if rate is None else np.r_[rate, release.values]
+        expected = stats.multivariate_normal.logpdf(obs, mu[keep], cov[keep, keep])
+        assert got == pytest.approx(expected, rel=1e-8), rate
 
 
 def test_the_sensitivity_is_the_largest_move_of_one_replaced_record():
@@ -129,7 +148,7 @@ def test_the_release_noise_law():
     X, y = np.random.default_rng(5).normal(0.0, 1.0, (40, 2)), np.r_[np.ones(20), np.zeros(20)]
     rng = np.random.default_rng(6)
     out = np.stack([release_cross_moments(X, y, 0.5, rng).values for _ in range(20_000)])
-    scale = cross_sensitivity(2, 40, 2.0) / 0.5
+    scale = 2 * 2.0 * 2 / (40 * 0.5)  # 2 clip p / (n epsilon), written out
     assert release_cross_moments(X, y, 0.5, rng).noise_scale == pytest.approx(scale)
     np.testing.assert_allclose(out.std(0), math.sqrt(2) * scale, rtol=0.03)
     assert np.all(np.abs(out.mean(0) - cross_moment_statistic(X, y, 2.0)) < 4 * math.sqrt(2) * scale / math.sqrt(20_000))
@@ -152,6 +171,45 @@ def test_a_release_of_the_wrong_length_or_type_is_refused(public):
         WangPrivateModel(*public, PublishedSummaries(100, cross_moments=CrossMoments([0.1, 0.2, 0.3], 0.1)))
     with pytest.raises(TypeError, match="cross_moments must be a CrossMoments"):
         PublishedSummaries(100, cross_moments=[0.1, 0.2])
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: release_cross_moments(np.ones(5), np.ones(5), 1.0, np.random.default_rng(0)), r"X must be a 2-D array"),
+    (lambda: release_cross_moments(np.c_[[1.0, np.nan]], [0, 1], 1.0, np.random.default_rng(0)),
+     r"X row 1 column 0 is not a finite number"),
+    (lambda: release_cross_moments(np.ones((3, 2)), [0, 1], 1.0, np.random.default_rng(0)),
+     r"y must hold one outcome per record of X \(3\), got 2"),
+    (lambda: release_cross_moments(np.ones((3, 2)), [0, 1, 0.5], 1.0, np.random.default_rng(0)),
+     r"y row 2 is not 0 or 1"),
+    (lambda: release_cross_moments(np.ones((3, 2)), [0, 1, 1], 0.0, np.random.default_rng(0)),
+     r"epsilon must be > 0, got 0.0"),
+    (lambda: release_cross_moments(np.ones((3, 2)), [0, 1, 1], 1.0, np.random.default_rng(0), clip=-2),
+     r"clip must be > 0, got -2"),
+])
+def test_bad_release_input_is_refused_naming_the_rule_not_the_value(call, match):
+    with pytest.raises(ValueError, match=match) as info:
+        call()
+    assert "nan" not in str(info.value) and "0.5" not in str(info.value)  # a private value is never shown
+
+
+def test_without_a_release_the_model_and_the_spec_record_what_they_did_before(public):
+    """Pinned to the values the code before the release existed (0eaa807) gave: the model's fingerprint (fit
+    checkpoints key on it), its log density at a point, and the pima example's recorded SPEC config (a selection file
+    is checked against it at release)."""
+    from hybridpriv.core.params import fingerprint
+    from hybridpriv.spec import builtin_example_path, load_spec
+
+    rng = np.random.default_rng(21)
+    X = rng.normal(0.0, 1.0, (300, 2))
+    y = (rng.random(300) < special.expit(-0.3 + X @ np.array([0.8, -0.5]))).astype(float)
+    m = WangPrivateModel(X, y, PublishedSummaries(200, [0.1, -0.2], [1.1, 0.9], 0.4), rate_draws=100, seed=1)
+    assert fingerprint(m) == "79b7f1e200084d4b7387e422dfa476f9504e98cf22eca08cb175b91d63c6d4d4"
+    graph = m.build()
+    point = {k: v + 0.1 for k, v in graph.initial_point().items()}
+    assert float(graph.compile_logp()(point)) == pytest.approx(-40.61357929912935, rel=1e-12)
+    config = load_spec(builtin_example_path("pima")).config()
+    config.pop("source")
+    assert fingerprint(config) == "dd4a763d15fda7dbefa3664e19c24e807a4b9aa93193ab3776ada448ec4186b3"
 
 
 def test_without_a_release_the_model_is_unchanged(public):
@@ -243,7 +301,7 @@ def test_the_spec_key_reaches_the_model_on_its_scale(tmp_path):
      r"be > 0, got -1"),
     ("cross_moments = { values = { a = 0.3, b = 0.1 } }", r"private.cross_moments.noise_scale is required"),
     ("cross_moments = { values = { a = 0.3, b = 40.0 }, noise_scale = 0.05 }",
-     r"private.cross_moments.values\[1\] = 40.0 is beyond"),
+     r"private.cross_moments.values.b = 40.0 is beyond"),
 ])
 def test_bad_cross_moments_in_a_spec_are_refused_naming_the_key(tmp_path, extra, match):
     from hybridpriv.spec.schema import SpecError
@@ -274,3 +332,5 @@ def test_the_selector_spends_its_share_on_the_release_and_the_rest_on_the_candid
     assert again == raw  # the same stream, the same release
     with pytest.raises(ValueError, match="share must be in"):
         fam.pythia(truth.spec, truth.data, 1.0, np.random.default_rng(4))
+    with pytest.raises(ValueError, match="only the logistic contrast reads; contrast is 'mean'"):
+        fam.pythia({**truth.spec, "contrast": "mean"}, truth.data, 0.1, np.random.default_rng(4))

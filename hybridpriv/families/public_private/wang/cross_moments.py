@@ -6,8 +6,9 @@ sample's can publish the same Table 1.  The *cross-moments*
 
     c_j = (1 / n) sum_i y_i clip(x_ij, -B, B)        (j = 1 .. p)
 
-(``x`` on the model's covariate scale, in a SPEC the public-standardised one, ``y`` the 0/1 outcome) do: they are
-the covariances of the outcome with the covariates, up to the published means and rate.  Released with Laplace
+(``x`` on the model's covariate scale, in a SPEC the public-standardised one, a categorical column's level code;
+``y`` the 0/1 outcome) do: without the clipping they would be the covariances of the outcome with the covariates, up
+to the published means and rate.  Released with Laplace
 noise (:func:`release_cross_moments`) they are an epsilon-DP feature of the cohort that the model of public
 knowledge can condition on (:class:`CrossMoments` in
 :class:`~hybridpriv.families.public_private.wang.model.PublishedSummaries`).
@@ -16,12 +17,14 @@ Privacy: replacing one record (the family's relation: ``n`` is published) moves 
 (``y clip(x_j)`` lies in ``[-B, B]``), so the vector's L1 sensitivity is ``2 B p / n`` (:func:`cross_sensitivity`) and
 Laplace noise of scale ``2 B p / (n epsilon)`` on each coordinate is epsilon-DP.
 
-Likelihood (:func:`cross_loglik`): given the model's parameters, the released ``c_j`` is approximately
-``N(mu_j, sqrt(v_j (1/n + 1/R) + 2 b^2))`` with ``mu_j = E[s(z) clip(x_j)]`` and ``v_j = E[s(z) clip(x_j)^2] - mu_j^2``
-(``s`` the logistic probability, ``y^2 = y``), both averaged over the model's ``R`` fixed smoothed-bootstrap
-covariate draws (the same ones as the outcome rate's, their Monte Carlo error folded in), and the Laplace noise's
-variance ``2 b^2`` (a Gaussian approximation of the Laplace noise, fine once the noise is not much larger than the
-sampling error or when it is, as then the release says little either way).
+Likelihood (:func:`cross_loglik`): given the model's parameters, the published outcome rate and the released
+``c_j`` are approximately jointly Normal (they share the outcome, and correlated covariates share more): with
+``a = (1, clip(x))`` and ``s`` the logistic probability (``y^2 = y``), the mean is ``mu = E[s a]`` and the covariance
+``(E[s a a^T] - mu mu^T) (1/n + 1/R) + diag(0, 2 b^2, .., 2 b^2)``, the expectations averaged over the model's ``R``
+fixed smoothed-bootstrap covariate draws (the same ones as the outcome rate's alone, their Monte Carlo error folded in
+as ``1/R``) and ``2 b^2`` the Laplace noise's variance (a Gaussian approximation of the Laplace noise).  The model's
+covariates are continuous draws: a release computed on integer columns (or categorical level codes, which ``clip``
+bounds in code units) differs from what the model computes by the rounding, which is not modelled.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ import numpy as np
 
 from ....core.privacy import check_positive, check_real_array
 
-__all__ = ["CROSS_CLIP", "CrossMoments", "cross_loglik", "cross_moment_statistic", "cross_moment_terms",
-           "cross_sensitivity", "release_cross_moments"]
+__all__ = ["CROSS_CLIP", "CrossMoments", "cross_loglik", "cross_moment_statistic", "cross_sensitivity",
+           "outcome_moments", "release_cross_moments"]
 
 #: The default clipping bound ``B`` of the covariates (public standard deviations, in a SPEC).
 CROSS_CLIP = 2.0
@@ -90,25 +93,47 @@ def release_cross_moments(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.
     from ....noise import laplace
 
     eps = check_positive(epsilon, "epsilon")
-    X = np.asarray(X, dtype=float)
+    clip = check_positive(clip, "clip")
+    X = check_real_array(X, "X")
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise ValueError(f"X must be a 2-D array of records x covariates, got shape {X.shape}")
+    bad = np.argwhere(~np.isfinite(X))
+    if bad.size:  # private data: the row and column, never the value
+        raise ValueError(f"X row {int(bad[0, 0])} column {int(bad[0, 1])} is not a finite number (rule: every "
+                         "covariate of every record is a number)")
+    y = check_real_array(y, "y").ravel()
+    if y.size != X.shape[0]:
+        raise ValueError(f"y must hold one outcome per record of X ({X.shape[0]}), got {y.size}")
+    off = np.flatnonzero((y != 0) & (y != 1))
+    if off.size:
+        raise ValueError(f"y row {int(off[0])} is not 0 or 1 (rule: the sensitivity 2 clip p / n needs a 0/1 outcome)")
     scale = cross_sensitivity(X.shape[1], X.shape[0], clip) / eps
     return CrossMoments(laplace(cross_moment_statistic(X, y, clip), scale, rng), scale, clip)
 
 
-def cross_moment_terms(s: Any, x: Any, clip: float, lib: Any = np) -> tuple[Any, Any]:
-    """``(mu, v)`` per covariate from the outcome probabilities ``s`` ``(R,)`` at covariate draws ``x`` ``(R, p)``:
-    ``mu_j = mean(s clip(x_j))``, ``v_j = mean(s clip(x_j)^2) - mu_j^2``.  ``lib``: ``numpy`` or ``pytensor.tensor``."""
+def outcome_moments(s: Any, x: Any, clip: float, lib: Any = np) -> tuple[Any, Any]:
+    """The mean ``mu`` ``(p + 1,)`` and covariance ``C`` ``(p + 1, p + 1)`` of one record's ``(y, y clip(x_1), ..,
+    y clip(x_p))`` from the outcome probabilities ``s`` ``(R,)`` at covariate draws ``x`` ``(R, p)``: with
+    ``a = (1, clip(x))`` and ``y^2 = y``, ``mu = mean(s a)`` and ``C = mean(s a a^T) - mu mu^T``.  ``lib``: ``numpy``
+    or ``pytensor.tensor``."""
     c = lib.clip(x, -clip, clip)
-    mu = lib.mean(s[:, None] * c, axis=0)
-    return mu, lib.mean(s[:, None] * c**2, axis=0) - mu**2
+    a = lib.concatenate([lib.ones_like(c[:, :1]), c], axis=1)
+    sa = s[:, None] * a
+    mu = lib.mean(sa, axis=0)
+    return mu, lib.dot(sa.T, a) / a.shape[0] - mu[:, None] * mu[None, :]
 
 
-def cross_loglik(s: Any, x: Any, release: CrossMoments, n: int, draws: int) -> Any:
-    """The Gaussian log-likelihood (a PyTensor scalar) of ``release`` given outcome probabilities ``s`` at covariate
-    draws ``x`` (the model's ``draws`` fixed ones) for a cohort of ``n`` records (see the module)."""
+def cross_loglik(s: Any, x: Any, release: CrossMoments, n: int, draws: int, rate: float | None = None) -> Any:
+    """The Gaussian log-likelihood (a PyTensor scalar) of ``release`` and, if given, the published outcome ``rate``,
+    jointly (they share the outcome), given outcome probabilities ``s`` at the model's ``draws`` fixed covariate draws
+    ``x`` for a cohort of ``n`` records: mean ``mu``, covariance ``C (1/n + 1/R) + diag(0, 2 b^2, ..)`` (see the
+    module and :func:`outcome_moments`)."""
+    import pymc as pm
     import pytensor.tensor as pt
 
-    mu, v = cross_moment_terms(s, x, release.clip, pt)
-    sd = pt.sqrt(pt.maximum(v, 0.0) * (1.0 / n + 1.0 / draws) + 2.0 * release.noise_scale**2)
-    z = (release.values - mu) / sd
-    return pt.sum(-0.5 * z**2 - pt.log(sd)) - 0.5 * release.values.size * math.log(2 * math.pi)
+    mu, C = outcome_moments(s, x, release.clip, pt)
+    noise = np.r_[0.0, np.full(release.values.size, 2.0 * release.noise_scale**2)]
+    keep = slice(0, None) if rate is not None else slice(1, None)
+    cov = C[keep, keep] * (1.0 / n + 1.0 / draws) + np.diag(noise[keep] + 1e-12)
+    observed = np.r_[rate, release.values] if rate is not None else release.values
+    return pm.logp(pm.MvNormal.dist(mu[keep], cov=cov), observed)

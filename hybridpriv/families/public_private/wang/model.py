@@ -207,6 +207,14 @@ class PublishedSummaries:
                     f"{self.covariate_variance.size}"
                 )
 
+    def describe_params(self) -> dict[str, Any]:
+        """What provenance records (:func:`hybridpriv.core.params.describe`): the fields, ``cross_moments`` only when
+        there is one (so the summaries of a cohort without it keep the fingerprint they had before it existed)."""
+        fields = {f: getattr(self, f) for f in ("n", "covariate_mean", "covariate_variance", "outcome_rate")}
+        if self.cross_moments is not None:
+            fields["cross_moments"] = self.cross_moments
+        return {"class": f"{type(self).__module__}.{type(self).__qualname__}", "fields": fields}
+
     @classmethod
     def from_data(cls, X: np.ndarray, y: np.ndarray | None = None) -> PublishedSummaries:
         """The summaries a data holder would publish about ``(X, y)`` (for simulations and tests)."""
@@ -566,19 +574,15 @@ class WangPrivateModel(KnowledgeModel):
 
     def _outcome_evidence(self, shift: Any, scale: Any, theta: Any, theta_public: Any, pi: float,
                           log_odds: float) -> None:
-        """The published outcome rate (if any) and the released cross-moments, in the model being built: with the
-        mixture, both marginalise the "same outcome law" indicator together (``published_outcome``)."""
+        """The published outcome rate (if any) and the released cross-moments, jointly Normal (:func:`.cross_loglik`),
+        in the model being built: with the mixture, they marginalise the "same outcome law" indicator together
+        (``published_outcome``)."""
         s, n, R = self.summaries, self.summaries.n, self.rate_draws
         z = shift[None, :] + scale[None, :] * self.rate_U
         x = self.center[None, :] + self.sd[None, :] * z
 
         def loglik(th: Any) -> Any:
-            prob = pm.math.sigmoid(th[0] + pt.dot(z, th[1:]))
-            ll = cross_loglik(prob, x, s.cross_moments, n, R)
-            if s.outcome_rate is not None:
-                r = s.outcome_rate
-                ll = ll + pm.logp(pm.Normal.dist(pt.mean(prob), math.sqrt(r * (1 - r) * (1.0 / n + 1.0 / R))), r)
-            return ll
+            return cross_loglik(pm.math.sigmoid(th[0] + pt.dot(z, th[1:])), x, s.cross_moments, n, R, s.outcome_rate)
 
         pm.Deterministic("rate", pt.mean(pm.math.sigmoid(theta[0] + pt.dot(z, theta[1:]))))
         if 0.0 < pi < 1.0:
