@@ -29,7 +29,6 @@ bounds in code units) differs from what the model computes by the rounding, whic
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
