@@ -113,3 +113,41 @@ def test_a_histogram_plan_is_released_on_one_ledger(tmp_path, capsys):
         assert probe["charged"][unit]["epsilon"] == pytest.approx(0.1 * whole)
         assert rec["charged"][unit]["epsilon"] <= 0.9 * whole * (1 + 1e-9)
     assert probe["charged"]["panel"]["epsilon"] == 0.0  # the public panel is not read by the probe
+
+
+def test_a_public_private_plan_is_released_on_one_ledger(tmp_path, capsys):
+    """The pima example whose selection recommends its plan: the probe releases the cohort's five cross-moments at
+    10% of its epsilon, the chosen candidate the rest; the public records are not charged."""
+    import shutil
+    from importlib import resources
+    from pathlib import Path
+
+    from hybridpriv.engine.plan import choose_later
+    from hybridpriv.release.plan import read_plan
+
+    examples = Path(str(resources.files("hybridpriv") / "examples"))
+    for name in ("pima.toml", "pima-public.csv"):
+        shutil.copy(examples / name, tmp_path / name)
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(examples / "pima-private.csv", data / "private.csv")
+    spec = tmp_path / "pima.toml"
+    assert main(["select", str(spec), "--draws", "8", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
+    tree = xr.open_datatree(tmp_path / "sel" / "selection.nc").load()
+    assert "plan" in tree.children
+    tree.attrs["plan_pays"] = 1
+    sel = tmp_path / "sel" / "planned.nc"
+    tree.to_netcdf(sel)
+    ledger = tmp_path / "ledger.json"
+    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel, "--ledger", ledger,
+                         "--out", tmp_path / "r")
+    assert code == 0, err
+    probe = json.loads((tmp_path / "r" / "probe" / "release.json").read_text())
+    rec = json.loads((tmp_path / "r" / "release.json").read_text())
+    assert probe["candidate"]["label"] == "probe:cross-moments" and len(probe["released"]) == 5
+    assert rec["decision"]["plan"]["chosen"] == choose_later(read_plan(sel), np.array(probe["released"])) \
+        == rec["candidate"]["coordinate"]
+    assert probe["charged"]["private"]["epsilon"] == pytest.approx(0.1)
+    assert rec["charged"]["private"]["epsilon"] <= 0.9 * (1 + 1e-9)
+    entries = json.loads(ledger.read_text())["releases"]
+    assert [e["id"] for e in entries] == [probe["release_id"], rec["release_id"]]

@@ -260,7 +260,7 @@ def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
 
 def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_the_same_oracle(quick):
     ds = quick
-    with_selector = ["grouped", "user-item", "hybrid-trust", "histogram"]  # the families with a budget-spending selector
+    with_selector = ["grouped", "user-item", "hybrid-trust", "public-private", "histogram"]  # with a budget-spending selector
     spent = np.isin(ds.family.values, with_selector)
     assert np.isfinite(ds.pythia_regret.values[spent]).all() and np.isnan(ds.pythia_regret.values[~spent]).all()
     assert np.isnan(float(ds.pythia_wins.sel(scope="kmeans")))
@@ -282,14 +282,14 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
     truth; what select recommended is the plan where it paid, else the choice now; the plan is scored on the same
     oracle."""
     ds = quick
-    judged = np.isin(ds.family.values, ["grouped", "user-item", "histogram"])  # the families with a plan probe
+    judged = np.isin(ds.family.values, ["grouped", "user-item", "public-private", "histogram"])  # those with a plan probe
     assert np.isfinite(ds.plan_regret.values[judged]).all() and np.isnan(ds.plan_regret.values[~judged]).all()
     pays = ds.plan_pays.values
     np.testing.assert_array_equal(ds.final_regret.values[~pays], ds.regret.values[~pays])
     np.testing.assert_array_equal(ds.final_regret.values[pays], ds.plan_regret.values[pays])
     for j in np.flatnonzero(judged):
         row = ds.isel(truth=j)
-        prefix = "k" if row.family.item() == "user-item" else "estimator"
+        prefix = {"user-item": "k", "public-private": "candidate"}.get(row.family.item(), "estimator")
         oracle = float(row.realised.sel(candidate=f"{prefix}:{row.oracle.item()}"))
         assert float(row.plan_regret) == pytest.approx(float(row.plan_realised) / oracle - 1, abs=1e-12)
         assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values

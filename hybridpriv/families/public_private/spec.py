@@ -49,6 +49,7 @@ from ...spec.schema import (
     integer,
     list_of,
     number,
+    plan_key,
     run_keys,
     string,
     table,
@@ -167,6 +168,7 @@ EVALUATION = Table((
     # (docs/calibration-history.md): public-only's heavy right tail no longer outweighs how often it is best
     *run_keys(100, 10, draws_doc="simulated private datasets", trials_doc="releases per dataset and candidate",
               max_trials=100_000, criterion="regret"),
+    plan_key("a Laplace release of the cross-moments of the outcome with each column (logistic contrast)"),
 ), doc="how the candidates are evaluated")
 
 TOP = Table((
@@ -394,6 +396,7 @@ def build(v: Config):
     from ...core.privacy import Guarantee
     from ...workflow import Problem
     from .model import Layout, SpecWangModel
+    from .plan import public_private_probe
     from .wang import ParameterError, PredictionError
 
     layout = Layout(v, *_standardise(v))
@@ -438,4 +441,6 @@ def build(v: Config):
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"public + private records: expected {task.loss_name} at total epsilon = {eps:g}",
         group_of=lambda c: "alg1 (best n)" if str(c).startswith("alg1-n=") else str(c), group_name="approach",
+        probe=(public_private_probe(v, ev.plan_share, lambda values, posterior: make_candidates(values, posterior, layout))
+               if ev.plan_share > 0 and layout.logistic else None),
     )

@@ -110,3 +110,40 @@ def _wang_broken(declared: Mechanism, released: Mechanism, pair) -> Run:
 BROKEN["Algorithm1 released at twice the declared epsilon, eps=1"] = (
     _wang_broken(Algorithm1("mean", 1.0), Algorithm1("mean", 2.0), _W_PAIR), "private")
 
+
+
+# The public-private two-stage plan's probe: the cohort's cross-moments mean(y clip(x_j)) with Laplace noise.  The pair:
+# three records with outcome 1 at -clip in both columns, the first moved to +clip in both (every coordinate moves by
+# 2 clip / n the same way: the L1 worst case); the statistic sums the coordinates (it sees both).
+def _cross_pair(clip: float):
+    from ...families.public_private.wang import HybridDesign
+
+    public = np.zeros((2, 3))
+    base = np.array([[-clip, -clip, 1.0]] * 3)
+    moved = base.copy()
+    moved[0, :2] = clip
+    return HybridDesign(base, public), HybridDesign(moved, public)
+
+
+def _cross_run(declared, released) -> Run:
+    g = declared.privacy["private"]
+    pair = _cross_pair(declared.clip)
+    return lambda seed: {"private": audit(lambda d, rng, size: released.release(d, rng, size), pair, g.epsilon,
+                                          g.delta, samples=SAMPLES, confidence=CONFIDENCE, seed=seed,
+                                          statistic=lambda out: out.sum(axis=1))}
+
+
+def _cross_probe(eps: float, scale_of_one_column: bool = False):
+    from ...families.public_private.plan import CrossMomentsProbe
+
+    probe = CrossMomentsProbe(2, 3, eps, 0.5)
+    if scale_of_one_column:  # broken: noise for one coordinate's sensitivity, not the vector's L1
+        probe.scales = probe.scales / probe.p
+    return probe
+
+
+for _eps in (1.0, 4.0):  # the probe spends half: epsilon 0.5 and 2
+    CORRECT[f"CrossMomentsProbe eps={0.5 * _eps:g}"] = _cross_run(_cross_probe(_eps), _cross_probe(_eps))
+    COVERS[f"CrossMomentsProbe eps={0.5 * _eps:g}"] = "CrossMomentsProbe"
+BROKEN["CrossMomentsProbe with one column's sensitivity, eps=1"] = (
+    _cross_run(_cross_probe(2.0), _cross_probe(2.0, scale_of_one_column=True)), "private")
