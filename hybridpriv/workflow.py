@@ -161,9 +161,11 @@ class Selection:
         """The two-stage plan's verdict in words (:func:`hybridpriv.engine.plan.plan_lines`); ``[]`` without."""
         if self.plan is None:
             return []
-        from .engine.plan import plan_lines
+        from .engine.plan import plan_held_line, plan_lines
+        from .families import family
 
-        return plan_lines(self.plan)
+        note = plan_held_line(family(self.problem.kind).plan_held_out, bool(self.plan.attrs["pays"]))
+        return plan_lines(self.plan) + ([note] if note else [])
 
     def sensitivity_lines(self) -> list[str]:
         """The tipping points in words (:func:`hybridpriv.engine.sensitivity.sensitivity_lines`); ``[]`` without."""

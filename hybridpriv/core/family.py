@@ -95,6 +95,13 @@ class Family:
         ``None``: :data:`hybridpriv.engine.plan.PAYS_GAIN`, the cautious default for a family whose plans have not
         been scored.  The calibration study records each truth's gain, so a floor can be scored again on stored
         runs (``plan_gain``, ``plan_significant``).
+    plan_held_out
+        How the two-stage plan did on the family's held-out truths, carried out on every one of them whatever its
+        analysis said: ``{"seeds": (...), "truths": N, "now": (mean, p90), "plan": (mean, p90), "selector": (mean,
+        p90)}`` (relative regret, the budget-spending selector's too; ``{}``: not measured).  Where carrying it out
+        did better than choosing now in the mean and at the 90th percentile, ``select`` notes it under a verdict
+        that the plan does not pay (:func:`hybridpriv.engine.plan.plan_held_line`): the analysis trusts the model,
+        and a release can teach what the model cannot know; a test keeps it equal to the stored runs.
     """
 
     name: ClassVar[str] = ""
@@ -116,6 +123,7 @@ class Family:
     range_coverage: ClassVar[Mapping[int, float]] = {}
     range_coverage_real: ClassVar[Mapping[int, float]] = {}
     plan_gain_floor: ClassVar[float | None] = None
+    plan_held_out: ClassVar[Mapping[str, Any]] = {}
     p_best_held: ClassVar[Mapping[str, tuple[float, float, int]]] = {}
     p_best_seeds: ClassVar[Sequence[int]] = ()
 

@@ -33,6 +33,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                   "data files'; `hybridpriv spec KIND` names them)")
     r.add_argument("--selection", help="a select run's selection.nc (release its recommendation)")
     r.add_argument("--candidate", help="release this candidate (a label or coordinate, e.g. weighted or 3)")
+    r.add_argument("--plan", action="store_true",
+                   help="carry out the selection's two-stage plan (its probe, then the candidate the probe's release "
+                        "chooses) even where select found that it does not pay")
     r.add_argument("--ledger", help="the budget ledger (JSON; default: the one in or noted by the --data folder, "
                                     "DATA/hybridpriv-ledger.json; created with the SPEC's budgets)")
     r.add_argument("--budget", action="append", default=[], metavar="UNIT=EPS[:DELTA]",
@@ -116,7 +119,7 @@ def main(args: argparse.Namespace) -> int:
 
     say = (lambda _line: None) if args.quiet else (lambda line: print(line, flush=True))
     result = run_release(args.spec, args.data, args.ledger, args.out, selection=args.selection,
-                         candidate=args.candidate, budgets=budgets,
+                         candidate=args.candidate, plan=args.plan, budgets=budgets,
                          allow_budget_above_spec=args.allow_budget_above_spec, data_changed=args.data_changed,
                          audit_record=args.audit_record, target_delta=target, log=say)
     rec = result.record

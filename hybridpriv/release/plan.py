@@ -18,10 +18,14 @@ import xarray as xr
 __all__ = ["read_plan", "release_plan"]
 
 
-def read_plan(selection: Any) -> xr.Dataset:
-    """The ``plan`` group of a select run's ``selection.nc``."""
+def read_plan(selection: Any, asked: bool = False) -> xr.Dataset:
+    """The ``plan`` group of a select run's ``selection.nc`` (``asked``: ``release --plan`` asked for it, the
+    selection need not recommend it)."""
     with xr.open_datatree(selection) as tree:
         if "plan" not in tree.children:
+            if asked:
+                raise ValueError(f"--plan: the selection {selection} judged no two-stage plan (its SPEC makes no probe, "
+                                 "or evaluation.plan_share was 0)")
             raise ValueError(f"the selection {selection} recommends a two-stage plan but holds none (its 'plan' group "
                              "is missing): rerun select")
         return tree["plan"].to_dataset().load()

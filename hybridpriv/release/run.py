@@ -231,7 +231,7 @@ def _spec_imports(spec: Any, log: Callable[[str], None]) -> list[str]:
 
 
 def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | Path | None, out_dir: str | Path,
-                selection: str | Path | None = None, candidate: str | None = None,
+                selection: str | Path | None = None, candidate: str | None = None, plan: bool = False,
                 budgets: Mapping[str, tuple[float, float]] | None = None, allow_budget_above_spec: bool = False,
                 data_changed: bool = False, audit_record: str | Path | None = None,
                 target_delta: float = DEFAULT_TARGET_DELTA,
@@ -252,6 +252,9 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     selection, candidate
         A select run's ``selection.nc`` (its recommendation, unless ``candidate`` names another of
         its candidates), or just ``candidate`` (a candidate that needs no fitted model).
+    plan
+        Carry out the selection's two-stage plan even where select found it does not pay (``--plan``; the
+        release records that it was asked for).
     budgets, allow_budget_above_spec
         ``{unit: (epsilon, delta)}`` for a new ledger instead of the SPEC's; above the SPEC's only with
         ``allow_budget_above_spec`` (which also lets an existing ledger's higher budgets be used), logged.
@@ -278,16 +281,22 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
         raise ValueError(f"--data must be a folder, got {str(data_dir)!r}")
     problem = spec.problem()
     decision_info: dict[str, Any] = {"chosen_by": "named on the command line (--candidate)"}
-    posterior = plan = None
+    if plan and (selection is None or candidate is not None):
+        raise ValueError("--plan carries out a selection's two-stage plan: give --selection FILE.nc and no --candidate")
+    force_plan, plan = bool(plan), None
+    posterior = None
     evaluated_params = stored_params = None
     if selection is not None:
         from ..workflow import read_selection
 
         posterior, decision, attrs = read_selection(selection, spec, problem)
-        if candidate is None and int(attrs.get("plan_pays", 0)) == 1:  # the selection recommends its two-stage plan
+        pays = int(attrs.get("plan_pays", 0)) == 1
+        if candidate is None and (pays or force_plan):  # the selection recommends its plan, or --plan asks for it
             from .plan import read_plan
 
-            plan = read_plan(selection)
+            plan = read_plan(selection, asked=not pays)
+            if not pays:
+                log("the selection found that its two-stage plan does not pay; carrying it out as --plan asks")
         dim = decision.attrs["candidate_dim"]
         name = candidate if candidate is not None else str(attrs["recommended"])
         coords = [str(c) for c in decision[dim].values]
@@ -310,6 +319,9 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
             "meets_requirements": bool(row["meets_requirements"]), "loss": str(decision.attrs.get("loss", "")),
             "recommendation_rule": str(decision.attrs.get("recommendation_rule", "")),
         }
+        if plan is not None:
+            decision_info["plan_carried_out"] = ("recommended by the selection (it pays)" if pays else
+                                                 "asked for (--plan); the selection found it does not pay")
     else:
         name = candidate
     try:

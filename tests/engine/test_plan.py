@@ -153,3 +153,19 @@ def test_the_plans_error_is_computed_within_strata():
     b = preposterior(strat, _evaluation(now * LATER), feats, _probe(0.01), seed=0)
     assert float(a["difference"]) == pytest.approx(float(b["difference"]))
     assert float(a["difference_mcse"]) > 0.01 and float(b["difference_mcse"]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_the_held_out_note_speaks_only_where_carrying_the_plan_out_did_better():
+    from hybridpriv.engine.plan import plan_held_line
+
+    held = {"seeds": (4, 3), "truths": 66, "now": (21.1, 67.8), "plan": (15.0, 43.5), "selector": (9.2, 29.9)}
+    line = plan_held_line(held, pays=False)
+    assert line.startswith("  note (plan): on this kind's held-out truths (seeds 3, 4, 66 truths)")
+    assert "15% in the mean and 44% at the 90th percentile, against 21% and 68% choosing now" in line
+    assert "choosing again: 9% and 30%" in line and line.endswith("hybridpriv release --plan")
+    assert plan_held_line(held, pays=True) == ""  # the verdict already says to spend it
+    assert plan_held_line({}, pays=False) == ""  # never measured
+    worse_at_p90 = {**held, "plan": (15.0, 70.0)}
+    assert plan_held_line(worse_at_p90, pays=False) == ""  # better in the mean alone is not enough
+    one = {k: v for k, v in held.items() if k != "selector"} | {"seeds": (4,)}
+    assert "(seed 4, 66 truths)" in plan_held_line(one, pays=False) and "choosing again" not in plan_held_line(one, False)

@@ -133,17 +133,18 @@ def test_a_public_private_plan_is_released_on_one_ledger(tmp_path, capsys):
     shutil.copy(examples / "pima-private.csv", data / "private.csv")
     spec = tmp_path / "pima.toml"
     assert main(["select", str(spec), "--draws", "8", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
-    tree = xr.open_datatree(tmp_path / "sel" / "selection.nc").load()
-    assert "plan" in tree.children
-    tree.attrs["plan_pays"] = 1
-    sel = tmp_path / "sel" / "planned.nc"
-    tree.to_netcdf(sel)
+    sel = tmp_path / "sel" / "selection.nc"
+    tree = xr.open_datatree(sel).load()
+    assert "plan" in tree.children and int(tree.attrs["plan_pays"]) == 0  # the analysis finds it does not pay here
     ledger = tmp_path / "ledger.json"
-    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel, "--ledger", ledger,
+    # --plan carries it out anyway (what the kind's held-out truths advise, select's plan note)
+    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel, "--plan", "--ledger", ledger,
                          "--out", tmp_path / "r")
     assert code == 0, err
+    assert "does not pay; carrying it out as --plan asks" in out + err
     probe = json.loads((tmp_path / "r" / "probe" / "release.json").read_text())
     rec = json.loads((tmp_path / "r" / "release.json").read_text())
+    assert rec["decision"]["plan_carried_out"] == "asked for (--plan); the selection found it does not pay"
     assert probe["candidate"]["label"] == "probe:cross-moments" and len(probe["released"]) == 5
     assert rec["decision"]["plan"]["chosen"] == choose_later(read_plan(sel), np.array(probe["released"])) \
         == rec["candidate"]["coordinate"]
@@ -151,3 +152,10 @@ def test_a_public_private_plan_is_released_on_one_ledger(tmp_path, capsys):
     assert rec["charged"]["private"]["epsilon"] <= 0.9 * (1 + 1e-9)
     entries = json.loads(ledger.read_text())["releases"]
     assert [e["id"] for e in entries] == [probe["release_id"], rec["release_id"]]
+
+
+def test_plan_without_a_selection_or_with_a_candidate_is_refused(planned, tmp_path, capsys):
+    spec, sel = planned / "grouped.toml", planned / "sel" / "planned.nc"
+    code, _, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--plan",
+                       "--candidate", "weighted", "--ledger", tmp_path / "l.json", "--out", tmp_path / "r")
+    assert code == 2 and "--plan carries out a selection's two-stage plan" in err, err
