@@ -666,3 +666,25 @@ def test_hybrid_trust_seeds_9_and_10_held_out_and_seeds_7_to_10_pooled():
         assert fam.p_best_held[label] == pytest.approx((reported, came, pairs), abs=5e-4), label
         assert abs(reported - came) <= 0.10, label
     assert bins["0.3-0.5"][2] == 45
+
+
+def test_stored_public_private_seed4_with_the_selector_and_the_plan():
+    """Public-private's held-out seed 4 (thirty-second session, e3173e6): ranges (Family.range_coverage), the
+    recommendation against its budget-spending selector and its plan carried out on every truth, as
+    Family.plan_held_out (select's plan note) and calibration.md quote them."""
+    from hybridpriv.families import family
+
+    ds = stored("public-private-seed4")
+    assert ds.attrs["seed"] == 4 and ds.attrs["commit"] == "e3173e6" and ds.sizes["truth"] == 33
+    covered = ds.covered.values[ds.eligible.values == 1]
+    assert (covered.size, covered.sum()) == (261, 228)
+    fam = family("public-private")
+    assert fam.range_coverage[4] == pytest.approx(228 / 261, abs=5e-4)
+    assert _regret(ds) == pytest.approx((6.3, 21.1, 67.8), abs=0.05)
+    held = fam.plan_held_out
+    assert held["seeds"] == (4,) and held["truths"] == 33
+    for key, values in (("now", ds.regret.values), ("plan", ds.plan_regret.values), ("selector", ds.pythia_regret.values)):
+        x = values * 100
+        assert np.isfinite(x).all()
+        assert held[key] == pytest.approx((x.mean(), np.quantile(x, 0.9)), abs=0.05), key
+    assert int(ds.plan_pays.sum()) == 0

@@ -28,10 +28,15 @@ class PublicPrivateFamily(Family):
     quick_calibration = {"real": ["pima"], "settings": {"evaluation": {"draws": 40, "trials": 5}}}
     #: 5-95% ranges on the calibration's held-out truths, seeds 0 / 1 / 2 (docs/calibration.md; runs on ec4ea38,
     #: c06c0f0 and cd3fb3d) and seed 3 (59c5e4f, held out, stored as public-private-seed3)
-    range_coverage = {0: 0.87, 1: 0.91, 2: 0.95, 3: 0.908}
+    #: seed 4 on e3173e6 (held out, stored as public-private-seed4)
+    range_coverage = {0: 0.87, 1: 0.91, 2: 0.95, 3: 0.908, 4: 0.874}
     #: The same on the real datasets among those truths alone, by stored seed (hybridpriv.calibration_runs;
     #: a test keeps it equal to the stored runs): select's ranges note says it beside the pooled share.
-    range_coverage_real = {3: 0.857}
+    range_coverage_real = {3: 0.857, 4: 0.905}
+    #: The two-stage plan carried out on every truth of held-out seed 4 (stored as public-private-seed4; relative
+    #: regret in %, mean and p90): its analysis found it paid on none, yet it did better than choosing now, and the
+    #: budget-spending selector (the model fitted again on the release) better still; select notes it.
+    plan_held_out = {"seeds": (4,), "truths": 33, "now": (21.1, 67.8), "plan": (15.0, 43.5), "selector": (9.2, 29.9)}
     calibration_trials = 100  # 8 x 100 releases per candidate (each fits a DP logistic regression)
 
     def synthetic_truth(self, i: int, rng: Any, quick: bool = False) -> Any:

@@ -293,12 +293,13 @@ def check(v: Config, ctx: Context) -> Config:
         if missing:
             raise SpecError(f"private.{key} must give every column (or none); missing {missing}")
     if pr.cross_moments is not None:
+        from .wang.cross_moments import beyond_text, reachable
+
         cm = pr.cross_moments
         for c in cols:  # a released value is public: it may be shown
-            if abs(cm.values[c]) > cm.clip + 50 * cm.noise_scale:
-                raise SpecError(f"private.cross_moments.values.{c} = {cm.values[c]!r} is beyond anything a release "
-                                f"clipped at {cm.clip:g} with noise scale {cm.noise_scale:g} gives "
-                                "(|value| <= clip + 50 scales)")
+            if abs(cm.values[c]) > reachable(cm.clip, cm.noise_scale):
+                raise SpecError(f"private.cross_moments.values.{c} = {cm.values[c]!r} "
+                                f"{beyond_text(cm.clip, cm.noise_scale)}")
     if pr.outcome_rate is not None and not 0.0 < pr.outcome_rate < 1.0:
         raise SpecError(f"private.outcome_rate must be strictly between 0 and 1, got {pr.outcome_rate!r}")
     cand = v.candidates

@@ -195,7 +195,7 @@ def test_bad_release_input_is_refused_naming_the_rule_not_the_value(call, match)
 def test_without_a_release_the_model_and_the_spec_record_what_they_did_before(public):
     """Pinned to the values the code before the release existed (0eaa807) gave: the model's fingerprint (fit
     checkpoints key on it), its log density at a point, and the pima example's recorded SPEC config (a selection file
-    is checked against it at release)."""
+    is checked against it at release) but for the plan's new key."""
     from hybridpriv.core.params import fingerprint
     from hybridpriv.spec import builtin_example_path, load_spec
 
@@ -209,6 +209,9 @@ def test_without_a_release_the_model_and_the_spec_record_what_they_did_before(pu
     assert float(graph.compile_logp()(point)) == pytest.approx(-40.61357929912935, rel=1e-12)
     config = load_spec(builtin_example_path("pima")).config()
     config.pop("source")
+    # the two-stage plan's share is a real change of what select does (a selection made before it is refused at
+    # release, naming evaluation.plan_share); everything else is recorded as before
+    assert config["evaluation"].pop("plan_share") == 0.1
     assert fingerprint(config) == "dd4a763d15fda7dbefa3664e19c24e807a4b9aa93193ab3776ada448ec4186b3"
 
 

@@ -66,10 +66,22 @@ class CrossMoments:
             if x > MAX_CROSS:
                 raise ValueError(f"cross_moments.{name} must be at most {MAX_CROSS:g}, got {x!r}")
             object.__setattr__(self, name, float(x))
-        if (np.abs(v) > self.clip + 50 * self.noise_scale).any():
-            j = int(np.argmax(np.abs(v) > self.clip + 50 * self.noise_scale))
-            raise ValueError(f"cross_moments.values[{j}] = {float(v[j])!r} is beyond anything a release clipped at "
-                             f"{self.clip:g} with noise scale {self.noise_scale:g} gives (|value| <= clip + 50 scales)")
+        beyond = np.flatnonzero(np.abs(v) > reachable(self.clip, self.noise_scale))
+        if beyond.size:
+            raise ValueError(f"cross_moments.values[{int(beyond[0])}] = {float(v[beyond[0]])!r} "
+                             f"{beyond_text(self.clip, self.noise_scale)}")
+
+
+def reachable(clip: float, noise_scale: float) -> float:
+    """The largest ``|value|`` a release clipped at ``clip`` with Laplace noise of ``noise_scale`` plausibly gives
+    (``clip + 50`` scales: beyond it a number was mistyped or released otherwise)."""
+    return clip + 50.0 * noise_scale
+
+
+def beyond_text(clip: float, noise_scale: float) -> str:
+    """The refusal of a released value beyond :func:`reachable`, after its name and value."""
+    return (f"is beyond anything a release clipped at {clip:g} with noise scale {noise_scale:g} gives "
+            "(|value| <= clip + 50 scales)")
 
 
 def cross_sensitivity(p: int, n: int, clip: float) -> float:
