@@ -179,11 +179,16 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
         oracle_risk = realised[s["oracle"]]
         plan = run["plan_realised"]
         plan_regret = 0.0 if plan == oracle_risk else (np.inf if oracle_risk == 0 else plan / oracle_risk - 1.0)
-        out.update({k: run[k] for k in ("plan_pays", "plan_choice", "plan_realised", "plan_realised_mcse",
+        out.update({k: run[k] for k in ("plan_pays", "plan_pays_by", "plan_choice", "plan_realised", "plan_realised_mcse",
                                         "plan_difference", "plan_gain", "plan_significant", "plan_gain_floor")},
                    plan_regret=plan_regret)
     out["final_regret"] = out["plan_regret"] if out.get("plan_pays") else out["regret"]
-    if pythia_share and _has_pythia(truth.family):
+    if pythia_share and run.get("plan_refit") and np.isclose(pythia_share, run["plan_share"]):
+        # the plan's second stage refits the model on its release: the budget-spending selector's procedure at the
+        # same share, run once (the selector's numbers are the plan's)
+        out.update(pythia_recommended=out["plan_choice"], pythia_realised=out["plan_realised"],
+                   pythia_regret=out["plan_regret"], pythia_seconds=run["plan_seconds"])
+    elif pythia_share and _has_pythia(truth.family):
         started = time.perf_counter()
         out.update(_pythia(raw, truth, seed, i, pythia_share, realised[s["oracle"]], realised_draws,
                            realised_trials, stage, engine))
@@ -236,7 +241,8 @@ def _select_and_realise(raw, truth, seed, i, realised_draws, realised_trials, st
             "realised": realised.sel({dim: dec[dim]}).values, "realised_mcse": se.sel({dim: dec[dim]}).values,
             "max_rhat": float(selection.attrs.get("posterior_max_rhat", np.nan)),
             "checks_flagged": _checks_flagged(selection), **_warned(selection),
-            **_carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine)}
+            **_carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine,
+                              raw, (realised_draws, realised_trials))}
 
 
 def _realised(on_truth: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
@@ -255,11 +261,13 @@ def _realised(on_truth: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
     return on_truth["risk"].mean(("chain", "draw")), xr.zeros_like(on_truth["risk"].isel(chain=0, draw=0))
 
 
-def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine
-                    ) -> dict[str, Any]:
+def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine, raw,
+                    realised) -> dict[str, Any]:
     """The selection's two-stage plan carried out on the truth (:mod:`hybridpriv.engine.plan`): its probe's
     features of the truth released with Laplace noise (stream ``"plan"`` of the truth), the second stage's choice
-    from them, and that choice's realised risk at the rest of the budget (the same realised-risk seed)."""
+    from them, and that choice's realised risk at the rest of the budget (the same realised-risk seed).  A probe
+    that refits (:attr:`hybridpriv.engine.plan.Probe.refit`) is carried out as ``release`` does: ``select`` again on
+    the SPEC given the release (``realised``: its realised draws and trials), its recommendation's realised risk."""
     if selection.plan is None:
         return {}
     from .core.data import FixedSource
@@ -268,14 +276,31 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
 
     plan, probe = selection.plan, problem.probe
     noise = rng(seed, "calibration", truth.family, i, "plan").laplace(0.0, probe.scales)
-    choice = choose_later(plan, probe.exact(data) + noise)
-    key = next(c for c in selection.later if str(c) == choice)
-    ev = evaluate({key: selection.later[key]}, FixedSource(data, draws, groups=groups), problem.task, trials=trials,
-                  seed=_seed(seed, truth.family, i, "realised"), dim=problem.dim, requirements=problem.requirements,
-                  engine=engine.replace(checkpoint=stage(f"{tag}plan")))
-    value, se = (float(x.squeeze()) for x in _realised(ev))
-    return {"plan_pays": bool(plan.attrs["pays"]), "plan_choice": choice, "plan_realised": value,
-            "plan_realised_mcse": se,
+    observed = probe.exact(data) + noise
+    refit = {}
+    if probe.refit is not None:
+        import dataclasses
+
+        started = time.perf_counter()
+        again = _select_and_realise(probe.refit(raw, observed), truth, seed, i, *realised, stage, engine,
+                                    tag=f"{tag}plan-", adjust=lambda p: dataclasses.replace(p, assumptions=(), probe=None))
+        if again["refused"]:
+            choice, value, se = "", np.nan, np.nan
+        else:
+            dec = again["decision"]
+            choice = str(dec.attrs["recommended"])
+            k = [str(c) for c in dec[again["dim"]].values].index(choice)
+            value, se = float(again["realised"][k]), float(again["realised_mcse"][k])
+        refit = {"plan_refit": True, "plan_share": probe.share, "plan_seconds": time.perf_counter() - started}
+    else:
+        choice = choose_later(plan, observed)
+        key = next(c for c in selection.later if str(c) == choice)
+        ev = evaluate({key: selection.later[key]}, FixedSource(data, draws, groups=groups), problem.task,
+                      trials=trials, seed=_seed(seed, truth.family, i, "realised"), dim=problem.dim,
+                      requirements=problem.requirements, engine=engine.replace(checkpoint=stage(f"{tag}plan")))
+        value, se = (float(x.squeeze()) for x in _realised(ev))
+    return {**refit, "plan_pays": bool(plan.attrs["pays"]), "plan_choice": choice, "plan_realised": value,
+            "plan_realised_mcse": se, "plan_pays_by": str(plan.attrs.get("pays_by", "")),
             "plan_difference": float(plan["regret_difference" if plan.attrs["criterion"] == "regret" else "difference"]),
             # what the floor and the Monte Carlo test saw (a floor can be scored again on stored runs)
             "plan_gain": float(plan.attrs["gain"]), "plan_significant": bool(plan.attrs["significant"]),
@@ -398,6 +423,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
         "plan_choice": [r.get("plan_choice", "") for r in rows],
+        "plan_pays_by": [r.get("plan_pays_by", "") for r in rows],
         "plan_regret": [r.get("plan_regret", np.nan) for r in rows],
         "plan_realised": [r.get("plan_realised", np.nan) for r in rows],
         "plan_difference": [r.get("plan_difference", np.nan) for r in rows],

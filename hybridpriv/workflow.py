@@ -392,12 +392,16 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
                                problem.criterion)
     plan, later = None, {}
     if problem.probe is not None:
-        from .engine.plan import run_plan
+        from .engine.plan import held_out_pays, run_plan
         from .families import family
 
         say(f"judging a two-stage plan: {problem.probe.share:.0%} of the budget on {problem.probe.what} first ...")
+        fam = family(problem.kind)
         plan, later = run_plan(problem.probe, mechanisms, _source(problem, posterior), evaluation, problem, posterior,
-                               engine, gain_floor=family(problem.kind).plan_gain_floor)
+                               engine, gain_floor=fam.plan_gain_floor)
+        held = held_out_pays(fam.plan_held_out, problem.probe)
+        if held and not plan.attrs["pays"]:  # the refit paid on held-out truths: the analysis undervalues it
+            plan.attrs.update(pays=1, pays_by="held-out", held_out=held)
         attrs["plan_pays"] = plan.attrs["pays"]
     result = Selection(problem, posterior, evaluation, decision, lines, attrs, checks, summary,
                        candidates=candidate_attrs(mechanisms), sensitivity=sens, branches=checked, plan=plan,

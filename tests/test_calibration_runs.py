@@ -683,7 +683,7 @@ def test_stored_public_private_seed4_with_the_selector_and_the_plan():
     assert _regret(ds) == pytest.approx((6.3, 21.1, 67.8), abs=0.05)
     held = fam.plan_held_out
     assert held["seeds"] == (4,) and held["truths"] == 33
-    for key, values in (("now", ds.regret.values), ("plan", ds.plan_regret.values), ("selector", ds.pythia_regret.values)):
+    for key, values in (("now", ds.regret.values), ("plan", ds.plan_regret.values), ("refit", ds.pythia_regret.values)):
         x = values * 100
         assert np.isfinite(x).all()
         assert held[key] == pytest.approx((x.mean(), np.quantile(x, 0.9)), abs=0.05), key

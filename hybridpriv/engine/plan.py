@@ -35,7 +35,7 @@ import numpy as np
 import xarray as xr
 
 __all__ = ["DEFAULT_SHARE", "PAYS_GAIN", "PAYS_Z", "REPLICATES", "Probe", "choose_later", "groups_probe",
-           "plan_held_line", "plan_lines", "preposterior",
+           "held_out_pays", "plan_held_line", "plan_lines", "preposterior",
            "run_plan", "second_stage"]
 
 #: The share of each unit's budget a two-stage plan spends on its probe by default.
@@ -72,12 +72,20 @@ class Probe:
     later
         ``later(mechanisms, posterior) -> {coordinate: mechanism}``: the same candidates at ``(1 - share)`` of the
         budget (candidates it cannot rebudget, e.g. a SPEC's plugins, are left out).
+    refit
+        ``refit(raw, observed) -> raw``, or ``None``: the SPEC (as TOML data) of a second stage that fits the model
+        again given the released features ``observed`` and chooses among the candidates at ``(1 - share)`` of the
+        budget, judging no plan of its own.  With it, a release carries the plan out by a second ``select`` on that
+        SPEC (the budget-spending selector's procedure) instead of :func:`choose_later`'s importance weights; the
+        preposterior analysis still judges the plan by the weights (it cannot fit the model once per simulated
+        dataset), so a family whose held-out truths show the refit paying says so (:func:`held_out_pays`).
     """
 
     share: float
     what: str
     mechanism: Any
     later: Callable[[Mapping[Any, Any], Any], Mapping[Any, Any]]
+    refit: Callable[[Mapping[str, Any], np.ndarray], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         share = float(self.share)
@@ -263,7 +271,7 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
          "later_risk": ((later_dim, "chain", "draw"), r_later.T.reshape(-1, chains, draws)),
          "later_eligible": ((later_dim,), meets_later)},
         coords={later_dim: coords_later},
-        attrs={"pays": int(pays), "gain": gain, "significant": int(significant), "gain_floor": floor_gain,
+        attrs={"pays": int(pays), "pays_by": "analysis" if pays else "", "held_out": "", "gain": gain, "significant": int(significant), "gain_floor": floor_gain,
                "share": probe.share,
                "what": probe.what, "criterion": criterion,
                "recommended_now": coords_now[c_now], "replicates": replicates, "candidate_dim": dim,
@@ -321,7 +329,12 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
             f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d)} ± {fmt(se)})")
     ess = float(plan["ess"])
     gain = float(plan.attrs.get("gain", -d / c if c else 0.0))  # preposterior's (a file older than it: the same ratio)
-    if plan.attrs["pays"]:
+    if plan.attrs.get("pays_by", "analysis") == "held-out":
+        tail = (f"  the analysis finds {'a gain of ' + format(gain, '.0%') if gain > 0 else 'no gain'}, but it trusts "
+                "the model; on this kind's held-out truths the plan carried out (the model fitted again on the "
+                f"release) did better than choosing now: {plan.attrs['held_out']}.  The plan is recommended: "
+                "hybridpriv release carries it out, the probe first, then select again given its release")
+    elif plan.attrs["pays"]:
         tail = (f"  the plan pays ({gain:.0%} lower): hybridpriv release carries it out, the probe first, then the "
                 "candidate its features choose")
     elif int(plan.attrs.get("significant", 0)):
@@ -336,6 +349,25 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
         lines.append(f"  note: a second-stage choice rests on {ess:.1f} simulated datasets (median effective "
                      "number): more evaluation.draws would make this analysis steadier")
     return lines
+
+
+def _held_numbers(held: Mapping[str, Any], key: str) -> str:
+    seeds = sorted(held["seeds"])
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"seeds {', '.join(map(str, seeds))}"
+    (now_mean, now_p90), (mean, p90) = held["now"], held[key]
+    return (f"relative regret {mean:.0f}% in the mean and {p90:.0f}% at the 90th percentile against {now_mean:.0f}% "
+            f"and {now_p90:.0f}% ({which}, {held['truths']} truths)")
+
+
+def held_out_pays(held: Mapping[str, Any], probe: Probe | None) -> str:
+    """Whether the family's held-out truths (``held``: :attr:`hybridpriv.core.family.Family.plan_held_out`) show a
+    probe that refits (:attr:`Probe.refit`) paying: carried out that way on every truth (``held["refit"]``), the
+    plan's relative regret was lower than choosing now's in the mean and at the 90th percentile.  Returns those
+    numbers in words, or ``""`` (no refit, not measured, or not better)."""
+    if probe is None or probe.refit is None or not held or "refit" not in held:
+        return ""
+    (now_mean, now_p90), (mean, p90) = held["now"], held["refit"]
+    return _held_numbers(held, "refit") if mean < now_mean and p90 < now_p90 else ""
 
 
 def plan_held_line(held: Mapping[str, Any], pays: bool) -> str:
@@ -353,8 +385,8 @@ def plan_held_line(held: Mapping[str, Any], pays: bool) -> str:
             f"undervalued the probe: carried out on every truth, the plan's relative regret was {plan_mean:.0f}% in "
             f"the mean and {plan_p90:.0f}% at the 90th percentile, against {now_mean:.0f}% and {now_p90:.0f}% choosing "
             "now")
-    if "selector" in held:
-        sel_mean, sel_p90 = held["selector"]
+    if "refit" in held:
+        sel_mean, sel_p90 = held["refit"]
         line += (f" (fitting the model again on the same release and choosing again: {sel_mean:.0f}% and "
                  f"{sel_p90:.0f}%)")
     return (line + "; the analysis trusts the model, and the release shows what the public knowledge cannot.  "

@@ -341,9 +341,14 @@ def run_release(spec_path: str | Path, data_dir: str | Path, ledger_path: str | 
     if plan is not None:
         from .plan import release_plan
 
+        import json
+
+        # the select run's --draws/--trials/--seed (its config records them), for a probe that selects again
+        overrides = json.loads(attrs["config"]).get("overrides", {}) if "config" in attrs else {}
         return release_plan(plan, posterior, decision_info, _Job(spec, fam, problem, imports, stand_in, data_dir,
                                                                    ledger_path, out, budgets, allow_budget_above_spec,
-                                                                   data_changed, audit_record, target_delta, log))
+                                                                   data_changed, audit_record, target_delta, log),
+                            {k: overrides[k] for k in ("draws", "trials", "seed") if k in overrides})
     return _release_mech(_Job(spec, fam, problem, imports, stand_in, data_dir, ledger_path, out, budgets,
                               allow_budget_above_spec, data_changed, audit_record, target_delta, log),
                          mech, coord, name, decision_info)

@@ -158,7 +158,7 @@ def test_the_plans_error_is_computed_within_strata():
 def test_the_held_out_note_speaks_only_where_carrying_the_plan_out_did_better():
     from hybridpriv.engine.plan import plan_held_line
 
-    held = {"seeds": (4, 3), "truths": 66, "now": (21.1, 67.8), "plan": (15.0, 43.5), "selector": (9.2, 29.9)}
+    held = {"seeds": (4, 3), "truths": 66, "now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)}
     line = plan_held_line(held, pays=False)
     assert line.startswith("  note (plan): on this kind's held-out truths (seeds 3, 4, 66 truths)")
     assert "15% in the mean and 44% at the 90th percentile, against 21% and 68% choosing now" in line
@@ -167,5 +167,32 @@ def test_the_held_out_note_speaks_only_where_carrying_the_plan_out_did_better():
     assert plan_held_line({}, pays=False) == ""  # never measured
     worse_at_p90 = {**held, "plan": (15.0, 70.0)}
     assert plan_held_line(worse_at_p90, pays=False) == ""  # better in the mean alone is not enough
-    one = {k: v for k, v in held.items() if k != "selector"} | {"seeds": (4,)}
+    one = {k: v for k, v in held.items() if k != "refit"} | {"seeds": (4,)}
     assert "(seed 4, 66 truths)" in plan_held_line(one, pays=False) and "choosing again" not in plan_held_line(one, False)
+
+
+def test_held_out_evidence_recommends_a_refitting_plan_only_where_the_refit_did_better_in_mean_and_p90():
+    """held_out_pays: only a probe that refits, only with its held-out numbers, only where both are lower."""
+    import dataclasses
+
+    from hybridpriv.engine.plan import held_out_pays, plan_lines
+
+    held = {"seeds": (4,), "truths": 33, "now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)}
+    weighted = _probe(0.1)
+    refitting = dataclasses.replace(weighted, refit=lambda raw, observed: dict(raw))
+    said = held_out_pays(held, refitting)
+    assert said == ("relative regret 9% in the mean and 30% at the 90th percentile against 21% and 68% "
+                    "(seed 4, 33 truths)")
+    assert held_out_pays(held, weighted) == ""  # the release would choose by the weights, which held["refit"] did not
+    assert held_out_pays(held, None) == "" and held_out_pays({}, refitting) == ""
+    assert held_out_pays({k: v for k, v in held.items() if k != "refit"}, refitting) == ""
+    assert held_out_pays({**held, "refit": (9.2, 70.0)}, refitting) == ""  # worse at p90
+    assert held_out_pays({**held, "refit": (22.0, 29.9)}, refitting) == ""  # worse in the mean
+    # the verdict names the evidence, the analysis's own finding and what release does
+    plan = preposterior(_evaluation(np.ones((16, 2))), _evaluation(np.ones((16, 2)) * LATER),
+                        np.zeros((1, 16, 1)), refitting, seed=0)
+    assert not plan.attrs["pays"] and plan.attrs["pays_by"] == ""
+    plan.attrs.update(pays=1, pays_by="held-out", held_out=said)
+    tail = plan_lines(plan)[1]
+    assert "the analysis finds no gain, but it trusts the model" in tail
+    assert said in tail and "select again given its release" in tail

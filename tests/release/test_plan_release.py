@@ -116,14 +116,16 @@ def test_a_histogram_plan_is_released_on_one_ledger(tmp_path, capsys):
 
 
 def test_a_public_private_plan_is_released_on_one_ledger(tmp_path, capsys):
-    """The pima example whose selection recommends its plan: the probe releases the cohort's five cross-moments at
-    10% of its epsilon, the chosen candidate the rest; the public records are not charged."""
+    """The pima example: select recommends the plan on the kind's held-out evidence (its analysis finds no gain);
+    release carries it out: the probe releases the cohort's five cross-moments at 10% of its epsilon, the model is
+    fitted again given them (select on the SPEC given the release, the selection's draws and seed), and its
+    recommendation is released at the rest; the public records are not charged."""
     import shutil
     from importlib import resources
     from pathlib import Path
 
-    from hybridpriv.engine.plan import choose_later
-    from hybridpriv.release.plan import read_plan
+    from hybridpriv.spec import parse_spec
+    from hybridpriv.workflow import run_selection
 
     examples = Path(str(resources.files("hybridpriv") / "examples"))
     for name in ("pima.toml", "pima-public.csv"):
@@ -132,26 +134,37 @@ def test_a_public_private_plan_is_released_on_one_ledger(tmp_path, capsys):
     data.mkdir()
     shutil.copy(examples / "pima-private.csv", data / "private.csv")
     spec = tmp_path / "pima.toml"
-    assert main(["select", str(spec), "--draws", "8", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
+    code, out, err = run(capsys, "select", spec, "--draws", "8", "--trials", "2", "--out", tmp_path / "sel")
+    assert code == 0, err
+    assert "on this kind's held-out truths the plan carried out (the model fitted again on the release)" in out
     sel = tmp_path / "sel" / "selection.nc"
     tree = xr.open_datatree(sel).load()
-    assert "plan" in tree.children and int(tree.attrs["plan_pays"]) == 0  # the analysis finds it does not pay here
+    assert int(tree.attrs["plan_pays"]) == 1 and tree["plan"].attrs["pays_by"] == "held-out"
     ledger = tmp_path / "ledger.json"
-    # --plan carries it out anyway (what the kind's held-out truths advise, select's plan note)
-    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel, "--plan", "--ledger", ledger,
+    code, out, err = run(capsys, "release", spec, "--data", data, "--selection", sel, "--ledger", ledger,
                          "--out", tmp_path / "r")
     assert code == 0, err
-    assert "does not pay; carrying it out as --plan asks" in out + err
     probe = json.loads((tmp_path / "r" / "probe" / "release.json").read_text())
     rec = json.loads((tmp_path / "r" / "release.json").read_text())
-    assert rec["decision"]["plan_carried_out"] == "asked for (--plan); the selection found it does not pay"
+    assert rec["decision"]["plan_carried_out"] == "recommended by the selection (it pays)"
     assert probe["candidate"]["label"] == "probe:cross-moments" and len(probe["released"]) == 5
-    assert rec["decision"]["plan"]["chosen"] == choose_later(read_plan(sel), np.array(probe["released"])) \
-        == rec["candidate"]["coordinate"]
     assert probe["charged"]["private"]["epsilon"] == pytest.approx(0.1)
     assert rec["charged"]["private"]["epsilon"] <= 0.9 * (1 + 1e-9)
     entries = json.loads(ledger.read_text())["releases"]
     assert [e["id"] for e in entries] == [probe["release_id"], rec["release_id"]]
+    # the SPEC given the release: the released values, the probe's noise scale 2 clip p / (n share eps), the rest
+    given = json.loads(Path(rec["decision"]["plan"]["refit_spec"]).read_text())
+    n = sum(1 for _ in open(examples / "pima-private.csv")) - 1
+    cm = given["private"]["cross_moments"]
+    assert list(cm["values"].values()) == pytest.approx(probe["released"])
+    assert cm["noise_scale"] == pytest.approx(2 * 2.0 * 5 / (n * 0.1 * 1.0)) and cm["clip"] == 2.0
+    assert given["epsilon"] == pytest.approx(0.9) and given["evaluation"]["plan_share"] == 0.0
+    assert given["evaluation"]["draws"] == 8 and given["evaluation"]["trials"] == 2
+    # the choice is that SPEC's recommendation: select on it again, independently of release
+    again = run_selection(parse_spec(given, tmp_path).problem())
+    assert rec["decision"]["plan"]["chosen"] == str(again.decision.attrs["recommended"]) \
+        == rec["candidate"]["coordinate"]
+    assert "the choice made again" in rec["decision"]["chosen_by"]
 
 
 def test_plan_without_a_selection_or_with_a_candidate_is_refused(planned, tmp_path, capsys):

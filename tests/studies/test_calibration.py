@@ -292,8 +292,16 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
         prefix = {"user-item": "k", "public-private": "candidate"}.get(row.family.item(), "estimator")
         oracle = float(row.realised.sel(candidate=f"{prefix}:{row.oracle.item()}"))
         assert float(row.plan_regret) == pytest.approx(float(row.plan_realised) / oracle - 1, abs=1e-12)
-        assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values
+        if row.family.item() != "public-private":  # its plan refits: the second select builds its own candidates
+            assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values
     assert float(ds.plan_truths.sel(scope="overall")) == judged.sum()
+    # public-private's probe refits, the budget-spending selector's procedure at the same share: run once, both
+    # records are the refit's, and select recommends it on the kind's held-out evidence where the analysis did not
+    pp = ds.family.values == "public-private"
+    for v in ("regret", "realised"):
+        np.testing.assert_array_equal(ds[f"pythia_{v}"].values[pp], ds[f"plan_{v}"].values[pp])
+    np.testing.assert_array_equal(ds.pythia_recommended.values[pp], ds.plan_choice.values[pp])
+    assert pays[pp].all() and set(ds.plan_pays_by.values[pp]) <= {"analysis", "held-out"}
     # the floor and the Monte Carlo test as recorded decide "pays" (so a floor can be scored again on stored runs);
     # the floor is the truth's family's own (user-item's, set by the fixture), else the cautious default
     from hybridpriv.engine.plan import PAYS_GAIN
@@ -305,7 +313,11 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
     np.testing.assert_array_equal(floor, want)
     assert family("user-item").plan_gain_floor is None and family("grouped").plan_gain_floor is None
     assert {0.06, PAYS_GAIN} <= set(floor.tolist()) and PAYS_GAIN == 0.08  # both families judged a plan
-    np.testing.assert_array_equal(pays[judged], significant & (gain >= floor))
+    by_analysis = significant & (gain >= floor)
+    np.testing.assert_array_equal(pays[judged], by_analysis | (ds.plan_pays_by.values[judged] == "held-out"))
+    np.testing.assert_array_equal(ds.plan_pays_by.values[judged] == "analysis", by_analysis)
+    held = ds.plan_pays_by.values == "held-out"  # only a kind whose refit paid on held-out truths
+    assert set(ds.family.values[held]) == {"public-private"}
 
 
 def test_a_run_stored_as_records_reads_back_the_same(quick, tmp_path):

@@ -152,26 +152,21 @@ def real_public_private_truth(name: str, rng: np.random.Generator | None = None)
 def pythia_public_private(raw: dict[str, Any], data: dict[str, Any], share: float,
                           rng: np.random.Generator) -> dict[str, Any]:
     """A budget-spending selector's SPEC: ``share`` of the cohort's epsilon spent on a Laplace release of its
-    cross-moments (:func:`~hybridpriv.families.public_private.wang.cross_moments.release_cross_moments`, clipped at
-    :data:`~hybridpriv.families.public_private.wang.cross_moments.CROSS_CLIP` public sds), which enters the model as
-    ``private.cross_moments``; the candidates get ``(1 - share) epsilon``, so the cohort is charged the same total as
-    the model-only selector's.  ``data``: the truth's ``{"folder", "spec"}`` (the private records are read by the
-    family's release loader)."""
+    cross-moments (the two-stage plan's probe, :class:`~hybridpriv.families.public_private.plan.CrossMomentsProbe`,
+    clipped at :data:`~hybridpriv.families.public_private.wang.cross_moments.CROSS_CLIP` public sds), which enters the
+    model as ``private.cross_moments`` (:func:`~hybridpriv.families.public_private.plan.refit_spec`); the candidates
+    get ``(1 - share) epsilon``, so the cohort is charged the same total as the model-only selector's.  The same
+    procedure as the plan's second stage.  ``data``: the truth's ``{"folder", "spec"}`` (the private records are read
+    by the family's release loader)."""
     from ...spec import parse_spec
+    from .plan import CrossMomentsProbe, refit_spec
     from .release import load_private_records
-    from .wang.cross_moments import CROSS_CLIP, release_cross_moments
 
-    if not 0.0 < share < 1.0:
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
     if raw.get("contrast", "logistic") != "logistic":
         raise ValueError(f"the cross-moments need the outcome, which only the logistic contrast reads; contrast is "
                          f"{raw['contrast']!r}")
     design = load_private_records(data["folder"], parse_spec(raw))
-    p = len(raw["columns"])
-    Z, y = design.private[:, :p], design.private[:, p]
-    eps = float(raw["epsilon"])
-    release = release_cross_moments(Z, y, share * eps, rng, CROSS_CLIP)
-    out = {**raw, "epsilon": (1.0 - share) * eps, "private": dict(raw["private"])}
-    out["private"]["cross_moments"] = {"values": {c: float(v) for c, v in zip(raw["columns"], release.values)},
-                                      "noise_scale": release.noise_scale, "clip": release.clip}
-    return out
+    probe = CrossMomentsProbe(len(raw["columns"]), design.private.shape[0], float(raw["epsilon"]), share)
+    return refit_spec(raw, probe.release(design, rng)[0], share, probe.scale, probe.clip)

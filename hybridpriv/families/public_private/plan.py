@@ -1,22 +1,26 @@
 """The public-private family's two-stage plan (:mod:`hybridpriv.engine.plan`): the cohort spends a share of its epsilon on a
 Laplace release of its cross-moments (:class:`CrossMomentsProbe`), then the candidates are chosen at the rest.
 
-The features are the budget-spending selector's (:func:`hybridpriv.families.public_private.heldout.pythia_public_private`):
-the same statistic, the same noise.  The selector fits the model again given them; the plan instead judges, before
-any budget is spent, whether choosing after them would pay, and then chooses by the plan's importance weights."""
+The plan's second stage fits the model again given the release (:func:`refit_spec`: the SPEC gains
+``private.cross_moments``, its epsilon becomes the rest) and chooses again: the budget-spending selector's procedure
+(:func:`hybridpriv.families.public_private.heldout.pythia_public_private` releases through this probe and refits with
+:func:`refit_spec`).  Before any budget is spent the preposterior analysis judges the plan with importance weights
+(it cannot fit the model once per simulated dataset); on held-out truths it undervalued the refit
+(:attr:`~hybridpriv.families.public_private.family.PublicPrivateFamily.plan_held_out`)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ...core.mechanism import Mechanism
 from ...core.privacy import Guarantee, check_integer, check_positive
-from .wang.cross_moments import CROSS_CLIP, cross_moment_statistic, cross_sensitivity
+from .wang.cross_moments import CROSS_CLIP, check_records, cross_moment_statistic, cross_sensitivity
 
-__all__ = ["CrossMomentsProbe", "public_private_probe"]
+__all__ = ["CrossMomentsProbe", "public_private_probe", "refit_spec"]
 
 #: What the probe releases, in words.
 WHAT = "the cross-moments of the outcome with each column"
@@ -56,12 +60,14 @@ class CrossMomentsProbe(Mechanism):
         return {"private": events.laplace(self.scale, self.sensitivity), "public": events.epsilon_delta(math.inf)}
 
     def exact(self, data: Any) -> np.ndarray:
-        """The cohort's cross-moments, noiseless (``data``: a design whose private records are ``(Z, y)``)."""
+        """The cohort's cross-moments, noiseless (``data``: a design whose private records are ``(Z, y)``; checked
+        by :func:`~hybridpriv.families.public_private.wang.cross_moments.check_records`)."""
         private = np.asarray(getattr(data, "private", data), dtype=float)
         if private.ndim != 2 or private.shape != (self.n, self.p + 1):
             raise ValueError(f"data must hold {self.n} private records of {self.p} columns and the outcome, got shape "
                              f"{private.shape}")
-        return cross_moment_statistic(private[:, :self.p], private[:, self.p], self.clip)
+        X, y = check_records(private[:, :self.p], private[:, self.p])
+        return cross_moment_statistic(X, y, self.clip)
 
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
         from ...core.validation import check_rng, check_trials
@@ -82,4 +88,32 @@ def public_private_probe(v: Any, share: float, candidates: Any) -> Any:
     def later(mechanisms: Any, posterior: Any) -> dict[Any, Any]:
         return {c: m for c, m in candidates(rest, posterior).items() if c in mechanisms}
 
-    return Probe(share, WHAT, CrossMomentsProbe(len(v.columns), v.private.n, v.epsilon, share), later)
+    probe = CrossMomentsProbe(len(v.columns), v.private.n, v.epsilon, share)
+    return Probe(share, WHAT, probe, later,
+                 refit=lambda raw, observed: refit_spec(raw, observed, share, probe.scale, probe.clip))
+
+
+def refit_spec(raw: Mapping[str, Any], observed: Any, share: float, noise_scale: float, clip: float = CROSS_CLIP
+               ) -> dict[str, Any]:
+    """The SPEC (TOML data) of the second stage after a release of the cross-moments: ``raw`` with
+    ``private.cross_moments = {values: observed (one per column, in the SPEC's order), noise_scale, clip}``, epsilon
+    ``(1 - share) x`` the SPEC's (the first stage spent the rest) and ``evaluation.plan_share = 0`` (no plan of its
+    own).  The cohort's total is the SPEC's epsilon, as choosing now charges it."""
+    if raw.get("contrast", "logistic") != "logistic":
+        raise ValueError(f"the cross-moments need the outcome, which only the logistic contrast reads; contrast is "
+                         f"{raw['contrast']!r}")
+    if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 1:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    if "cross_moments" in (raw.get("private") or {}):
+        raise ValueError("the SPEC already holds private.cross_moments: a second release of them would need both "
+                         "in the model; refit from the SPEC without it")
+    columns = list(raw["columns"])
+    values = np.asarray(observed, dtype=float).ravel()
+    if values.size != len(columns) or not np.isfinite(values).all():
+        raise ValueError(f"observed must hold {len(columns)} finite released values (one per column), got "
+                         f"{values.size}")
+    out = {**raw, "epsilon": (1.0 - share) * float(raw["epsilon"]), "private": dict(raw["private"]),
+           "evaluation": {**dict(raw.get("evaluation") or {}), "plan_share": 0.0}}
+    out["private"]["cross_moments"] = {"values": {c: float(x) for c, x in zip(columns, values)},
+                                      "noise_scale": float(noise_scale), "clip": float(clip)}
+    return out

@@ -36,7 +36,7 @@ import numpy as np
 
 from ....core.privacy import check_positive, check_real_array
 
-__all__ = ["CROSS_CLIP", "CrossMoments", "cross_loglik", "cross_moment_statistic", "cross_sensitivity",
+__all__ = ["CROSS_CLIP", "CrossMoments", "check_records", "cross_loglik", "cross_moment_statistic", "cross_sensitivity",
            "outcome_moments", "release_cross_moments"]
 
 #: The default clipping bound ``B`` of the covariates (public standard deviations, in a SPEC).
@@ -105,6 +105,14 @@ def release_cross_moments(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.
 
     eps = check_positive(epsilon, "epsilon")
     clip = check_positive(clip, "clip")
+    X, y = check_records(X, y)
+    scale = cross_sensitivity(X.shape[1], X.shape[0], clip) / eps
+    return CrossMoments(laplace(cross_moment_statistic(X, y, clip), scale, rng), scale, clip)
+
+
+def check_records(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The private records ``(X, y)`` checked for the cross-moments' sensitivity (every covariate finite, a 0/1
+    outcome per record); a refusal names the row and the rule, never a value."""
     X = check_real_array(X, "X")
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
         raise ValueError(f"X must be a 2-D array of records x covariates, got shape {X.shape}")
@@ -118,8 +126,7 @@ def release_cross_moments(X: np.ndarray, y: np.ndarray, epsilon: float, rng: np.
     off = np.flatnonzero((y != 0) & (y != 1))
     if off.size:
         raise ValueError(f"y row {int(off[0])} is not 0 or 1 (rule: the sensitivity 2 clip p / n needs a 0/1 outcome)")
-    scale = cross_sensitivity(X.shape[1], X.shape[0], clip) / eps
-    return CrossMoments(laplace(cross_moment_statistic(X, y, clip), scale, rng), scale, clip)
+    return X.astype(float), y.astype(float)
 
 
 def outcome_moments(s: Any, x: Any, clip: float, lib: Any = np) -> tuple[Any, Any]:
