@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
 
@@ -51,9 +52,17 @@ def test_select_release_algorithm_1_and_2_and_a_second_release_refused(pima, tmp
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(pima / "pima-private.csv", data / "private.csv")
-    argv = ["release", str(pima / "pima.toml"), "--data", str(data), "--selection", str(pima / "sel" / "selection.nc")]
-    assert main([*argv, "--out", str(tmp_path / "r1")]) == 0
+    sel = pima / "sel" / "selection.nc"
+    argv = ["release", str(pima / "pima.toml"), "--data", str(data), "--selection", str(sel)]
+    # the selection recommends its two-stage plan on pima (held-out evidence; tests/release/test_plan_release.py
+    # carries it out); naming the recommended candidate releases it now, at the whole budget
+    tree = xr.open_datatree(sel).load()
+    assert int(tree.attrs["plan_pays"]) == 1
+    now = str(tree["decision"].attrs["recommended"])
+    assert now.startswith(("alg1-", "algorithm2"))
+    assert main([*argv, "--candidate", now, "--out", str(tmp_path / "r1")]) == 0
     rec = json.loads((tmp_path / "r1" / "release.json").read_text())
+    assert rec["candidate"]["coordinate"] == now and rec["decision"]["chosen_by"].startswith("named (--candidate)")
     assert len(rec["released"]) == 6 and rec["charged"]["private"]["epsilon"] == 1.0
     capsys.readouterr()
     assert main([*argv, "--candidate", "algorithm2", "--out", str(tmp_path / "r2")]) == 2
