@@ -221,7 +221,10 @@ def _select(args: argparse.Namespace) -> int:
 
         print(format_summary(result.summary))
         print()
-    _advice(decision, [result.range_line(), result.p_best_line()], more=result.premise_lines())
+    plan_first = ([f"the two-stage plan above is recommended over choosing now: hybridpriv release carries it out; "
+                   f"to release {decision.attrs['recommended']} now instead, name it (--candidate)"]
+                  if result.plan is not None and int(result.plan.attrs["pays"]) else [])
+    _advice(decision, [result.range_line(), result.p_best_line()], more=[*plan_first, *result.premise_lines()])
     print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
     return 0
 

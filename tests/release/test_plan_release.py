@@ -137,6 +137,7 @@ def test_a_public_private_plan_is_released_on_one_ledger(tmp_path, capsys):
     code, out, err = run(capsys, "select", spec, "--draws", "8", "--trials", "2", "--out", tmp_path / "sel")
     assert code == 0, err
     assert "on this kind's held-out truths the plan carried out (the model fitted again on the release)" in out
+    assert "  the two-stage plan above is recommended over choosing now: hybridpriv release carries it out" in out
     sel = tmp_path / "sel" / "selection.nc"
     tree = xr.open_datatree(sel).load()
     assert int(tree.attrs["plan_pays"]) == 1 and tree["plan"].attrs["pays_by"] == "held-out"
