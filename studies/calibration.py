@@ -9,9 +9,10 @@ path on the public knowledge only, and scores every candidate on the private tru
 5-95% range, and the reliability of P(best); beside it a budget-spending (Pythia-style) selector
 that spends 10% of the budget on DP features of the private data before choosing (a Laplace mean per
 private group; a Laplace histogram of items per user; hybrid trust's TCM mean and its LM users' local
-reports; a Laplace histogram of each private group's counts; none yet for public-private and K-means), at the
-same total budget; and for grouped means, user-item counts and histograms the two-stage plan `select`
-judges (:mod:`hybridpriv.engine.plan`) is carried out on every truth (``plan_*``, ``final_regret``).
+reports; a Laplace histogram of each private group's counts; public-private's cohort cross-moments, the model
+fitted again on them; none yet for K-means), at the same total budget; and for grouped means, user-item counts,
+histograms and public-private the two-stage plan `select` judges (:mod:`hybridpriv.engine.plan`) is carried out on
+every truth (``plan_*``, ``final_regret``; public-private's plan refits, so it is its selector too).
 Scales: ``--quick`` 1 synthetic + 1 real truth per family (small settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.
 """
 

@@ -97,15 +97,16 @@ class Family:
         runs (``plan_gain``, ``plan_significant``).
     plan_held_out
         How the two-stage plan did on the family's held-out truths, carried out on every one of them whatever its
-        analysis said: ``{"seeds": (...), "truths": N, "now": (mean, p90), "plan": (mean, p90), "refit": (mean,
-        p90)}`` (relative regret; ``"plan"``: the second stage by the analysis's importance weights; ``"refit"``, for
-        a probe that refits (:attr:`hybridpriv.engine.plan.Probe.refit`): the model fitted again on the release and
-        the choice made again, the budget-spending selector's procedure; ``{}``: not measured).  Where the refit
-        did better than choosing now in the mean and at the 90th percentile, ``select`` recommends the plan
-        whatever its analysis found (:func:`hybridpriv.engine.plan.held_out_pays`), and ``release`` carries it out
-        by refitting; where only the weighted plan did, ``select`` notes it under a verdict that the plan does not
-        pay (:func:`hybridpriv.engine.plan.plan_held_line`).  The analysis trusts the model, and a release can teach
-        what the model cannot know; a test keeps these numbers equal to the stored runs.
+        analysis said, seed by seed: ``{"truths": N (a seed), "seeds": {seed: {"now": (mean, p90), "plan": (mean,
+        p90), "refit": (mean, p90)}}}`` (relative regret in %; ``"plan"``: the second stage by the analysis's
+        importance weights; ``"refit"``, for a probe that refits (:attr:`hybridpriv.engine.plan.Probe.refit`): the
+        model fitted again on the release and the choice made again, the budget-spending selector's procedure;
+        either may be missing on a seed; ``{}``: not measured).  Where the refit did better than choosing now in the
+        mean and at the 90th percentile on every seed, ``select`` recommends the plan whatever its analysis found
+        (:func:`hybridpriv.engine.plan.held_out_pays`), and ``release`` carries it out by refitting; under a verdict
+        that the plan does not pay, ``select`` notes where the weighted plan did better on every seed, or where the
+        refit did worse on some (:func:`hybridpriv.engine.plan.plan_held_line`).  A test keeps these numbers equal
+        to the stored runs.
     """
 
     name: ClassVar[str] = ""

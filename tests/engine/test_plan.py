@@ -158,36 +158,66 @@ def test_the_plans_error_is_computed_within_strata():
 def test_the_held_out_note_speaks_only_where_carrying_the_plan_out_did_better():
     from hybridpriv.engine.plan import plan_held_line
 
-    held = {"seeds": (4, 3), "truths": 66, "now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)}
+    held = {"truths": 33, "seeds": {4: {"now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)},
+                                    3: {"now": (30.0, 80.0), "plan": (20.0, 50.0), "refit": (10.0, 40.0)}}}
     line = plan_held_line(held, pays=False)
-    assert line.startswith("  note (plan): on this kind's held-out truths (seeds 3, 4, 66 truths)")
-    assert "15% in the mean and 44% at the 90th percentile, against 21% and 68% choosing now" in line
-    assert "choosing again: 9% and 30%" in line and line.endswith("hybridpriv release --plan")
+    assert line.startswith("  note (plan): on this kind's held-out truths the analysis above undervalued the probe")
+    assert ("the plan did better than choosing now: relative regret in the mean / at the 90th percentile 20% / 50% "
+            "against 30% / 80% (seed 3); 15% / 44% against 21% / 68% (seed 4), 33 truths a seed") in line
+    assert "choosing again: relative regret" in line and line.endswith("hybridpriv release --plan")
     assert plan_held_line(held, pays=True) == ""  # the verdict already says to spend it
     assert plan_held_line({}, pays=False) == ""  # never measured
-    worse_at_p90 = {**held, "plan": (15.0, 70.0)}
-    assert plan_held_line(worse_at_p90, pays=False) == ""  # better in the mean alone is not enough
-    one = {k: v for k, v in held.items() if k != "refit"} | {"seeds": (4,)}
-    assert "(seed 4, 66 truths)" in plan_held_line(one, pays=False) and "choosing again" not in plan_held_line(one, False)
+    worse_at_p90 = {**held, "seeds": {**held["seeds"], 3: {**held["seeds"][3], "plan": (20.0, 90.0)}}}
+    assert plan_held_line(worse_at_p90, pays=False) == ""  # better in the mean alone, and on one seed, is not enough
+    one = {"truths": 33, "seeds": {4: {"now": (21.1, 67.8), "plan": (15.0, 43.5)}}}
+    assert "(seed 4), 33 truths" in plan_held_line(one, False) and "choosing again" not in plan_held_line(one, False)
 
 
-def test_held_out_evidence_recommends_a_refitting_plan_only_where_the_refit_did_better_in_mean_and_p90():
-    """held_out_pays: only a probe that refits, only with its held-out numbers, only where both are lower."""
+def test_the_held_out_note_says_where_the_refit_did_worse_and_that_choosing_now_stands():
+    """public-private's evidence: the refit better on seed 4, worse on seeds 3 and 5."""
+    from hybridpriv.engine.plan import plan_held_line
+
+    held = {"truths": 33, "seeds": {3: {"now": (9.0, 28.6), "refit": (19.3, 53.5)},
+                                    4: {"now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)},
+                                    5: {"now": (9.7, 26.8), "refit": (12.3, 41.7)}}}
+    line = plan_held_line(held, pays=False)
+    assert line.startswith("  note (plan): on this kind's held-out truths the plan carried out (the model fitted "
+                           "again on the release) was better on seed 4 but not on seeds 3 and 5: ")
+    assert "19% / 54% against 9% / 29% (seed 3)" in line and "12% / 42% against 10% / 27% (seed 5)" in line
+    assert line.endswith("; choosing now stands")
+    assert plan_held_line(held, pays=True) == ""
+    worse = {"truths": 33, "seeds": {3: held["seeds"][3]}}
+    assert "was not better on seed 3: " in plan_held_line(worse, False)
+    everywhere = {"truths": 33, "seeds": {4: {"now": (21.1, 67.8), "refit": (9.2, 29.9)}}}
+    assert plan_held_line(everywhere, False) == ""  # the refit better everywhere: held_out_pays speaks instead
+
+
+def test_held_out_evidence_recommends_a_refitting_plan_only_where_the_refit_did_better_on_every_seed():
+    """held_out_pays: only a probe that refits, only with its held-out numbers, only where both are lower on every
+    seed."""
     import dataclasses
 
     from hybridpriv.engine.plan import held_out_pays, plan_lines
 
-    held = {"seeds": (4,), "truths": 33, "now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)}
+    seed4 = {"now": (21.1, 67.8), "plan": (15.0, 43.5), "refit": (9.2, 29.9)}
+    held = {"truths": 33, "seeds": {4: seed4}}
     weighted = _probe(0.1)
     refitting = dataclasses.replace(weighted, refit=lambda raw, observed: dict(raw))
     said = held_out_pays(held, refitting)
-    assert said == ("relative regret 9% in the mean and 30% at the 90th percentile against 21% and 68% "
-                    "(seed 4, 33 truths)")
-    assert held_out_pays(held, weighted) == ""  # the release would choose by the weights, which held["refit"] did not
+    assert said == ("relative regret in the mean / at the 90th percentile 9% / 30% against 21% / 68% (seed 4), "
+                    "33 truths a seed")
+    assert held_out_pays(held, weighted) == ""  # the release would choose by the weights, which "refit" did not
     assert held_out_pays(held, None) == "" and held_out_pays({}, refitting) == ""
-    assert held_out_pays({k: v for k, v in held.items() if k != "refit"}, refitting) == ""
-    assert held_out_pays({**held, "refit": (9.2, 70.0)}, refitting) == ""  # worse at p90
-    assert held_out_pays({**held, "refit": (22.0, 29.9)}, refitting) == ""  # worse in the mean
+    assert held_out_pays({"truths": 33, "seeds": {4: {k: v for k, v in seed4.items() if k != "refit"}}},
+                         refitting) == ""
+    assert held_out_pays({"truths": 33, "seeds": {4: {**seed4, "refit": (9.2, 70.0)}}}, refitting) == ""  # p90
+    assert held_out_pays({"truths": 33, "seeds": {4: {**seed4, "refit": (22.0, 29.9)}}}, refitting) == ""  # mean
+    # better pooled is not enough: one seed where it did worse (public-private's seeds 3 and 5) says no
+    assert held_out_pays({"truths": 33, "seeds": {4: seed4, 5: {"now": (9.7, 26.8), "refit": (12.3, 41.7)}}},
+                         refitting) == ""
+    two = held_out_pays({"truths": 33, "seeds": {4: seed4, 6: {"now": (30.0, 90.0), "refit": (20.0, 60.0)}}},
+                        refitting)
+    assert two.endswith("(seed 4); 20% / 60% against 30% / 90% (seed 6), 33 truths a seed")
     # the verdict names the evidence, the analysis's own finding and what release does
     plan = preposterior(_evaluation(np.ones((16, 2))), _evaluation(np.ones((16, 2)) * LATER),
                         np.zeros((1, 16, 1)), refitting, seed=0)

@@ -54,15 +54,16 @@ def test_select_release_algorithm_1_and_2_and_a_second_release_refused(pima, tmp
     shutil.copy(pima / "pima-private.csv", data / "private.csv")
     sel = pima / "sel" / "selection.nc"
     argv = ["release", str(pima / "pima.toml"), "--data", str(data), "--selection", str(sel)]
-    # the selection recommends its two-stage plan on pima (held-out evidence; tests/release/test_plan_release.py
-    # carries it out); naming the recommended candidate releases it now, at the whole budget
+    # the selection recommends choosing now on pima (its plan's refit did worse than choosing now on held-out
+    # seeds 3 and 5; tests/release/test_plan_release.py carries the plan out when asked): released at the whole budget
     tree = xr.open_datatree(sel).load()
-    assert int(tree.attrs["plan_pays"]) == 1
+    assert int(tree.attrs["plan_pays"]) == 0
     now = str(tree["decision"].attrs["recommended"])
     assert now.startswith(("alg1-", "algorithm2"))
-    assert main([*argv, "--candidate", now, "--out", str(tmp_path / "r1")]) == 0
+    assert main([*argv, "--out", str(tmp_path / "r1")]) == 0
     rec = json.loads((tmp_path / "r1" / "release.json").read_text())
-    assert rec["candidate"]["coordinate"] == now and rec["decision"]["chosen_by"].startswith("named (--candidate)")
+    assert rec["candidate"]["coordinate"] == now and rec["decision"]["chosen_by"] == "recommended by the selection"
+    assert "plan_carried_out" not in rec["decision"]
     assert len(rec["released"]) == 6 and rec["charged"]["private"]["epsilon"] == 1.0
     capsys.readouterr()
     assert main([*argv, "--candidate", "algorithm2", "--out", str(tmp_path / "r2")]) == 2

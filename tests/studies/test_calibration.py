@@ -296,12 +296,12 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
             assert f"{prefix}:{row.plan_choice.item()}" in ds.candidate.values
     assert float(ds.plan_truths.sel(scope="overall")) == judged.sum()
     # public-private's probe refits, the budget-spending selector's procedure at the same share: run once, both
-    # records are the refit's, and select recommends it on the kind's held-out evidence where the analysis did not
+    # records are the refit's; select no longer recommends it on held-out evidence (worse on seeds 3 and 5)
     pp = ds.family.values == "public-private"
     for v in ("regret", "realised"):
         np.testing.assert_array_equal(ds[f"pythia_{v}"].values[pp], ds[f"plan_{v}"].values[pp])
     np.testing.assert_array_equal(ds.pythia_recommended.values[pp], ds.plan_choice.values[pp])
-    assert pays[pp].all() and set(ds.plan_pays_by.values[pp]) <= {"analysis", "held-out"}
+    assert set(ds.plan_pays_by.values[pp]) <= {"analysis", ""}
     # the floor and the Monte Carlo test as recorded decide "pays" (so a floor can be scored again on stored runs);
     # the floor is the truth's family's own (user-item's, set by the fixture), else the cautious default
     from hybridpriv.engine.plan import PAYS_GAIN
@@ -316,8 +316,8 @@ def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_prob
     by_analysis = significant & (gain >= floor)
     np.testing.assert_array_equal(pays[judged], by_analysis | (ds.plan_pays_by.values[judged] == "held-out"))
     np.testing.assert_array_equal(ds.plan_pays_by.values[judged] == "analysis", by_analysis)
-    held = ds.plan_pays_by.values == "held-out"  # only a kind whose refit paid on held-out truths
-    assert set(ds.family.values[held]) == {"public-private"}
+    # only a kind whose refit paid on every held-out seed is recommended it that way: none today
+    assert not (ds.plan_pays_by.values == "held-out").any()
 
 
 def test_a_run_stored_as_records_reads_back_the_same(quick, tmp_path):
