@@ -365,8 +365,8 @@ def _lower(row: Mapping[str, Any], key: str) -> bool:
     return key in row and row[key][0] < row["now"][0] and row[key][1] < row["now"][1]
 
 
-def _held_numbers(held: Mapping[str, Any], key: str, rows: list[tuple[int, Mapping[str, Any]]] | None = None) -> str:
-    rows = _seeds(held) if rows is None else rows
+def _held_numbers(held: Mapping[str, Any], key: str, rows: list[tuple[int, Mapping[str, Any]]]) -> str:
+    """``rows``' numbers under ``key`` against choosing now's, seed by seed, in words."""
     parts = [f"{row[key][0]:.0f}% / {row[key][1]:.0f}% against {row['now'][0]:.0f}% / {row['now'][1]:.0f}% "
              f"(seed {seed})" for seed, row in rows]
     return (f"relative regret in the mean / at the 90th percentile {'; '.join(parts)}, {held['truths']} truths a "
@@ -398,7 +398,8 @@ def plan_held_line(held: Mapping[str, Any], pays: bool) -> str:
         line = (f"  note (plan): on this kind's held-out truths the analysis above undervalued the probe: carried out "
                 f"on every truth, the plan did better than choosing now: {_held_numbers(held, 'plan', rows)}")
         if all("refit" in row for _, row in rows):
-            line += f" (fitting the model again on the same release and choosing again: {_held_numbers(held, 'refit', rows)})"
+            line += (" (fitting the model again on the same release and choosing again: "
+                     f"{_held_numbers(held, 'refit', rows)})")
         return (line + "; the analysis trusts the model, and the release shows what the public knowledge cannot.  "
                 "To spend it anyway: hybridpriv release --plan")
     measured = [(seed, row) for seed, row in rows if "refit" in row]
