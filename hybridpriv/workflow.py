@@ -167,6 +167,15 @@ class Selection:
         note = plan_held_line(family(self.problem.kind).plan_held_out, bool(self.plan.attrs["pays"]))
         return plan_lines(self.plan) + ([note] if note else [])
 
+    def plan_held_note(self) -> str:
+        """The held-out note under the plan's verdict, short (a figure's): ``""`` without a plan or a note."""
+        if self.plan is None:
+            return ""
+        from .engine.plan import plan_held_line
+        from .families import family
+
+        return plan_held_line(family(self.problem.kind).plan_held_out, bool(self.plan.attrs["pays"]), short=True)
+
     def sensitivity_lines(self) -> list[str]:
         """The tipping points in words (:func:`hybridpriv.engine.sensitivity.sensitivity_lines`); ``[]`` without."""
         if self.sensitivity is None:
@@ -302,6 +311,7 @@ class Selection:
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")
+            notes += [line for line in (self.plan_held_note(),) if line]
         return notes
 
     def figure(self, ax=None):

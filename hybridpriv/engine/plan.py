@@ -322,11 +322,14 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
         float(plan["difference"]), float(plan["difference_mcse"]))
     se = 0.0 if se <= 1e-9 * max(abs(d), abs(c)) else se  # a constant difference (every dataset alike): no error
     what = "expected relative regret" if by_regret else "expected loss"
-    fmt = (lambda x: f"{100 * x:.0f}%") if by_regret else (lambda x: f"{x:.4g}")
+    fmt = (lambda x, places=0: f"{100 * x:.{places}f}%") if by_regret else (lambda x, places=0: f"{x:.4g}")
+    # the difference and its error to the error's first significant digit (at most two places): never "± 0%"
+    places = 0 if se == 0 or 100 * se >= 0.95 else min(2, int(-np.floor(np.log10(100 * se))))
     share = float(plan.attrs["share"])
     head = (f"two-stage plan: spend {share:.0%} of each unit's budget on {plan.attrs['what']} (Laplace), then choose "
             f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
-            f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d)} ± {fmt(se)})")
+            f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d, places)} "
+            f"± {fmt(se, places) if not by_regret or se == 0 or 100 * se >= 0.005 else '<0.01%'})")
     ess = float(plan["ess"])
     gain = float(plan.attrs.get("gain", -d / c if c else 0.0))  # preposterior's (a file older than it: the same ratio)
     if plan.attrs.get("pays_by", "analysis") == "held-out":
@@ -385,16 +388,20 @@ def held_out_pays(held: Mapping[str, Any], probe: Probe | None) -> str:
     return _held_numbers(held, "refit", rows)
 
 
-def plan_held_line(held: Mapping[str, Any], pays: bool) -> str:
+def plan_held_line(held: Mapping[str, Any], pays: bool, short: bool = False) -> str:
     """A note under a verdict that the plan does not pay, from the family's held-out truths (``held``:
     :attr:`hybridpriv.core.family.Family.plan_held_out`), where the plan was carried out on every truth: where the
     weighted plan (``"plan"``) did better than choosing now in the mean and at the 90th percentile on every seed,
     it says the analysis undervalued the probe; where the refit (``"refit"``) was measured and did not do better
-    on every seed, it says on which seeds it did worse, so choosing now stands on evidence; ``""`` otherwise."""
+    on every seed, it says on which seeds it did worse, so choosing now stands on evidence; ``""`` otherwise.
+    ``short``: one line without the numbers (a figure's note)."""
     rows = _seeds(held)
     if pays or not rows:
         return ""
     if all(_lower(row, "plan") for _, row in rows):
+        if short:
+            return (f"note (plan): carried out on every held-out truth ({_which([seed for seed, _ in rows])}), the plan "
+                    "did better than choosing now; the analysis trusts the model.  hybridpriv release --plan spends it")
         line = (f"  note (plan): on this kind's held-out truths the analysis above undervalued the probe: carried out "
                 f"on every truth, the plan did better than choosing now: {_held_numbers(held, 'plan', rows)}")
         if all("refit" in row for _, row in rows):
@@ -408,6 +415,11 @@ def plan_held_line(held: Mapping[str, Any], pays: bool) -> str:
         return ""
     better = [seed for seed, row in measured if _lower(row, "refit")]
     said = f"better on {_which(better)} but not on " if better else "not better on "
+    if short:
+        did = (f"did better than choosing now on {_which(better)} but not on " if better else
+               "did not do better than choosing now on ")
+        return (f"note (plan): carried out on held-out truths (the model fitted again on the release), the plan "
+                f"{did}{_which(worse)}; choosing now stands")
     return (f"  note (plan): on this kind's held-out truths the plan carried out (the model fitted again on the "
             f"release) was {said}{_which(worse)}: "
             f"{_held_numbers(held, 'refit', measured)}; choosing now stands")

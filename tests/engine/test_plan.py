@@ -171,6 +171,9 @@ def test_the_held_out_note_speaks_only_where_carrying_the_plan_out_did_better():
     assert plan_held_line(worse_at_p90, pays=False) == ""  # better in the mean alone, and on one seed, is not enough
     one = {"truths": 33, "seeds": {4: {"now": (21.1, 67.8), "plan": (15.0, 43.5)}}}
     assert "(seed 4), 33 truths" in plan_held_line(one, False) and "choosing again" not in plan_held_line(one, False)
+    assert plan_held_line(held, False, short=True) == (
+        "note (plan): carried out on every held-out truth (seeds 3 and 4), the plan did better than choosing now; the "
+        "analysis trusts the model.  hybridpriv release --plan spends it")
 
 
 def test_the_held_out_note_says_where_the_refit_did_worse_and_that_choosing_now_stands():
@@ -188,6 +191,13 @@ def test_the_held_out_note_says_where_the_refit_did_worse_and_that_choosing_now_
     assert plan_held_line(held, pays=True) == ""
     worse = {"truths": 33, "seeds": {3: held["seeds"][3]}}
     assert "was not better on seed 3: " in plan_held_line(worse, False)
+    # a figure's note: the same verdict without the numbers
+    assert plan_held_line(held, False, short=True) == (
+        "note (plan): carried out on held-out truths (the model fitted again on the release), the plan did better "
+        "than choosing now on seed 4 but not on seeds 3 and 5; choosing now stands")
+    assert plan_held_line(worse, False, short=True).endswith("did not do better than choosing now on seed 3; "
+                                                             "choosing now stands")
+    assert plan_held_line(held, True, short=True) == ""
     everywhere = {"truths": 33, "seeds": {4: {"now": (21.1, 67.8), "refit": (9.2, 29.9)}}}
     assert plan_held_line(everywhere, False) == ""  # the refit better everywhere: held_out_pays speaks instead
 
@@ -226,3 +236,24 @@ def test_held_out_evidence_recommends_a_refitting_plan_only_where_the_refit_did_
     tail = plan_lines(plan)[1]
     assert "the analysis finds no gain, but it trusts the model" in tail
     assert said in tail and "select again given its release" in tail
+
+
+def test_the_plans_error_is_printed_to_its_first_significant_digit():
+    """A Monte Carlo error below half a percent printed as "± 0%" read as no error at all: the difference and its
+    error take the places the error needs (at most two), and an error below 0.005% says so."""
+    from hybridpriv.engine.plan import plan_lines
+
+    plan = preposterior(_evaluation(np.ones((16, 2))), _evaluation(np.ones((16, 2)) * LATER),
+                        np.zeros((1, 16, 1)), _probe(0.01), seed=0, criterion="regret")
+
+    def head(d, se):
+        p = plan.copy()
+        p["regret_difference"], p["regret_difference_mcse"] = d, se
+        p["now_regret"] = 0.2
+        return plan_lines(p)[0]
+
+    assert "(difference +3% ± 2%)" in head(0.031, 0.02)
+    assert "(difference -1.2% ± 0.3%)" in head(-0.0123, 0.003)  # 0.3% was "± 0%"
+    assert "(difference +0.42% ± 0.04%)" in head(0.0042, 0.0004)
+    assert "(difference +0.00% ± <0.01%)" in head(0.00001, 0.00001)
+    assert "(difference +3% ± 0%)" in head(0.03, 0.0)  # a constant difference: no error, whole percent

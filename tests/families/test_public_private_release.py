@@ -19,12 +19,33 @@ EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
 def pima(tmp_path_factory):
     from hybridpriv.cli import main
 
+    import hybridpriv.report as report
+
     d = tmp_path_factory.mktemp("pima")
     for f in EXAMPLES.glob("pima*"):
         shutil.copy(f, d / f.name)
-    assert main(["select", str(d / "pima.toml"), "--draws", "20", "--trials", "2", "--out", str(d / "sel"),
-                 "--quiet"]) == 0
+    save, texts = report.save_figure, []
+
+    def keep_texts(fig, path, **kw):  # the figure's notes, as written under the plot
+        texts.extend(" ".join(t.get_text().split()) for t in fig.texts)  # wrapped lines joined
+        return save(fig, path, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(report, "save_figure", keep_texts)
+        assert main(["select", str(d / "pima.toml"), "--draws", "20", "--trials", "2", "--out", str(d / "sel"),
+                     "--quiet"]) == 0
+    (d / "figure-notes.json").write_text(json.dumps(texts))
     return d
+
+
+def test_the_figure_says_what_the_held_out_truths_said_of_the_plan(pima):
+    """The figure repeats the printed verdict on the two-stage plan and, shorter, the held-out note under it."""
+    texts = json.loads((pima / "figure-notes.json").read_text())
+    assert any(t.startswith("two-stage plan:") for t in texts), texts
+    held = [t for t in texts if t.startswith("note (plan):")]
+    assert len(held) == 1, texts
+    assert "the plan did better than choosing now on seed 4 but not on seeds 3 and 5" in held[0]
+    assert held[0].endswith("choosing now stands")
 
 
 def test_the_loader_standardises_as_the_model_does(pima):
