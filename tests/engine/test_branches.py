@@ -151,7 +151,7 @@ def test_bad_input_is_refused_by_name():
 
 
 def test_the_calibration_counts_a_branch_warning():
-    from hybridpriv.calibration import _warned
+    from hybridpriv.calibration.truth import _warned
 
     check = branch_check(_evaluation(RISK), [_branch(HOLDS)], DRAW_INDEX, "a")
     decision = xr.Dataset(attrs={"recommended": "a"})  # no spends_nothing: a decision made before it existed
@@ -188,7 +188,7 @@ def test_an_alternative_that_changes_nothing_takes_one_line():
 def test_calibration_records_the_flagged_predictive_checks_by_name():
     """_checks_flagged: the statistics select's check warning names, comma-separated, as the selection recorded them
     (the run's attrs); "" without checks or flags."""
-    from hybridpriv.calibration import _checks_flagged
+    from hybridpriv.calibration.truth import _checks_flagged
 
     assert _checks_flagged(SimpleNamespace(attrs={"predictive_checks_flagged": "panel.q90, panel.share_at_upper"})) \
         == "panel.q90, panel.share_at_upper"

@@ -113,7 +113,7 @@ def test_bad_premises_are_refused_naming_the_field():
 
 
 def test_the_calibration_counts_a_premise_warning_by_name():
-    from hybridpriv.calibration import _warned
+    from hybridpriv.calibration.truth import _warned
 
     sel = SimpleNamespace(sensitivity=None, branches=None, decision=_decision(),
                           problem=SimpleNamespace(premises=[PILOT]))

@@ -62,7 +62,7 @@ def test_a_scopes_coverage_counts_the_eligible_candidates_alone():
     local-only candidates lifted its held-out seed 3 from 62.9 to 72.7%)."""
     import xarray as xr
 
-    from hybridpriv.calibration import _scope
+    from hybridpriv.calibration.run import _scope
 
     ds = xr.Dataset({"family": ("truth", ["kmeans", "kmeans", "grouped"]),
                      "regret": ("truth", [0.0, 0.5, 0.1]), "covered_recommended": ("truth", [1.0, 0.0, 1.0]),

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hybridpriv.calibration import _has_pythia
+from hybridpriv.calibration.truth import _has_pythia
 from hybridpriv.families.hybrid_trust.heldout import hybrid_trust_truth, pythia_hybrid_trust
 from hybridpriv.spec import parse_spec
 
