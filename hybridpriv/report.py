@@ -20,7 +20,7 @@ import xarray as xr
 
 from . import __version__
 
-__all__ = ["result_tree", "git_hash", "plot_decision", "provenance", "save_figure", "write_netcdf", "write_result"]
+__all__ = ["result_tree", "git_hash", "machine", "plot_decision", "provenance", "save_figure", "write_netcdf", "write_result"]
 
 
 def git_hash() -> str:
@@ -37,6 +37,47 @@ def git_hash() -> str:
         return out.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+#: The widest SIMD extension named in a machine description (the first found, widest first).
+SIMD_LEVELS = ("avx512f", "avx2", "avx", "sse4_2", "neon", "asimd")
+
+
+def machine(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The machine a result was computed on, in one line: architecture, processor model, its widest SIMD extension
+    and the number of cores (e.g. ``"x86_64, Intel(R) Xeon(R) Processor, avx512f, 2 cores"``).  Models fitted by NUTS
+    (PyTensor's C code, compiled for the host processor, and the BLAS kernels it picks) draw different numbers on
+    different machines from the same seed; a result says where it was made so that two results can be compared
+    knowing that.  ``"unknown"`` for what cannot be read (``cpuinfo``: Linux's processor description)."""
+    import os
+
+    model = platform.processor() or "unknown"
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "Hardware") and value.strip():
+            model = value.strip()
+            break
+    flags = set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags = set(value.split())
+            break
+    simd = next((f for f in SIMD_LEVELS if f in flags), "unknown")
+    return f"{platform.machine() or 'unknown'}, {model}, {simd}, {os.cpu_count() or 0} cores"
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def provenance(
@@ -57,6 +98,9 @@ def provenance(
         "python": platform.python_version(),
         "numpy": np.__version__,
         "xarray": xr.__version__,
+        "pymc": _version("pymc"),
+        "pytensor": _version("pytensor"),
+        "machine": machine(),
         "dask": str(dask),
     }
     if started is not None:

@@ -145,3 +145,23 @@ def test_a_release_refuses_a_rebuilt_candidate_that_differs_naming_the_parameter
     assert code == 2 and not (tmp_path / "rel" / "release.json").exists()
     assert f"candidate {chosen!r} rebuilt from the SPEC and selection differs from the one evaluated" in err, err
     assert f"{key}: 'something else' there" in err, err
+
+
+def test_provenance_says_on_which_machine_and_with_which_samplers_a_result_was_made(tmp_path):
+    """NUTS draws differ between machines from the same seed (docs/calibration.md): a result records the machine
+    and the PyMC and PyTensor versions beside NumPy's."""
+    from importlib.metadata import version
+
+    from hybridpriv.report import machine, provenance
+
+    xeon = tmp_path / "cpuinfo"
+    xeon.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse4_2 avx avx2 fma\n\n"
+                    "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t\t: fpu sse4_2 avx avx2 fma\n")
+    said = machine(xeon).split(", ")
+    assert said[1:3] == ["Intel(R) Xeon(R) Processor", "avx2"] and said[3].endswith(" cores")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd evtstrm\n")
+    assert machine(arm).split(", ")[2] == "asimd"
+    assert machine(tmp_path / "absent").split(", ")[2] == "unknown"  # no description: said, not guessed
+    p = provenance({"kind": "grouped"}, 0)
+    assert p["pymc"] == version("pymc") and p["pytensor"] == version("pytensor") and p["machine"] == machine()
