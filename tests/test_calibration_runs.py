@@ -168,6 +168,33 @@ def test_regret_rules_pool_runs_against_a_hand_count_and_refuse_bad_input():
         regret_rules([a.assign(regret=("truth", [nan] * 3))])
 
 
+def test_regret_rules_count_a_real_dataset_once_and_add_the_selector_against_a_hand_count():
+    """Two seeds of one family, each a synthetic truth and the same real dataset: ``real_once`` averages the real
+    dataset's regrets over the seeds (three truths, not four); the budget-spending selector's row is over the truths
+    where it chose."""
+    nan = np.nan
+    a = _one_family([[1.0, 2.0, 4.0], [2.0, 1.0, 4.0]], [[1, 1, 1], [1, 1, 1]], [0.0, 1.0])
+    b = _one_family([[3.0, 1.0, 1.5], [2.0, 1.0, 4.0]], [[1, 1, 1], [1, 1, 1]], [0.5, 0.0])
+    for ds, sel in ((a, [0.5, 3.0]), (b, [nan, 1.0])):
+        ds["source"] = ("truth", ["synthetic", "real"])
+        ds["generator"] = ("truth", ["zipf", "mroz"])
+        ds["pythia_regret"] = ("truth", sel)
+    pooled, once = regret_rules([a, b]), regret_rules([a, b], real_once=True)
+    # by hand, percent: a0, a1 (mroz), b0, b1 (mroz); real_once: a0, mroz (mean of a1 and b1), b0
+    hand = {"recommendation": ([0, 100, 50, 0], [0, 50, 50]), "k:1": ([0, 100, 200, 100], [0, 100, 200]),
+            "k:2": ([100, 0, 0, 0], [100, 0, 0]), "k:3": ([300, 300, 50, 300], [300, 300, 50]),
+            "budget-spending selector": ([50, 300, 100], [50, 200])}  # b0 refused: (300 + 100) / 2 for mroz
+    assert list(once.index) == ["recommendation", "k:2", "k:1", "k:3", "budget-spending selector"]
+    for rule, (p4, p3) in hand.items():
+        for got, v in ((pooled, p4), (once, p3)):
+            v = np.array(v, dtype=float)
+            row = got.loc[rule]
+            assert (row["mean"], row["p90"], row["truths"]) == pytest.approx((v.mean(), np.quantile(v, 0.9), v.size))
+    assert "budget-spending selector" not in regret_rules([a.drop_vars("pythia_regret"), b]).index
+    with pytest.raises(ValueError, match=r"runs\[0\] lacks the variables \['generator'\]"):
+        regret_rules([a.drop_vars("generator"), b], real_once=True)
+
+
 def test_stored_user_item_seed10_and_grouped_seed2_give_the_numbers_the_docs_quote():
     """The twenty-fourth session's runs, as calibration.md and its history quote them."""
     ui = stored("user-item-seed10")
@@ -294,7 +321,8 @@ def test_stored_histogram_seeds_3_to_6_with_the_budget_spending_selector(seed, c
 
 def test_histogram_seeds_3_to_6_pooled_against_the_fixed_rules_and_the_selector():
     """Pooled (132 truths): the recommendation below always `adaptive` in the mean, not at p90; the budget-spending
-    selector below it at p90, not in the mean; the plan paid on 2 truths (seed 6) and helped on both.  Family.p_best_held
+    selector below it at p90, not in the mean; each real dataset counted once (123 truths), the recommendation below
+    both, mean and p90; the plan paid on 2 truths (seed 6) and helped on both.  Family.p_best_held
     is these runs' synthetic pairs pooled."""
     from hybridpriv.families import family
 
@@ -310,6 +338,15 @@ def test_histogram_seeds_3_to_6_pooled_against_the_fixed_rules_and_the_selector(
     assert (six.plan_regret.values[paid] < six.regret.values[paid]).all()
     final = np.concatenate([ds.final_regret.values for ds in runs]) * 100
     assert (final.mean(), np.quantile(final, 0.9)) == pytest.approx((26.4, 87.2), abs=0.05)
+    assert tuple(rules.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx((38.1, 65.4), abs=0.05)
+    # each real dataset once (the same data in every seed): below every fixed rule and the selector, mean and p90
+    once = regret_rules(runs, real_once=True)
+    assert once.loc["recommendation", "truths"] == 123
+    assert tuple(once.loc["recommendation", ["mean", "p90"]]) == pytest.approx((21.5, 42.9), abs=0.05)
+    assert tuple(once.loc["estimator:adaptive", ["mean", "p90"]]) == pytest.approx((27.1, 48.2), abs=0.05)
+    assert tuple(once.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx((28.3, 49.9), abs=0.05)
+    for rule in once.index[1:]:
+        assert (once.loc[rule, ["mean", "p90"]] > once.loc["recommendation", ["mean", "p90"]]).all(), rule
     fam = family("histogram")
     assert tuple(fam.p_best_seeds) == (3, 4, 5, 6)
     bins = p_best_bins(runs)

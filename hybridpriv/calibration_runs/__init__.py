@@ -173,24 +173,32 @@ def p_best_bins(runs: list[xr.Dataset], source: str = "synthetic") -> dict[str, 
     return {b: (float(m), float(o), int(n)) for b, m, o, n in zip(BIN_LABELS, predicted, observed, count) if n > 0}
 
 
-def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
+def regret_rules(runs: list[xr.Dataset], real_once: bool = False) -> pd.DataFrame:
     """The recommendation's regret against every fixed rule's, pooled over ``runs`` (one family's runs).
 
     A fixed rule always chooses the same candidate; its regret on a truth is
     :func:`hybridpriv.calibration.regret_to_best`, the recommendation's ``regret`` definition.  Only candidates
-    eligible on every pooled truth are rules (a rule must be allowed to act).
+    eligible on every pooled truth are rules (a rule must be allowed to act).  Where every run recorded the
+    budget-spending selector (``pythia_regret``), a last row ``"budget-spending selector"`` gives its regret on
+    the same truths (against the same best candidate).
     Truths where ``select`` refused (regret NaN) are left out of every rule alike; ``attrs["left_out"]`` counts
-    them.  Returns one row per rule, ``"recommendation"`` first, then the candidates by mean: ``median``,
-    ``mean``, ``p90`` (percent), ``above_25pct`` (truths whose regret exceeds 25%) and ``truths``.
+    them.  ``real_once``: each real dataset counted once, its regrets averaged over the runs, where the runs are
+    seeds of one study: a real truth is the same data in every seed (only ``select``'s draws differ), so pooling
+    seeds counts it once per seed, and two real datasets in a seed of 33 truths then fill most of the top
+    decile (the runs need ``source`` and ``generator``, the dataset's name).  Returns one row per rule,
+    ``"recommendation"`` first, then the candidates by mean: ``median``, ``mean``, ``p90`` (percent),
+    ``above_25pct`` (truths whose regret exceeds 25%) and ``truths``.
     """
     if isinstance(runs, xr.Dataset):
         raise ValueError("runs must be a list of calibration runs, got one Dataset: pass [ds]")
     if not runs:
         raise ValueError("runs must hold at least one calibration run, got none")
     names, families = None, set()
-    rec, realised, eligible, left_out = [], [], [], 0
+    rec, realised, eligible, selector, keys, left_out = [], [], [], [], [], 0
+    with_selector = all("pythia_regret" in ds for ds in runs)
     for k, ds in enumerate(runs):
-        missing = [v for v in ("regret", "realised", "eligible") if v not in ds]
+        missing = [v for v in ("regret", "realised", "eligible", *(("source", "generator") if real_once else ()))
+                   if v not in ds]
         if missing:
             raise ValueError(f"runs[{k}] lacks the variables {missing}: not a calibration run's records")
         if "family" in ds:
@@ -209,6 +217,12 @@ def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
         rec.append(sub["regret"].values * 100)
         realised.append(sub["realised"].transpose("truth", "candidate").values)
         eligible.append(sub["eligible"].transpose("truth", "candidate").values == 1)
+        if with_selector:
+            selector.append(sub["pythia_regret"].values * 100)
+        # a real dataset is one truth however many runs hold it; a synthetic truth is its run's own
+        keys += ([f"real:{g}" if src == "real" else f"{k}:{t}" for t, src, g in
+                  zip(sub["truth"].values, sub["source"].values, sub["generator"].values)] if real_once
+                 else [f"{k}:{t}" for t in sub["truth"].values])
     r, risk, ok = np.concatenate(rec), np.concatenate(realised), np.concatenate(eligible)
     if r.size == 0:
         raise ValueError("runs hold no truth where select chose (every regret is NaN)")
@@ -218,9 +232,16 @@ def regret_rules(runs: list[xr.Dataset]) -> pd.DataFrame:
     rows = {"recommendation": r}
     for j in sorted(np.flatnonzero(ok.all(axis=0)), key=lambda j: float(regret[:, j].mean())):
         rows[names[j]] = regret[:, j]
+    if with_selector:
+        rows["budget-spending selector"] = np.concatenate(selector)
+    if real_once:  # average each key's truths (a real dataset's runs); the order of first appearance
+        index = pd.Index(keys)
+        rows = {rule: pd.Series(v).groupby(index.values, sort=False).mean().values for rule, v in rows.items()}
+    # the selector's row over the truths where it chose (its ``truths`` says how many); every other row has them all
+    rows = {rule: v[~np.isnan(v)] for rule, v in rows.items()}
     table = pd.DataFrame({rule: {"median": float(np.median(v)), "mean": float(v.mean()),
                                  "p90": float(np.quantile(v, 0.9)), "above_25pct": int((v > 25).sum()),
-                                 "truths": int(v.size)} for rule, v in rows.items()}).T
+                                 "truths": int(v.size)} for rule, v in rows.items() if v.size}).T
     table = table.astype({"above_25pct": int, "truths": int})
     table.attrs["left_out"] = left_out
     return table
