@@ -732,7 +732,7 @@ def test_stored_public_private_seed4_with_the_selector_and_the_plan():
 def test_stored_public_private_seed3_with_the_refitting_plan_carried_out():
     """Seed 3 again on 5f95424 (thirty-fifth session): select then recommended the refitting plan on seed 4's
     evidence and it was carried out on every truth; it did worse than choosing now in the mean and at p90, as
-    Family.plan_held_out records (with seed 5, whose records were lost), so select no longer recommends it.  The
+    Family.plan_held_out records (with seed 5, below), so select no longer recommends it.  The
     choice now is seed 3's first run's (59c5e4f) again: the same ranges and regrets."""
     from hybridpriv.engine.plan import held_out_pays
     from hybridpriv.families import family
@@ -756,3 +756,24 @@ def test_stored_public_private_seed3_with_the_refitting_plan_carried_out():
     refitting = SimpleNamespace(refit=lambda raw, observed: raw)  # all held_out_pays reads of a probe
     assert held_out_pays(fam.plan_held_out, refitting) == ""  # worse on seeds 3 and 5: no recommendation
     assert held_out_pays({"truths": 33, "seeds": {4: fam.plan_held_out["seeds"][4]}}, refitting)  # seed 4 alone: yes
+
+
+def test_stored_public_private_seed5_repeats_what_the_thirty_fourth_session_printed():
+    """Held-out seed 5, run on a8fe8bd (its records lost with /tmp) and again on 086dd42 (thirty-sixth session,
+    stored): every number printed then is repeated (ranges 246 of 261, real 18 of 21; choosing now 9.7 / 26.8%, the
+    refit 12.3 / 41.7%; 5 truths above 25%, 3 with no warning), as Family.plan_held_out and range_coverage say."""
+    from hybridpriv.families import family
+
+    ds = stored("public-private-seed5")
+    assert ds.attrs["seed"] == 5 and ds.attrs["commit"] == "086dd42" and ds.sizes["truth"] == 33
+    covered = ds.covered.values[ds.eligible.values == 1]
+    assert (covered.size, covered.sum()) == (261, 246)
+    fam = family("public-private")
+    assert fam.range_coverage[5] == pytest.approx(246 / 261, abs=5e-4)
+    assert _regret(ds) == pytest.approx((0.0, 9.7, 26.8), abs=0.05)
+    np.testing.assert_array_equal(ds.plan_regret.values, ds.pythia_regret.values)  # the plan is the selector
+    for key, values in (("now", ds.regret.values), ("refit", ds.pythia_regret.values)):
+        x = values * 100
+        assert np.isfinite(x).all()
+        assert fam.plan_held_out["seeds"][5][key] == pytest.approx((x.mean(), np.quantile(x, 0.9)), abs=0.05), key
+    assert _above_and_silent(ds) == (5, 3)
