@@ -777,3 +777,29 @@ def test_stored_public_private_seed5_repeats_what_the_thirty_fourth_session_prin
         assert np.isfinite(x).all()
         assert fam.plan_held_out["seeds"][5][key] == pytest.approx((x.mean(), np.quantile(x, 0.9)), abs=0.05), key
     assert _above_and_silent(ds) == (5, 3)
+
+
+@pytest.mark.parametrize("kind, ranges, regret, rule, selector, above", [
+    ("grouped", (136, 117), (0.0, 238.2, 195.0), ("estimator:pdp-opt-expected", 238.2, 195.0), (748.2, 543.4), (8, 0)),
+    ("user-item", (660, 558), (3.9, 9.4, 22.4), ("k:10", 205.5, 480.9), (17.0, 24.1), (3, 0)),
+    ("hybrid-trust", (272, 262), (3.4, 69.1, 213.8), ("estimator:hybrid-hkvh", 54.2, 91.7), (69.8, 205.8), (10, 0)),
+    ("public-private", (261, 244), (0.0, 18.2, 63.4), ("candidate:public-only", 146.8, 411.3), (18.1, 38.7), (7, 1)),
+    ("kmeans", (442, 417), (0.0, 1.1, 3.1), ("algorithm:public-start", 8.7, 22.4), None, (0, 0)),
+    ("histogram", (231, 206), (1.2, 18.5, 39.1), ("estimator:adaptive", 25.4, 62.6), (33.5, 29.9), (6, 0)),
+])
+def test_stored_seed12_of_every_kind_gives_the_table_the_docs_quote(kind, ranges, regret, rule, selector, above):
+    """Seed 12, every kind held out on 3113b9a (thirty-sixth session): calibration.md's "Latest" table, recounted
+    from the stored truths and pairs (ranges over the eligible pairs; the rules and the selector by regret_rules)."""
+    ds = stored(f"{kind}-seed12")
+    assert ds.attrs["seed"] == 12 and ds.attrs["commit"] == "3113b9a"
+    covered = ds.covered.values[ds.eligible.values == 1]
+    assert (covered.size, int(covered.sum())) == ranges
+    assert _regret(ds) == pytest.approx(regret, abs=0.05)
+    table = regret_rules([ds])
+    assert table.index[1] == rule[0]  # the best fixed rule by mean
+    assert tuple(table.loc[rule[0], ["mean", "p90"]]) == pytest.approx(rule[1:], abs=0.05)
+    if selector is None:
+        assert "budget-spending selector" not in table.index
+    else:
+        assert tuple(table.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx(selector, abs=0.05)
+    assert _above_and_silent(ds) == above

@@ -462,7 +462,7 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     assert list(attrs["range_coverage_seeds"]) == sorted(held)
     assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
     real = fam.range_coverage_real  # and on the real datasets alone
-    assert list(attrs["range_coverage_real_seeds"]) == sorted(real) == [9, 10]
+    assert list(attrs["range_coverage_real_seeds"]) == sorted(real) == [9, 10, 12]
     assert list(attrs["range_coverage_real"]) == [real[k] for k in sorted(real)]
     sel.problem.kind = "public-private"  # P(best) never pooled: no table, an empty note; its ranges' coverage kept
     attrs = Selection._held_out_attrs(sel)
