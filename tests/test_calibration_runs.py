@@ -707,18 +707,25 @@ def test_hybrid_trust_seeds_9_and_10_held_out_and_seeds_7_to_10_pooled():
     assert bins["0.3-0.5"][2] == 45
 
 
+def _public_private_run(name: str, seed: int, commit: str, covered: int):
+    """A stored public-private run of 33 truths, its seed and commit, and its eligible ranges (of 261) covering
+    ``covered`` as Family.range_coverage says; returns the run and the family."""
+    from hybridpriv.families import family
+
+    ds = stored(name)
+    assert ds.attrs["seed"] == seed and ds.attrs["commit"] == commit and ds.sizes["truth"] == 33
+    hits = ds.covered.values[ds.eligible.values == 1]
+    assert (hits.size, hits.sum()) == (261, covered)
+    fam = family("public-private")
+    assert fam.range_coverage[seed] == pytest.approx(covered / 261, abs=5e-4)
+    return ds, fam
+
+
 def test_stored_public_private_seed4_with_the_selector_and_the_plan():
     """Public-private's held-out seed 4 (thirty-second session, e3173e6): ranges (Family.range_coverage), the
     recommendation against its budget-spending selector and its plan carried out on every truth, as
     Family.plan_held_out (select's plan note) and calibration.md quote them."""
-    from hybridpriv.families import family
-
-    ds = stored("public-private-seed4")
-    assert ds.attrs["seed"] == 4 and ds.attrs["commit"] == "e3173e6" and ds.sizes["truth"] == 33
-    covered = ds.covered.values[ds.eligible.values == 1]
-    assert (covered.size, covered.sum()) == (261, 228)
-    fam = family("public-private")
-    assert fam.range_coverage[4] == pytest.approx(228 / 261, abs=5e-4)
+    ds, fam = _public_private_run("public-private-seed4", 4, "e3173e6", 228)
     assert _regret(ds) == pytest.approx((6.3, 21.1, 67.8), abs=0.05)
     held = fam.plan_held_out
     assert held["truths"] == 33 and sorted(held["seeds"]) == [3, 4, 5]
@@ -762,14 +769,7 @@ def test_stored_public_private_seed5_repeats_what_the_thirty_fourth_session_prin
     """Held-out seed 5, run on a8fe8bd (its records lost with /tmp) and again on 086dd42 (thirty-sixth session,
     stored): every number printed then is repeated (ranges 246 of 261, real 18 of 21; choosing now 9.7 / 26.8%, the
     refit 12.3 / 41.7%; 5 truths above 25%, 3 with no warning), as Family.plan_held_out and range_coverage say."""
-    from hybridpriv.families import family
-
-    ds = stored("public-private-seed5")
-    assert ds.attrs["seed"] == 5 and ds.attrs["commit"] == "086dd42" and ds.sizes["truth"] == 33
-    covered = ds.covered.values[ds.eligible.values == 1]
-    assert (covered.size, covered.sum()) == (261, 246)
-    fam = family("public-private")
-    assert fam.range_coverage[5] == pytest.approx(246 / 261, abs=5e-4)
+    ds, fam = _public_private_run("public-private-seed5", 5, "086dd42", 246)
     assert _regret(ds) == pytest.approx((0.0, 9.7, 26.8), abs=0.05)
     np.testing.assert_array_equal(ds.plan_regret.values, ds.pythia_regret.values)  # the plan is the selector
     for key, values in (("now", ds.regret.values), ("refit", ds.pythia_regret.values)):
