@@ -6,6 +6,7 @@ library never switches matplotlib's backend.
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import subprocess
@@ -43,30 +44,27 @@ def git_hash() -> str:
 SIMD_LEVELS = ("avx512f", "avx2", "avx", "sse4_2", "neon", "asimd")
 
 
+@functools.cache
 def machine(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     """The machine a result was computed on, in one line: architecture, processor model, its widest SIMD extension
     and the number of cores (e.g. ``"x86_64, Intel(R) Xeon(R) Processor, avx512f, 2 cores"``).  Models fitted by NUTS
     (PyTensor's C code, compiled for the host processor, and the BLAS kernels it picks) draw different numbers on
     different machines from the same seed; a result says where it was made so that two results can be compared
-    knowing that.  ``"unknown"`` for what cannot be read (``cpuinfo``: Linux's processor description)."""
+    knowing that.  ``"unknown"`` for what cannot be read (``cpuinfo``: Linux's processor description, read once
+    per process and path)."""
     import os
 
-    model = platform.processor() or "unknown"
     try:
         text = Path(cpuinfo).read_text(errors="replace")
     except OSError:
         text = ""
+    fields: dict[str, str] = {}  # the first processor's description: each key's first value
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in ("model name", "Model", "Hardware") and value.strip():
-            model = value.strip()
-            break
-    flags = set()
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            flags = set(value.split())
-            break
+        fields.setdefault(key.strip(), value.strip())
+    model = next((fields[k] for k in ("model name", "Model", "Hardware") if fields.get(k)),
+                 platform.processor() or "unknown")
+    flags = set(fields.get("flags", fields.get("Features", "")).split())
     simd = next((f for f in SIMD_LEVELS if f in flags), "unknown")
     return f"{platform.machine() or 'unknown'}, {model}, {simd}, {os.cpu_count() or 0} cores"
 

@@ -161,20 +161,21 @@ class Selection:
         """The two-stage plan's verdict in words (:func:`hybridpriv.engine.plan.plan_lines`); ``[]`` without."""
         if self.plan is None:
             return []
-        from .engine.plan import plan_held_line, plan_lines
-        from .families import family
+        from .engine.plan import plan_lines
 
-        note = plan_held_line(family(self.problem.kind).plan_held_out, bool(self.plan.attrs["pays"]))
+        note = self.plan_held_note()
         return plan_lines(self.plan) + ([note] if note else [])
 
-    def plan_held_note(self) -> str:
-        """The held-out note under the plan's verdict, short (a figure's): ``""`` without a plan or a note."""
+    def plan_held_note(self, short: bool = False) -> str:
+        """The note under the plan's verdict from the kind's held-out truths
+        (:func:`hybridpriv.engine.plan.plan_held_line`; ``short``: a figure's, without the numbers); ``""`` without a
+        plan or a note."""
         if self.plan is None:
             return ""
         from .engine.plan import plan_held_line
         from .families import family
 
-        return plan_held_line(family(self.problem.kind).plan_held_out, bool(self.plan.attrs["pays"]), short=True)
+        return plan_held_line(family(self.problem.kind).plan_held_out, bool(self.plan.attrs["pays"]), short=short)
 
     def sensitivity_lines(self) -> list[str]:
         """The tipping points in words (:func:`hybridpriv.engine.sensitivity.sensitivity_lines`); ``[]`` without."""
@@ -311,7 +312,8 @@ class Selection:
         if self.plan is not None:
             head, verdict = self.plan_lines()[:2]
             notes.append(f"{head}; {verdict.strip()}")
-            notes += [line for line in (self.plan_held_note(),) if line]
+            if note := self.plan_held_note(short=True):
+                notes.append(note)
         return notes
 
     def figure(self, ax=None):

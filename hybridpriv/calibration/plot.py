@@ -10,6 +10,7 @@ from .scoring import SILENT_REGRET
 
 __all__ = ["plot_calibration"]
 
+
 def plot_calibration(ds: xr.Dataset, axes=None):
     """Three panels: regret by truth (sorted, per family), realised risk / expected loss against the
     reported range, and the reliability diagram of P(best).  Returns the figure."""

@@ -219,10 +219,9 @@ def regret_rules(runs: list[xr.Dataset], real_once: bool = False) -> pd.DataFram
         eligible.append(sub["eligible"].transpose("truth", "candidate").values == 1)
         if with_selector:
             selector.append(sub["pythia_regret"].values * 100)
-        # a real dataset is one truth however many runs hold it; a synthetic truth is its run's own
-        keys += ([f"real:{g}" if src == "real" else f"{k}:{t}" for t, src, g in
-                  zip(sub["truth"].values, sub["source"].values, sub["generator"].values)] if real_once
-                 else [f"{k}:{t}" for t in sub["truth"].values])
+        if real_once:  # a real dataset is one truth however many runs hold it; a synthetic truth is its run's own
+            keys += [f"real:{g}" if src == "real" else f"{k}:{t}" for t, src, g in
+                     zip(sub["truth"].values, sub["source"].values, sub["generator"].values)]
     r, risk, ok = np.concatenate(rec), np.concatenate(realised), np.concatenate(eligible)
     if r.size == 0:
         raise ValueError("runs hold no truth where select chose (every regret is NaN)")
@@ -235,8 +234,7 @@ def regret_rules(runs: list[xr.Dataset], real_once: bool = False) -> pd.DataFram
     if with_selector:
         rows["budget-spending selector"] = np.concatenate(selector)
     if real_once:  # average each key's truths (a real dataset's runs); the order of first appearance
-        index = pd.Index(keys)
-        rows = {rule: pd.Series(v).groupby(index.values, sort=False).mean().values for rule, v in rows.items()}
+        rows = {rule: pd.Series(v).groupby(keys, sort=False).mean().values for rule, v in rows.items()}
     # the selector's row over the truths where it chose (its ``truths`` says how many); every other row has them all
     rows = {rule: v[~np.isnan(v)] for rule, v in rows.items()}
     table = pd.DataFrame({rule: {"median": float(np.median(v)), "mean": float(v.mean()),

@@ -414,12 +414,12 @@ def plan_held_line(held: Mapping[str, Any], pays: bool, short: bool = False) -> 
     if not worse:
         return ""
     better = [seed for seed, row in measured if _lower(row, "refit")]
-    said = f"better on {_which(better)} but not on " if better else "not better on "
     if short:
         did = (f"did better than choosing now on {_which(better)} but not on " if better else
                "did not do better than choosing now on ")
         return (f"note (plan): carried out on held-out truths (the model fitted again on the release), the plan "
                 f"{did}{_which(worse)}; choosing now stands")
+    said = f"better on {_which(better)} but not on " if better else "not better on "
     return (f"  note (plan): on this kind's held-out truths the plan carried out (the model fitted again on the "
             f"release) was {said}{_which(worse)}: "
             f"{_held_numbers(held, 'refit', measured)}; choosing now stands")
