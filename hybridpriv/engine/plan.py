@@ -27,6 +27,7 @@ rule the analysis scored.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -313,6 +314,23 @@ def run_plan(probe: Probe, mechanisms: Mapping[Any, Any], source: Any, now: xr.D
                         gain_floor=gain_floor), later
 
 
+def _with_error(d: float, se: float, percent: bool) -> str:
+    """``+d ± se`` to the error's first significant digit (never "± 0%" for an error below half a percent); in
+    percent (at most two places, an error below 0.005% as "<0.01%") or in the loss's units; an error of 0 (every
+    dataset alike) as 0, the difference then in whole percent or four significant digits."""
+    scale, unit = (100.0, "%") if percent else (1.0, "")
+    x, e = scale * d, scale * se
+    if e == 0:
+        return f"{x:+.0f}% ± 0%" if percent else f"{x:+.4g} ± 0"
+    places = -math.floor(math.log10(e))
+    if round(e, places) >= 10.0 ** (1 - places):  # 0.97 shows as 1: one place fewer
+        places -= 1
+    places = max(places, 0)
+    if percent and places > 2:
+        return f"{x:+.2f}% ± {'<0.01' if e < 0.005 else format(e, '.2f')}%"
+    return f"{x:+.{places}f}{unit} ± {e:.{places}f}{unit}"
+
+
 def plan_lines(plan: xr.Dataset) -> list[str]:
     """The plan's verdict in words."""
     by_regret = plan.attrs["criterion"] == "regret"
@@ -322,14 +340,11 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
         float(plan["difference"]), float(plan["difference_mcse"]))
     se = 0.0 if se <= 1e-9 * max(abs(d), abs(c)) else se  # a constant difference (every dataset alike): no error
     what = "expected relative regret" if by_regret else "expected loss"
-    fmt = (lambda x, places=0: f"{100 * x:.{places}f}%") if by_regret else (lambda x, places=0: f"{x:.4g}")
-    # the difference and its error to the error's first significant digit (at most two places): never "± 0%"
-    places = 0 if se == 0 or 100 * se >= 0.95 else min(2, int(-np.floor(np.log10(100 * se))))
+    fmt = (lambda x: f"{100 * x:.0f}%") if by_regret else (lambda x: f"{x:.4g}")
     share = float(plan.attrs["share"])
     head = (f"two-stage plan: spend {share:.0%} of each unit's budget on {plan.attrs['what']} (Laplace), then choose "
             f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
-            f"{plan.attrs['recommended_now']} now (difference {'+' if d >= 0 else ''}{fmt(d, places)} "
-            f"± {fmt(se, places) if not by_regret or se == 0 or 100 * se >= 0.005 else '<0.01%'})")
+            f"{plan.attrs['recommended_now']} now (difference {_with_error(d, se, by_regret)})")
     ess = float(plan["ess"])
     gain = float(plan.attrs.get("gain", -d / c if c else 0.0))  # preposterior's (a file older than it: the same ratio)
     if plan.attrs.get("pays_by", "analysis") == "held-out":

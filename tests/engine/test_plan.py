@@ -257,3 +257,22 @@ def test_the_plans_error_is_printed_to_its_first_significant_digit():
     assert "(difference +0.42% ± 0.04%)" in head(0.0042, 0.0004)
     assert "(difference +0.00% ± <0.01%)" in head(0.00001, 0.00001)
     assert "(difference +3% ± 0%)" in head(0.03, 0.0)  # a constant difference: no error, whole percent
+    assert "(difference +1% ± 1%)" in head(0.0123, 0.0097)  # 0.97% shows as 1%, not 1.0%
+
+
+def test_a_plan_by_expected_loss_prints_its_error_to_its_first_significant_digit():
+    """By expected loss the same rule in the loss's units: 0.002346 +- 0.000686 read "+0.002346 ± 0.000686"."""
+    from hybridpriv.engine.plan import plan_lines
+
+    plan = preposterior(_evaluation(np.ones((16, 2))), _evaluation(np.ones((16, 2)) * LATER),
+                        np.zeros((1, 16, 1)), _probe(0.01), seed=0)
+
+    def head(d, se):
+        p = plan.copy()
+        p["difference"], p["difference_mcse"] = d, se
+        return plan_lines(p)[0]
+
+    assert "(difference +0.0023 ± 0.0007)" in head(0.002346, 0.000686)
+    assert "(difference -0.018 ± 0.005)" in head(-0.01817, 0.005153)
+    assert "(difference +12 ± 3)" in head(12.4, 3.2)
+    assert "(difference +0.01817 ± 0)" in head(0.01817, 0.0)
