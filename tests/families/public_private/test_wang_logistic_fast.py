@@ -105,7 +105,7 @@ def test_without_a_minimiser_the_earlier_fit_runs_unchanged(kind, p, intercept):
 
 @pytest.mark.parametrize("p, intercept, l2", [(2, False, 0.0), (30, True, 0.0), (30, False, 0.01)])
 def test_rows_started_from_the_previous_row_agree(p, intercept, l2):
-    """``minimize_rows`` (each row from the previous solution) and ``fit_rows``: noisy truncated weights
+    """``minimize_rows`` (every row at once, ``newton_rows``) and ``fit_rows``: noisy truncated weights
     on one set of points, a row that is separable among them (its fit falls back, the next starts
     from 0) and a row with a single positive weight."""
     rng = np.random.default_rng(p)

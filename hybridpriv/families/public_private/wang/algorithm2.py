@@ -189,6 +189,10 @@ def prepare_criterion(
     raise TypeError(f"criterion must be 'paper', 'brier' or a callable, got {criterion!r}")
 
 
+#: The runs' subsets are fitted together in blocks of at most this many numbers of stacked points (16 MB).
+_STACK_NUMBERS = 1 << 21
+
+
 def noisy_order(counts: np.ndarray, n_private: int, epsilon: float, rng: np.random.Generator, trials: int | None = None
                 ) -> np.ndarray:
     """Algorithm 2, step 2: the public points ordered by ``epsilon``-noisy (untruncated) weights,
@@ -236,9 +240,12 @@ def run_algorithm2(
             inv = np.asarray(inv).reshape(-1)
         counts = np.stack([counts_on(order[t], n) for t in first])[inv]
         w = weights_from_counts(counts, n_d, e2 / k, rng, truncate)
-        for u, row in enumerate(uniq):
-            rows = np.flatnonzero(inv == u)
-            thetas[rows, i], fallback[rows, i] = fit_rows(public[row], w[rows], contrast, on_zero_weights)
+        # the runs' fits together, each on its own subset (one vectorised Newton loop per block of at most
+        # _STACK_NUMBERS numbers of stacked points)
+        block = max(1, _STACK_NUMBERS // (n * public.shape[1]))
+        for lo in range(0, trials, block):
+            b = slice(lo, lo + block)
+            thetas[b, i], fallback[b, i] = fit_rows(public[order[b, :n]], w[b], contrast, on_zero_weights)
         cand_w.append(w)
     t = np.asarray(criterion(thetas.reshape(trials * k, d)), dtype=float)
     if t.shape != (trials * k,) or not np.isfinite(t).all():

@@ -82,8 +82,11 @@ class Contrast(Parametrized):
         return np.asarray(res.x, dtype=float)
 
     def minimize_rows(self, points: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """One fit per row of ``weights`` ``(trials, n)`` (each row sums to 1): ``(trials, d)``."""
-        return np.stack([np.atleast_1d(np.asarray(self.minimize(points, w), dtype=float)) for w in weights])
+        """One fit per row of ``weights`` ``(trials, n)`` (each row sums to 1): ``(trials, d)``.  ``points``:
+        ``(n, p)`` shared by every row, or ``(trials, n, p)``, row ``i``'s own points."""
+        own = points.ndim == 3
+        return np.stack([np.atleast_1d(np.asarray(self.minimize(points[i] if own else points, w), dtype=float))
+                         for i, w in enumerate(weights)])
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -112,7 +115,10 @@ class MeanContrast(Contrast):
         return (weights @ points) / weights.sum()
 
     def minimize_rows(self, points, weights):
-        return (weights @ points) / weights.sum(axis=1, keepdims=True)
+        total = weights.sum(axis=1, keepdims=True)
+        if points.ndim == 3:
+            return np.matmul(weights[:, None, :], points)[:, 0, :] / total
+        return (weights @ points) / total
 
 
 class MedianContrast(Contrast):
@@ -197,12 +203,13 @@ class LogisticContrast(Contrast):
         return z
 
     def split(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Design matrix (with the intercept column if asked) and outcome."""
-        lab = self.label % points.shape[1]
-        X = np.delete(points, lab, axis=1)
+        """Design matrix (with the intercept column if asked) and outcome; ``points`` ``(n, p)`` or a stack
+        ``(B, n, p)``."""
+        lab = self.label % points.shape[-1]
+        X = np.delete(points, lab, axis=-1)
         if self.intercept:
-            X = np.hstack([np.ones((X.shape[0], 1)), X])
-        return X, points[:, lab]
+            X = np.concatenate([np.ones(X.shape[:-1] + (1,)), X], axis=-1)
+        return X, points[..., lab]
 
     def design(self, covariates: np.ndarray) -> np.ndarray:
         """Design matrix of covariates without a label column."""
@@ -233,16 +240,12 @@ class LogisticContrast(Contrast):
         return fit_logistic(X, y, weights, self.l2)[0]
 
     def minimize_rows(self, points, weights):
-        """One fit per row, each started from the previous row's solution (rows of one call are noisy
-        weights of the same points, so their minimisers are close, and Newton's method needs fewer
-        steps); after a row that fell back to ``trust-exact``, the next starts from 0."""
+        """All rows' fits at once (:func:`~hybridpriv.families.public_private.wang.newton_rows.fit_logistic_rows`:
+        Newton's method vectorised over the rows, each fit it refuses by :func:`fit_logistic` alone)."""
+        from .newton_rows import fit_logistic_rows
+
         X, y = self.split(points)
-        out = np.empty((len(weights), X.shape[1]))
-        start = None
-        for i, w in enumerate(weights):
-            out[i], newton = fit_logistic(X, y, w, self.l2, start)
-            start = out[i] if newton else None
-        return out
+        return fit_logistic_rows(X, y, weights, self.l2)[0]
 
 
 #: Stop when the gradient's Euclidean norm is below this (as SciPy's ``trust-exact`` ``gtol``).

@@ -59,7 +59,8 @@ def m_estimate(points: object, weights: object, contrast: object) -> np.ndarray:
 
 def fit_rows(points_: np.ndarray, weights: np.ndarray, contrast: Contrast, on_zero_weights: str = "uniform"
              ) -> tuple[np.ndarray, np.ndarray]:
-    """One weighted fit per row of ``weights`` ``(trials, n)`` on validated ``points_`` ``(n, p)``.
+    """One weighted fit per row of ``weights`` ``(trials, n)`` on validated ``points_`` ``(n, p)`` (or each row on
+    its own points: ``(trials, n, p)``).
 
     Rows whose weights do not sum to > 0 (every noisy weight truncated) are fitted with equal
     weights (the public-only fit; post-processing) when ``on_zero_weights="uniform"``, else
