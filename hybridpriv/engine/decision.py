@@ -325,7 +325,7 @@ def chance_line(decision: xr.Dataset, short: bool = False) -> str:
     p = float(decision["p_costly"].sel({dim: best}))
     share = f"{p:.0%}" if (round(p, 2) >= CHANCE_WARNING) == (p >= CHANCE_WARNING) else f"{p:.1%}"  # 24.8%, not 25%
     if short:
-        return (f"chance: {best} is more than {COSTLY:.0%} worse than the best on {share} of the model's datasets"
+        return (f"warning (chance): {best} is more than {COSTLY:.0%} worse than the best on {share} of the model's datasets"
                 if p >= CHANCE_WARNING else "")
     text = (f"on {share} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
             "candidate")
@@ -364,7 +364,7 @@ def free_line(decision: xr.Dataset, short: bool = False) -> str:
     c, p = found
     best, p = decision.attrs["recommended"], round(p, 2)  # the share the table's P(best) column shows
     if short:
-        return f"free: {c} spends no budget and is best on {p:.0%} of the model's datasets"
+        return f"warning (free candidate): {c} spends no budget and is best on {p:.0%} of the model's datasets"
     return (f"warning (free candidate): {c} spends no budget and is best on {p:.0%} of the model's datasets: its error "
             f"is the public data's own, which the public knowledge leaves open; where that error is small it beats "
             f"{best} by far and keeps the whole budget: compare their 5-95% ranges before acting")
@@ -433,7 +433,7 @@ def premise_lines(decision: xr.Dataset, premises: Sequence[Any], short: bool = F
     lines = []
     for premise, other, excess in premise_warnings(decision, premises):
         if short:
-            lines.append(f"premise: {best} rests on {premise.assumes} (say {premise.key} = true if it does)")
+            lines.append(f"warning (premise: {premise.name}): {best} rests on {premise.assumes} (say {premise.key} = true if it does)")
             continue
         how = f" ({premise.fails})" if premise.fails else ""
         if premise.advice:

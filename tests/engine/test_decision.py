@@ -244,7 +244,7 @@ def test_the_chance_line_warns_from_one_miss_in_four():
                        "than the best candidate (e1 best on most of them)")
     assert line(5).startswith("warning (chance): on 25% of the model's datasets") and "e1 best on most of them" in line(5)
     short = [chance_line(decide(_evaluation(r)), short=True) for r in (_r(4), _r(5))]
-    assert short == ["", "chance: e0 is more than 25% worse than the best on 25% of the model's datasets"]
+    assert short == ["", "warning (chance): e0 is more than 25% worse than the best on 25% of the model's datasets"]
     # a share just under the line is not printed as the line itself
     r = np.ones((2, 1, 400, 1))
     r[1] *= 1.5
@@ -338,7 +338,7 @@ def test_a_free_candidate_best_on_a_fifth_of_the_datasets_is_a_warning():
                             "its error is the public data's own, which the public knowledge leaves open; where that error "
                             "is small it beats e0 by far and keeps the whole budget: compare their 5-95% ranges before "
                             "acting")
-    assert free_line(d, short=True) == "free: e1 spends no budget and is best on 20% of the model's datasets"
+    assert free_line(d, short=True) == "warning (free candidate): e1 spends no budget and is best on 20% of the model's datasets"
     assert free_warning(dec(3)) is None and free_line(dec(3)) == ""  # 15%: below the line
     assert free_warning(dec(4, e1_epsilon=0.5)) is None  # spends budget on g1: not free
     # epsilon 0 satisfies every requirement, even under another neighbouring relation: a free candidate is eligible

@@ -38,7 +38,7 @@ def test_a_recommendation_resting_on_an_unstated_premise_names_the_best_candidat
     assert "The best eligible candidate that does not rest on it alone is b, 10% above it in expected loss" in line
     assert line.endswith("If it does hold, say model.pilot_random = true")
     (short,) = premise_lines(_decision(), [PILOT], short=True)
-    assert short == "premise: free rests on the pilot being a random sample (say model.pilot_random = true if it does)"
+    assert short == "warning (premise: pilot-sample): free rests on the pilot being a random sample (say model.pilot_random = true if it does)"
 
 
 def test_no_warning_where_stated_or_where_the_recommendation_does_not_rest_on_it():
