@@ -430,6 +430,8 @@ def test_every_familys_real_coverage_is_its_stored_runs():
     stored_seeds: dict = {}
     for name in stored_names():
         ds = stored(name)
+        if "other_machine_of" in ds.attrs:  # the same truths on another machine: select's notes quote the first run
+            continue
         on_real = (ds.eligible.values == 1) & (ds.source.values == "real")[:, None]
         stored_seeds.setdefault(str(ds.family.values[0]), {})[int(ds.attrs["seed"])] = (
             int(ds.covered.values[on_real].sum()), int(on_real.sum()))
@@ -803,3 +805,22 @@ def test_stored_seed12_of_every_kind_gives_the_table_the_docs_quote(kind, ranges
     else:
         assert tuple(table.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx(selector, abs=0.05)
     assert _above_and_silent(ds) == above
+
+
+def test_stored_public_private_seed12_on_another_machine_gives_the_numbers_the_docs_quote():
+    """Seed 12's public-private truths run again on an AMD machine (thirty-seventh session, 6834785): the same truths
+    as the stored Intel run, other NUTS draws, and the numbers calibration.md quotes for both."""
+    amd, intel = stored("public-private-seed12-amd"), stored("public-private-seed12")
+    assert amd.attrs["other_machine_of"] == "public-private-seed12" and amd.attrs["commit"] == "6834785"
+    assert "AMD" in amd.attrs["machine"] and "Intel" in intel.attrs["machine"]
+    for v in ("truth", "generator", "source"):
+        np.testing.assert_array_equal(amd[v].values, intel[v].values)
+    assert not np.allclose(amd.expected_loss.values, intel.expected_loss.values, equal_nan=True)  # other draws
+    covered = amd.covered.values[amd.eligible.values == 1]
+    assert (covered.size, int(covered.sum())) == (261, 229)  # 87.7% against 244 of 261
+    on_real = (amd.eligible.values == 1) & (amd.source.values == "real")[:, None]
+    assert (int(amd.covered.values[on_real].sum()), int(on_real.sum())) == (17, 21)
+    assert _regret(amd) == pytest.approx((0.0, 20.8, 62.5), abs=0.05)
+    table = regret_rules([amd])
+    assert tuple(table.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx((22.6, 58.9), abs=0.05)
+    assert _above_and_silent(amd) == (10, 3) and _above_and_silent(intel) == (7, 1)
