@@ -127,3 +127,14 @@ def test_bad_weights_are_refused_with_their_value():
         fit_logistic_rows(X, y, np.full(4, 0.25))
     with pytest.raises(ValueError, match=r"X \(4, 2\) and weights \(1, 3\) do not match"):
         fit_logistic_rows(X, y, np.full((1, 3), 1 / 3))
+
+
+def test_a_fit_with_an_overflowing_hessian_is_refused_alone():
+    """A fit whose Hessian overflows (a covariate of 1e200) is left for fit_logistic; the other fits of its block are
+    still the loop's (eigvalsh and solve would fail on the whole stack)."""
+    rng = np.random.default_rng(2)
+    X, y, W = _fits(rng, 6, 30, 3, own=True)
+    X[2, 4, 1], W[2, 4] = 1e200, 0.1  # a weighted point
+    with np.errstate(over="ignore", invalid="ignore"):
+        _, accepted = newton_rows._newton_block(X, y, W, 0.01)
+    assert not accepted[2] and accepted[[0, 4, 5]].all()

@@ -144,6 +144,8 @@ def _newton_block(X: np.ndarray, y: np.ndarray, W: np.ndarray, l2: float) -> tup
         if act.size == 0:
             break
         g_prev[act] = g_norm
+        ok = np.isfinite(h).all(axis=(1, 2)) & np.isfinite(g_norm)  # eigvalsh fails on the whole stack otherwise
+        act, th, g, h = act[ok], th[ok], g[ok], h[ok]
         lam = np.linalg.eigvalsh(h)
         ok = (lam[:, 0] > 0) & (lam[:, 0] > _RATIO_MIN * lam[:, -1])
         act, th, g, h = act[ok], th[ok], g[ok], h[ok]
