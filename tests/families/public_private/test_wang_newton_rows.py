@@ -138,3 +138,20 @@ def test_a_fit_with_an_overflowing_hessian_is_refused_alone():
     with np.errstate(over="ignore", invalid="ignore"):
         _, accepted = newton_rows._newton_block(X, y, W, 0.01)
     assert not accepted[2] and accepted[[0, 4, 5]].all()
+
+
+def test_every_contrast_fits_rows_on_their_own_points():
+    """``minimize_rows`` with a stack ``(B, n, p)`` (Algorithm 2's runs) fits row ``i`` on its own points: the mean
+    contrast by a weighted mean computed here, the median (the base class's loop) by ``minimize`` on those points."""
+    from hybridpriv.families.public_private.wang import MeanContrast, MedianContrast
+
+    rng = np.random.default_rng(4)
+    points, W = rng.normal(size=(5, 9, 2)), rng.random((5, 9))
+    W /= W.sum(axis=1, keepdims=True)
+    want = np.array([(W[i, :, None] * points[i]).sum(axis=0) for i in range(5)])
+    np.testing.assert_allclose(MeanContrast().minimize_rows(points, W), want, rtol=1e-12)
+    med = MedianContrast()
+    got = med.minimize_rows(points, W)
+    for i in range(5):
+        np.testing.assert_array_equal(got[i], med.minimize(points[i], W[i]))
+    assert not np.allclose(got[0], med.minimize(points[1], W[0]))  # the rows' own points, not one set

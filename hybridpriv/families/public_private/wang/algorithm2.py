@@ -234,9 +234,9 @@ def run_algorithm2(
     cand_w = []
     for i, n in enumerate(sizes):  # k candidates, not records
         if trials == 1:
-            uniq, first, inv = order[:, :n], np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
+            first, inv = np.zeros(1, dtype=np.intp), np.zeros(1, dtype=np.intp)
         else:  # runs sharing a subset share its search
-            uniq, first, inv = np.unique(order[:, :n], axis=0, return_index=True, return_inverse=True)
+            _, first, inv = np.unique(order[:, :n], axis=0, return_index=True, return_inverse=True)
             inv = np.asarray(inv).reshape(-1)
         counts = np.stack([counts_on(order[t], n) for t in first])[inv]
         w = weights_from_counts(counts, n_d, e2 / k, rng, truncate)

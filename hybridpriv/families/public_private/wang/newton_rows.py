@@ -74,85 +74,76 @@ def fit_logistic_rows(X: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: flo
     return thetas, newton
 
 
-class _Rows:
-    """The objective, gradient and Hessian of the fits ``idx`` of a block at ``theta`` ``(len(idx), d)``."""
+def _eta(X: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``X theta`` per fit: ``X`` ``(n, d)`` shared or ``(A, n, d)``, ``theta`` ``(A, d)`` -> ``(A, n)``."""
+    return theta @ X.T if X.ndim == 2 else np.matmul(X, theta[:, :, None])[:, :, 0]
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, W: np.ndarray, l2: float) -> None:
-        self.X, self.y, self.W, self.l2 = X, y, W, l2
-        self.shared = X.ndim == 2
 
-    def parts(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self.shared:
-            return self.X, self.y, self.W[idx]
-        return self.X[idx], self.y[idx], self.W[idx]
+def _fun(y: np.ndarray, w: np.ndarray, l2: float, theta: np.ndarray, eta: np.ndarray) -> np.ndarray:
+    return np.sum(w * (np.logaddexp(0.0, eta) - y * eta), axis=1) + 0.5 * l2 * np.sum(theta * theta, axis=1)
 
-    def eta(self, idx: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        X = self.X if self.shared else self.X[idx]
-        return theta @ X.T if self.shared else np.matmul(X, theta[:, :, None])[:, :, 0]
 
-    def fun(self, idx: np.ndarray, theta: np.ndarray, eta: np.ndarray) -> np.ndarray:
-        _, y, w = self.parts(idx)
-        return np.sum(w * (np.logaddexp(0.0, eta) - y * eta), axis=1) + 0.5 * self.l2 * np.sum(theta * theta, axis=1)
-
-    def separates(self, idx: np.ndarray, eta: np.ndarray) -> np.ndarray:
-        """Fits whose ``theta`` (as ``eta``) separates their positively weighted points, without a ridge."""
-        if self.l2:
-            return np.zeros(len(idx), dtype=bool)
-        _, y, w = self.parts(idx)
-        return np.all(((2.0 * y - 1.0) * eta > 0) | (w <= 0), axis=1)
-
-    def jac_hess(self, idx: np.ndarray, theta: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        X, y, w = self.parts(idx)
-        s = special.expit(eta)
-        r, v = w * (s - y), w * s * (1.0 - s)
-        if self.shared:
-            g = r @ X
-            h = np.matmul(X.T[None, :, :] * v[:, None, :], X)
-        else:
-            g = np.matmul(r[:, None, :], X)[:, 0, :]
-            h = np.matmul(np.swapaxes(X, 1, 2) * v[:, None, :], X)
+def _jac_hess(X: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float, theta: np.ndarray, eta: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    s = special.expit(eta)
+    r, v = w * (s - y), w * s * (1.0 - s)
+    if X.ndim == 2:
+        g = r @ X
+        h = np.matmul(X.T[None, :, :] * v[:, None, :], X)
+    else:
+        g = np.matmul(r[:, None, :], X)[:, 0, :]
+        h = np.matmul(np.swapaxes(X, 1, 2) * v[:, None, :], X)
+    if l2:
         d = theta.shape[1]
-        if self.l2:
-            g = g + self.l2 * theta
-            h[:, np.arange(d), np.arange(d)] += self.l2
-        return g, h
+        g = g + l2 * theta
+        h[:, np.arange(d), np.arange(d)] += l2
+    return g, h
 
 
 def _newton_block(X: np.ndarray, y: np.ndarray, W: np.ndarray, l2: float) -> tuple[np.ndarray, np.ndarray]:
     """:func:`~hybridpriv.families.public_private.wang.contrasts._newton` on every fit of a block at once, from 0.
-    ``(thetas, accepted)``: a fit not accepted is left for ``fit_logistic``."""
+    ``(thetas, accepted)``: a fit not accepted is left for ``fit_logistic``.
+
+    The fits still iterating are ``act``; each iteration gathers their arrays once (``Xa, ya, wa``: the shared
+    points are not copied) and narrows them with ``act`` as fits stop or are refused."""
     B, d = W.shape[0], X.shape[-1]
-    rows = _Rows(X, y, W, l2)
+    shared = X.ndim == 2
     theta = np.zeros((B, d))
     accepted = np.zeros(B, dtype=bool)
     act = np.arange(B)
-    eta = rows.eta(act, theta)
-    f = rows.fun(act, theta, eta)
+    eta = _eta(X, theta)
+    f = _fun(y, W, l2, theta, eta)
     g_prev = np.full(B, math.inf)
     for _ in range(_NEWTON_MAXITER):
         if act.size == 0:
             break
-        th = theta[act]
-        keep = ~rows.separates(act, eta)
-        act, th, eta = act[keep], th[keep], eta[keep]
-        g, h = rows.jac_hess(act, th, eta)
+        Xa, ya, wa, th = (X, y, W[act], theta[act]) if shared else (X[act], y[act], W[act], theta[act])
+
+        def keep(mask: np.ndarray) -> None:  # narrow the iteration's arrays to the fits in mask
+            nonlocal act, Xa, ya, wa, th, eta
+            act, wa, th, eta = act[mask], wa[mask], th[mask], eta[mask]
+            if not shared:
+                Xa, ya = Xa[mask], ya[mask]
+
+        if not l2:  # an iterate separating the positively weighted points: no MLE
+            keep(~np.all(((2.0 * ya - 1.0) * eta > 0) | (wa <= 0), axis=1))
+        g, h = _jac_hess(Xa, ya, wa, l2, th, eta)
         g_norm = np.linalg.norm(g, axis=1)
         done = g_norm < GTOL
         accepted[act[done]] = (g_prev[act[done]] == math.inf) | (g_prev[act[done]] >= 100.0 * g_norm[done])
-        go = ~done
-        act, th, g, h, g_norm = act[go], th[go], g[go], h[go], g_norm[go]
-        if act.size == 0:
-            break
-        g_prev[act] = g_norm
-        ok = np.isfinite(h).all(axis=(1, 2)) & np.isfinite(g_norm)  # eigvalsh fails on the whole stack otherwise
-        act, th, g, h = act[ok], th[ok], g[ok], h[ok]
+        ok = ~done & np.isfinite(h).all(axis=(1, 2)) & np.isfinite(g_norm)  # eigvalsh fails on the whole stack else
+        g_prev[act[~done]] = g_norm[~done]
+        keep(ok)
+        g, h = g[ok], h[ok]
         lam = np.linalg.eigvalsh(h)
         ok = (lam[:, 0] > 0) & (lam[:, 0] > _RATIO_MIN * lam[:, -1])
-        act, th, g, h = act[ok], th[ok], g[ok], h[ok]
+        keep(ok)
+        g, h = g[ok], h[ok]
         step = np.linalg.solve(h, -g[:, :, None])[:, :, 0]
         slope = np.sum(g * step, axis=1)
         ok = slope < 0
-        act, th, step, slope = act[ok], th[ok], step[ok], slope[ok]
+        keep(ok)
+        step, slope = step[ok], slope[ok]
         f0 = f[act]
         tol = 8.0 * _EPS * np.abs(f0)
         t = np.ones(act.size)
@@ -161,8 +152,8 @@ def _newton_block(X: np.ndarray, y: np.ndarray, W: np.ndarray, l2: float) -> tup
         while pending.any():
             p = np.flatnonzero(pending)
             cand = th[p] + t[p, None] * step[p]
-            e = rows.eta(act[p], cand)
-            fc = rows.fun(act[p], cand, e)
+            e = _eta(Xa if shared else Xa[p], cand)
+            fc = _fun(ya if shared else ya[p], wa[p], l2, cand, e)
             good = fc <= f0[p] + 1e-4 * t[p] * slope[p] + tol[p]
             q = p[good]
             new[q], f_new[q], eta_new[q] = cand[good], fc[good], e[good]
@@ -171,6 +162,6 @@ def _newton_block(X: np.ndarray, y: np.ndarray, W: np.ndarray, l2: float) -> tup
             t[bad] *= 0.5
             pending[bad[t[bad] < 1e-10]] = False  # no acceptable step: refused below
         moved = t >= 1e-10
-        act, new, f_new, eta_new = act[moved], new[moved], f_new[moved], eta_new[moved]
-        theta[act], f[act], eta = new, f_new, eta_new
+        act, eta = act[moved], eta_new[moved]
+        theta[act], f[act] = new[moved], f_new[moved]
     return theta, accepted
