@@ -666,9 +666,8 @@ def test_hybrid_trust_seeds_9_and_10_held_out_and_seeds_7_to_10_pooled():
     calibration-history.md): no refusal, ranges 93.8 / 93.4%, one silent failure each (bimodal pilots), and the
     recommendation below every fixed rule in mean and p90 over the two pooled (1.3 / 47.3 / 112.1% against always
     hybrid-hkvh's 1.7 / 69.4 / 121.5%; not on each alone).  Seeds 7-10 pooled: always hybrid-hkvh is lower (88.6 / 129.4% against 121.0 / 156.7%, seeds
-    7-8 carry it), and P(best) holds within 10 points in every bin (Family.p_best_held is these bins)."""
-    from hybridpriv.families import family
-
+    7-8 carry it), and P(best) holds within 10 points in every bin (Family.p_best_held was these bins until seeds
+    13-16 were pooled in)."""
     runs = {seed: stored(f"hybrid-trust-seed{seed}") for seed in (7, 8, 9, 10)}
     for seed, coverage, real in ((9, 0.9375, 32), (10, 0.9338, 27)):
         ds = runs[seed]
