@@ -471,6 +471,22 @@ def test_selection_and_cli_print_the_p_best_note_of_the_recommendation(capsys):
     assert list(attrs["range_coverage_held_out"]) == [held[k] for k in sorted(held)]
 
 
+def _seed_runs(seeds) -> str:
+    """Seeds as the calibration page's table writes them: runs of consecutive seeds as ``a-b``, joined by ", "."""
+    seeds, runs = sorted(seeds), []
+    for s in seeds:
+        if runs and s == runs[-1][1] + 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
+
+
+def test_seed_runs_of_the_page():
+    assert _seed_runs((7, 8, 9, 10, 13, 14, 15, 16)) == "7-10, 13-16"
+    assert _seed_runs(range(11)) == "0-10" and _seed_runs((4, 5, 6, 7)) == "4-7" and _seed_runs((3, 5)) == "3, 5"
+
+
 def test_every_familys_p_best_held_is_the_calibration_pages_table():
     """What select's P(best) note reads (Family.p_best_held) is docs/calibration.md's reliability table, bin by bin."""
     from pathlib import Path
@@ -488,7 +504,7 @@ def test_every_familys_p_best_held_is_the_calibration_pages_table():
     measured = {name: fam for name, fam in registry().items() if fam.p_best_held}
     assert set(table) == set(measured) and measured
     for name, fam in measured.items():
-        assert table[name]["seeds"] == f"{min(fam.p_best_seeds)}-{max(fam.p_best_seeds)}", name
+        assert table[name]["seeds"] == _seed_runs(fam.p_best_seeds), name
         assert table[name]["bins"].keys() == fam.p_best_held.keys(), name
         for label, (reported, came, pairs) in fam.p_best_held.items():
             assert table[name]["bins"][label] == (pytest.approx(reported), pytest.approx(came), pairs), (name, label)
