@@ -256,12 +256,16 @@ def _regret(ds: xr.Dataset) -> tuple[float, float, float]:
     return float(np.median(r)), float(r.mean()), float(np.quantile(r, 0.9))
 
 
-def _above_and_silent(ds: xr.Dataset) -> tuple[int, int]:
-    """Truths whose regret exceeds 25%, and of those the ones without any warning (an assumption's, a branch's,
-    the free candidate's or the chance line, p_costly >= 0.25)."""
-    above = ds.regret.values > 0.25
+def _silent(ds: xr.Dataset) -> np.ndarray:
+    """Per truth: regret above 25% without any warning (an assumption's, a branch's, the free candidate's or the
+    chance line, p_costly >= 0.25)."""
     warned = (ds.sensitivity_warning.values != "") | (ds.p_costly_recommended.values >= 0.25)
-    return int(above.sum()), int((above & ~warned).sum())
+    return (ds.regret.values > 0.25) & ~warned
+
+
+def _above_and_silent(ds: xr.Dataset) -> tuple[int, int]:
+    """Truths whose regret exceeds 25%, and of those the silent ones (:func:`_silent`)."""
+    return int((ds.regret.values > 0.25).sum()), int(_silent(ds).sum())
 
 
 def test_stored_public_private_seed3_gives_the_numbers_the_docs_quote():
@@ -739,8 +743,9 @@ def test_hybrid_trust_seeds_13_to_16_held_out():
     (every real pair covered), one refused truth (seed 15, heavy-tailed), 26 truths above 25% and one silent
     (seed 14, clamped, 31.7%, its predictive checks failed); over the 135 the recommendation has the lowest median,
     p90 and count above 25% of every rule, but always hybrid-hkvh the lower mean (142.5 against 153.8%; mostly
-    one skewed truth of seed 13, where the recommendation's error was 48 times the best one's and hkvh's 6 times).  P(best) within 10 points in every bin, alone and pooled with seeds 7-10
-    (Family.p_best_held is the pooled table).  calibration-history.md: decision criteria scored on these runs."""
+    one skewed truth of seed 13, where the recommendation's error was 48 times the best one's and hkvh's 6 times).
+    P(best) within 10 points in every bin, alone and pooled with seeds 7-10 (Family.p_best_held is the pooled
+    table).  calibration-history.md: decision criteria scored on these runs."""
     from hybridpriv.families import family
 
     runs = {seed: stored(f"hybrid-trust-seed{seed}") for seed in (13, 14, 15, 16)}
@@ -750,7 +755,7 @@ def test_hybrid_trust_seeds_13_to_16_held_out():
         assert np.isnan(runs[seed].pythia_regret.values).all()  # run without the selector
     assert list(runs[15].generator.values[np.isnan(runs[15].regret.values)]) == ["heavy-tailed"]
     ds = runs[14]
-    silent = (ds.regret.values > 0.25) & (ds.sensitivity_warning.values == "") & (ds.p_costly_recommended.values < 0.25)
+    silent = _silent(ds)
     assert list(ds.generator.values[silent]) == ["clamped"] and ds.regret.values[silent] == pytest.approx([0.317], abs=5e-4)
     assert (ds.checks_flagged.values[silent] != "").all()
     table = regret_rules(list(runs.values()))
