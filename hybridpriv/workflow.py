@@ -82,6 +82,10 @@ class Problem:
         What the recommendation minimises (:data:`hybridpriv.engine.decision.CRITERIA`): ``"loss"``, the
         expected loss, or ``"regret"``, the expected relative regret against the best candidate per dataset
         (SPEC key ``evaluation.criterion``).
+    chance_warning
+        The recommendation's chance of a costly miss (``p_costly``) from which ``select`` prints a warning
+        (:func:`hybridpriv.engine.decision.chance_line`; SPEC key ``evaluation.chance_warning``; ``None``:
+        :data:`hybridpriv.engine.decision.CHANCE_WARNING`).
     widen
         ``widen(decision, posterior) -> {coordinate: mechanism}`` or ``None``: more candidates to
         evaluate when the decision asks for them (e.g. the best ``k`` sits at the edge of the range
@@ -114,9 +118,14 @@ class Problem:
     sensitivity_datasets: int = 60
     premises: Sequence[Any] = ()
     probe: Any = None
+    chance_warning: float | None = None
 
     def __post_init__(self) -> None:
         from .core.assumptions import Premise
+
+        line = self.chance_warning
+        if line is not None and not (isinstance(line, (int, float)) and not isinstance(line, bool) and 0 < line <= 1):
+            raise ValueError(f"chance_warning must be a share in (0, 1] or None, got {line!r}")
 
         given = self.premises
         premises = tuple(given) if isinstance(given, (list, tuple)) else None
@@ -362,7 +371,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         with Checkpoint(engine.checkpoint, {"run": "select", "kind": problem.kind}) as checkpoint:
             posterior, evaluation, lines, attrs, checks, evaluate_more, mechanisms = _fit_and_evaluate(
                 problem, engine.replace(checkpoint=checkpoint), say)
-    decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs)
+    decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs, problem)
     while problem.widen is not None:
         extra = problem.widen(decision, posterior)
         if not extra:
@@ -376,7 +385,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         mechanisms.update(extra)
         evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
                                compat="override", join="outer")
-        decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs)
+        decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs, problem)
     summary = None
     if problem.group_of is not None:
         from .engine.decision import summarize_by
@@ -471,10 +480,14 @@ def _with_posterior_draws(evaluation: xr.Dataset, source: Any) -> xr.Dataset:
     return out
 
 
-def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any]) -> xr.Dataset:
+def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any], problem: Problem) -> xr.Dataset:
     """The decision with ``attrs["unaudited_plugins"]``: candidates that do not ship with hybridpriv
-    (a SPEC's ``[[mechanisms]]``), whose declarations nobody has audited yet (the table marks them)."""
+    (a SPEC's ``[[mechanisms]]``), whose declarations nobody has audited yet (the table marks them); and with
+    ``attrs["chance_warning"]``: the problem's chance line (:func:`hybridpriv.engine.decision.chance_line` reads it)."""
+    from .engine.decision import CHANCE_WARNING
+
     decision.attrs["unaudited_plugins"] = attrs.get("unaudited_plugins", "")
+    decision.attrs["chance_warning"] = float(CHANCE_WARNING if problem.chance_warning is None else problem.chance_warning)
     return decision
 
 

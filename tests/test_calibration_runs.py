@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from hybridpriv.calibration_runs import (from_tables, p_best_bins, read_records, regret_rules, stored, stored_names,
-                                         to_tables, write_records)
+from hybridpriv.calibration_runs import (CHANCE_LINES, from_tables, p_best_bins, read_records, regret_rules, stored,
+                                         stored_names, to_tables, warning_lines, write_records)
 
 
 def _run() -> xr.Dataset:
@@ -896,3 +896,80 @@ def test_stored_public_private_seed12_on_another_machine_gives_the_numbers_the_d
     table = regret_rules([amd])
     assert tuple(table.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx((22.6, 58.9), abs=0.05)
     assert _above_and_silent(amd) == (10, 3) and _above_and_silent(intel) == (7, 1)
+
+
+def test_warning_lines_recount_the_chance_warning_by_hand():
+    """Five truths, counted by hand: failures are regrets above 25%; a truth is warned by its recorded warning or by
+    a p_costly at or above the line; a refused truth (NaN regret) is left out."""
+    ds = xr.Dataset({"regret": ("truth", [0.5, 0.3, 0.1, 0.0, np.nan, 2.0]),
+                     "p_costly_recommended": ("truth", [0.3, 0.12, 0.2, 0.05, np.nan, 0.01]),
+                     "sensitivity_warning": ("truth", ["", "", "", "", "", "gap"])})
+    table = warning_lines([ds], lines=(0.25, 0.12, 0.05))
+    assert table.attrs["left_out"] == 1 and list(table.index) == [0.25, 0.12, 0.05]
+    assert table.loc[0.25].to_dict() == {"failures": 3, "silent": 1, "warned": 2, "false_alarms": 0, "fine": 2,
+                                         "truths": 5}
+    assert table.loc[0.12].to_dict() == {"failures": 3, "silent": 0, "warned": 4, "false_alarms": 1, "fine": 2,
+                                         "truths": 5}  # the line itself warns (p_costly 0.12)
+    assert table.loc[0.05, "warned"] == 5 and table.loc[0.05, "false_alarms"] == 2
+    assert list(warning_lines([ds, ds]).index) == list(CHANCE_LINES)
+    assert warning_lines([ds, ds]).loc[0.25, "failures"] == 6  # runs pool truth by truth
+
+
+def test_warning_lines_refuse_bad_input():
+    ds = xr.Dataset({"regret": ("truth", [0.5]), "p_costly_recommended": ("truth", [0.3]),
+                     "sensitivity_warning": ("truth", [""])})
+    with pytest.raises(ValueError, match="runs must be a list of calibration runs, got one Dataset"):
+        warning_lines(ds)
+    with pytest.raises(ValueError, match="runs must hold at least one calibration run, got none"):
+        warning_lines([])
+    with pytest.raises(ValueError, match=r"lines must be chance lines in \(0, 1\], got \[0.0, 1.5\]"):
+        warning_lines([ds], lines=(0.25, 0.0, 1.5))
+    with pytest.raises(ValueError, match=r"runs\[1\] lacks the variables \['p_costly_recommended'\]"):
+        warning_lines([ds, ds.drop_vars("p_costly_recommended")])
+    with pytest.raises(ValueError, match="recorded no p_costly"):
+        warning_lines([ds.assign(p_costly_recommended=("truth", [np.nan]))])
+
+
+#: One stored run per seed of each family's current model (docs/calibration.md, "How many warnings a lower chance
+#: line costs"): the runs the table there counts.
+WARNING_LINE_RUNS = {"grouped": (2, 12), "histogram": (3, 4, 5, 6, 12, 13, 14, 15, 16),
+                     "hybrid-trust": (7, 8, 9, 10, 12, 13, 14, 15, 16), "kmeans": (4, 5, 6, 7, 12),
+                     "public-private": (3, 4, 5, 12), "user-item": (9, 10, 12)}
+
+
+def test_the_calibration_pages_chance_line_table_is_the_stored_runs():
+    """The table of docs/calibration.md: per family, silent failures and false alarms at each chance line, recounted
+    from the stored runs; checked against a plain loop over the truths (not warning_lines) and against the page."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "calibration.md").read_text()
+    section = page.split("## How many warnings a lower chance line costs", 1)[1].split("\n## ", 1)[0]
+    for fam, seeds in WARNING_LINE_RUNS.items():
+        runs = [stored(f"{fam}-seed{s}") for s in seeds]
+        table = warning_lines(runs)
+        for line in CHANCE_LINES:  # by hand: every kept truth of every run
+            silent = alarms = fails = 0
+            for ds in runs:
+                for r, p, w in zip(ds.regret.values, ds.p_costly_recommended.values, ds.sensitivity_warning.values):
+                    if np.isnan(r):
+                        continue
+                    warned = w != "" or p >= line
+                    fails += r > 0.25
+                    silent += r > 0.25 and not warned
+                    alarms += r <= 0.25 and warned
+            assert (table.loc[line, "failures"], table.loc[line, "silent"], table.loc[line, "false_alarms"]) == (
+                fails, silent, alarms)
+        row = f"| {fam} | " + " | ".join(f"{table.loc[x, 'silent']} / {table.loc[x, 'false_alarms']}"
+                                         for x in CHANCE_LINES)
+        assert re.search(re.escape(row) + r" \| " + re.escape(f"{table.loc[0.25, 'failures']} of "
+                                                              f"{table.loc[0.25, 'truths']}"), section), row
+        # the truths with no warning at 0.25: how many failures their p_costly expected, and how many came
+        quiet = [(p, r) for ds in runs for r, p, w in zip(ds.regret.values, ds.p_costly_recommended.values,
+                                                            ds.sensitivity_warning.values)
+                 if np.isfinite(r) and w == "" and p < 0.25]
+        expected, came = sum(p for p, _ in quiet), sum(r > 0.25 for _, r in quiet)
+        said = {"grouped": f"grouped {expected:.1f} expected, {came} came ({len(quiet)} truths)",
+                "kmeans": f"with {expected:.1f} failures expected on its {len(quiet)} unwarned truths"}.get(
+            fam, f"{'hybrid trust' if fam == 'hybrid-trust' else fam} {expected:.1f}, {came} ({len(quiet)})")
+        assert said in " ".join(section.split()), said

@@ -67,6 +67,8 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "checks_flagged": [r.get("checks_flagged", "") for r in rows],
         "p_costly_recommended": [_at_recommended(r, "p_costly") for r in rows],
         "p_costly_raw_recommended": [_at_recommended(r, "p_costly_raw") for r in rows],
+        # the chance line select warned from (its SPEC's evaluation.chance_warning; the default where it refused)
+        "chance_line": [float(r.get("chance_line", CHANCE_WARNING)) for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
@@ -115,25 +117,27 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     ds["regret_over_25pct_warned"].attrs["description"] = ("of those, the truths where select printed a sensitivity "
                                                            "warning (sensitivity_warning names the assumption)")
     # the model's own chance of a costly miss (engine.decision.p_costly): how many misses it expected, how many it
-    # warned of by chance (select prints "warning (chance)" at CHANCE_WARNING), and how often it did so in all
+    # warned of by chance (select prints "warning (chance)" from its chance line), and how often it did so in all
     chance = ds["p_costly_recommended"]
+    by_chance = chance >= ds["chance_line"]
     ds["costly_expected"] = ("scope", [float(chance.where(m).sum()) for m in in_scope])
-    ds["chance_warnings"] = ("scope", [int(((chance >= CHANCE_WARNING) & m).sum()) for m in in_scope])
-    ds["regret_over_25pct_chance"] = ("scope", [int((big & (chance >= CHANCE_WARNING) & m).sum()) for m in in_scope])
-    ds["regret_over_25pct_warned_any"] = ("scope", [int((big & (warned | (chance >= CHANCE_WARNING)) & m).sum())
-                                                    for m in in_scope])
+    ds["chance_warnings"] = ("scope", [int((by_chance & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_chance"] = ("scope", [int((big & by_chance & m).sum()) for m in in_scope])
+    ds["regret_over_25pct_warned_any"] = ("scope", [int((big & (warned | by_chance) & m).sum()) for m in in_scope])
     checked = ds["checks_flagged"] != ""
     ds["checks_warnings"] = ("scope", [int((checked & m).sum()) for m in in_scope])
     ds["regret_over_25pct_checked"] = ("scope", [int((big & checked & m).sum()) for m in in_scope])
     ds["regret_over_25pct_warned_or_checked"] = ("scope", [
-        int((big & (warned | (chance >= CHANCE_WARNING) | checked) & m).sum()) for m in in_scope])
+        int((big & (warned | by_chance | checked) & m).sum()) for m in in_scope])
     ds["checks_warnings"].attrs["description"] = "truths where a predictive check of the public knowledge was flagged"
     ds["regret_over_25pct_checked"].attrs["description"] = "truths above 25% regret with a flagged predictive check"
     ds["regret_over_25pct_warned_or_checked"].attrs["description"] = ("truths above 25% regret with any warning or a "
                                                                       "flagged predictive check")
     ds["costly_expected"].attrs["description"] = ("sum over the truths of the recommendation's p_costly: the number of "
                                                   "regrets above 25% the model expected")
-    ds["chance_warnings"].attrs["description"] = f"truths where select warned by chance (p_costly >= {CHANCE_WARNING:g})"
+    ds["chance_warnings"].attrs["description"] = "truths where select warned by chance (p_costly >= chance_line)"
+    ds["chance_line"].attrs["description"] = (f"the chance line select warned from (evaluation.chance_warning; "
+                                              f"{CHANCE_WARNING:g} by default)")
     ds["regret_over_25pct_chance"].attrs["description"] = "truths above 25% regret that had the chance warning"
     ds["regret_over_25pct_warned_any"].attrs["description"] = ("truths above 25% regret with any warning: an "
                                                                "assumption's, a branch's or the chance warning")

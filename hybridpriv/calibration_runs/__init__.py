@@ -12,7 +12,8 @@ Missing numbers are written ``nan`` and empty strings stay empty (a sensitivity 
 ``""``, not missing; numbers to six significant digits).  This package's folder keeps the held-out runs the docs
 quote (:func:`stored`, :func:`stored_names`; its README says which run is which); :func:`p_best_bins` pools runs'
 P(best) exactly, pair by pair, in the form of a family's ``p_best_held``; :func:`regret_rules` scores the
-recommendation against every fixed rule (always the same candidate) over the pooled truths.
+recommendation against every fixed rule (always the same candidate) over the pooled truths; :func:`warning_lines`
+counts the silent failures and the warnings ``select`` would have printed with its chance line elsewhere.
 """
 from __future__ import annotations
 
@@ -242,4 +243,56 @@ def regret_rules(runs: list[xr.Dataset], real_once: bool = False) -> pd.DataFram
                                  "truths": int(v.size)} for rule, v in rows.items() if v.size}).T
     table = table.astype({"above_25pct": int, "truths": int})
     table.attrs["left_out"] = left_out
+    return table
+
+
+#: The chance lines :func:`warning_lines` recounts by default (``select``'s own first).
+CHANCE_LINES = (0.25, 0.2, 0.15, 0.1, 0.05)
+
+
+def warning_lines(runs: list[xr.Dataset], lines: Any = CHANCE_LINES) -> pd.DataFrame:
+    """What ``select``'s warnings would have caught, and cost, with its chance line at each of ``lines``.
+
+    ``select`` warns by chance when the recommendation's ``p_costly`` reaches the line
+    (:data:`hybridpriv.engine.decision.CHANCE_WARNING`, the SPEC key ``evaluation.chance_warning``); its other
+    warnings (an assumption's, an alternative's, the free candidate's, a premise's: ``sensitivity_warning``) do not
+    depend on it and count as recorded.  A failure is a truth whose regret exceeds
+    :data:`hybridpriv.calibration.SILENT_REGRET`; it is silent when no warning was printed.  Truths where ``select``
+    refused (regret NaN) are left out (``attrs["left_out"]``).  Returns one row per line: ``failures``, ``silent``,
+    ``warned`` (truths with any warning), ``false_alarms`` (warned truths that were not failures), ``fine`` (truths
+    that were not failures) and ``truths``: the price of fewer silent failures in warnings on fine truths."""
+    from ..calibration import SILENT_REGRET
+
+    if isinstance(runs, xr.Dataset):
+        raise ValueError("runs must be a list of calibration runs, got one Dataset: pass [ds]")
+    if not runs:
+        raise ValueError("runs must hold at least one calibration run, got none")
+    lines = [float(x) for x in np.atleast_1d(np.asarray(lines, dtype=float))]
+    bad = [x for x in lines if not 0.0 < x <= 1.0]
+    if not lines or bad:
+        raise ValueError(f"lines must be chance lines in (0, 1], got {bad or lines}")
+    regret, chance, other = [], [], []
+    for k, ds in enumerate(runs):
+        missing = [v for v in ("regret", "p_costly_recommended", "sensitivity_warning") if v not in ds]
+        if missing:
+            raise ValueError(f"runs[{k}] lacks the variables {missing}: not a calibration run's records (one made "
+                             "before p_costly existed cannot be recounted)")
+        regret.append(np.asarray(ds["regret"].values, dtype=float))
+        chance.append(np.asarray(ds["p_costly_recommended"].values, dtype=float))
+        other.append(np.asarray(ds["sensitivity_warning"].values, dtype=str) != "")
+    r, p, w = np.concatenate(regret), np.concatenate(chance), np.concatenate(other)
+    kept = np.isfinite(r)
+    if np.isnan(p[kept]).any():
+        raise ValueError("runs hold a truth where select chose but recorded no p_costly: it cannot be recounted")
+    r, p, w = r[kept], p[kept], w[kept]
+    failed = r > SILENT_REGRET
+    rows = {}
+    for line in lines:
+        warned = w | (p >= line)
+        rows[line] = {"failures": int(failed.sum()), "silent": int((failed & ~warned).sum()),
+                      "warned": int(warned.sum()), "false_alarms": int((warned & ~failed).sum()),
+                      "fine": int((~failed).sum()), "truths": int(r.size)}
+    table = pd.DataFrame(rows).T
+    table.index.name = "chance_line"
+    table.attrs["left_out"] = int((~kept).sum())
     return table

@@ -317,22 +317,24 @@ def decide(evaluation: xr.Dataset, dim: str | None = None, interval: tuple[float
 
 def chance_line(decision: xr.Dataset, short: bool = False) -> str:
     """The recommendation's chance of a costly miss under the model, in words; ``""`` for a decision without
-    ``p_costly`` (made before it existed).  Starts with ``warning:`` when it reaches :data:`CHANCE_WARNING`.
-    ``short``: the few words written under the plot, and only for a warning (else ``""``)."""
+    ``p_costly`` (made before it existed).  Starts with ``warning:`` when it reaches the decision's chance line
+    (``attrs["chance_warning"]``, the SPEC key ``evaluation.chance_warning``; :data:`CHANCE_WARNING` for a decision
+    without it).  ``short``: the few words written under the plot, and only for a warning (else ``""``)."""
     if "p_costly" not in decision:
         return ""
     dim, best = decision.attrs["candidate_dim"], decision.attrs["recommended"]
+    line = float(decision.attrs.get("chance_warning", CHANCE_WARNING))
     p = float(decision["p_costly"].sel({dim: best}))
-    share = f"{p:.0%}" if (round(p, 2) >= CHANCE_WARNING) == (p >= CHANCE_WARNING) else f"{p:.1%}"  # 24.8%, not 25%
+    share = f"{p:.0%}" if (round(p, 2) >= line) == (p >= line) else f"{p:.1%}"  # 24.8%, not 25%
     if short:
         return (f"warning (chance): {best} is more than {COSTLY:.0%} worse than the best on {share} of the model's datasets"
-                if p >= CHANCE_WARNING else "")
+                if p >= line else "")
     text = (f"on {share} of the model's datasets the recommendation is more than {COSTLY:.0%} worse than the best "
             "candidate")
     if p == 0:
         return f"chance of a costly miss: none ({text.replace(f'on {share} of', 'on none of')})"
     there = f" ({decision.attrs.get('costly_best')} best on most of them)" if decision.attrs.get("costly_best") else ""
-    if p >= CHANCE_WARNING:
+    if p >= line:
         return (f"warning (chance): {text}{there}; the public knowledge cannot tell whether the private data are one "
                 "of those: if such a miss would cost you much, compare the two candidates' 95% bounds before acting")
     return f"chance of a costly miss: {text}{there}"

@@ -128,7 +128,8 @@ class Spec:
 
         fam = self.family
         problem = dataclasses.replace(fam.build(self.values), kind=fam.name,  # the family that built it, by name
-                                      criterion=self.values.evaluation.criterion)
+                                      criterion=self.values.evaluation.criterion,
+                                      chance_warning=self.values.evaluation.chance_warning)
         return attach(problem, fam, self.values.mechanisms,
                       lambda posterior: fam.plugin_context(self.values, posterior), self.base_dir)
 

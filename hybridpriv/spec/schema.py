@@ -406,17 +406,22 @@ def template(top: Table, sub: Sequence[tuple[str, Table, bool]] = ()) -> str:
 
 def run_keys(draws: int = 200, trials: int = 20, draws_doc: str = "simulated datasets",
              trials_doc: str = "mechanism runs per dataset", max_trials: int = 1_000_000,
-             criterion: str = "loss") -> tuple[Key, Key, Key, Key]:
-    """The ``draws``, ``trials``, ``seed`` and ``criterion`` keys every family's ``[evaluation]`` has, declared
-    once (each family gives its defaults, what a trial means for it, and the criterion its calibration favours)."""
-    from ..engine.decision import CRITERIA
+             criterion: str = "loss") -> tuple[Key, Key, Key, Key, Key]:
+    """The ``draws``, ``trials``, ``seed``, ``criterion`` and ``chance_warning`` keys every family's ``[evaluation]``
+    has, declared once (each family gives its defaults, what a trial means for it, and the criterion its calibration
+    favours)."""
+    from ..engine.decision import CHANCE_WARNING, CRITERIA
 
     return (Key("draws", integer(2, 1_000_000), draws, doc=draws_doc),
             Key("trials", integer(1, max_trials), trials, doc=trials_doc),
             Key("seed", integer(0, 2**63 - 1), 0, doc="the seed of everything"),
             Key("criterion", choice(*CRITERIA), criterion,
                 doc="what the recommendation minimises: loss (expected loss) or regret (expected relative regret "
-                    "against the best candidate on each dataset)"))
+                    "against the best candidate on each dataset)"),
+            Key("chance_warning", number(0.0, strict=True, maximum=1.0), CHANCE_WARNING,
+                doc="select warns when the recommendation is more than 25% worse than the best candidate on at least "
+                    "this share of the model's datasets (lower: fewer silent failures, more warnings; "
+                    "docs/calibration.md#how-many-warnings-a-lower-chance-line-costs)"))
 
 
 def plan_key(what: str) -> Key:

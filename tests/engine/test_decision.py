@@ -254,6 +254,22 @@ def test_the_chance_line_warns_from_one_miss_in_four():
     assert chance_line(decide(_evaluation(np.ones((2, 1, 5, 1)))).drop_vars("p_costly")) == ""
 
 
+def test_the_chance_line_moves_with_the_decisions_own_line():
+    """``attrs["chance_warning"]`` (the SPEC key ``evaluation.chance_warning``) moves where the warning starts."""
+    from hybridpriv.engine.decision import chance_line
+
+    r = np.ones((2, 1, 20, 1))
+    r[1] *= 1.5
+    r[1, 0, :2] = 0.5  # e0 more than 25% worse on 2 of 20 datasets: 10%
+    dec = decide(_evaluation(r))
+    assert chance_line(dec).startswith("chance of a costly miss: on 10% of")
+    dec.attrs["chance_warning"] = 0.1
+    assert chance_line(dec).startswith("warning (chance): on 10% of the model's datasets")
+    assert chance_line(dec, short=True) == ("warning (chance): e0 is more than 25% worse than the best on 10% of the "
+                                            "model's datasets")
+    dec.attrs["chance_warning"] = 0.11  # 10% is below it: no warning
+    assert chance_line(dec).startswith("chance of a costly miss: on 10% of") and chance_line(dec, short=True) == ""
+
 def _noisy_evaluation(true_risk, rng, trials=20, exact=()):
     """Per-dataset risks run by Monte Carlo as an evaluation would: ``trials`` squared-error-like losses (the true risk
     times chi-square(1): relative error sqrt(2 / trials)) per dataset; candidates in ``exact`` scored exactly."""

@@ -250,3 +250,47 @@ def test_sample_simulates_the_coins_a_release_flips():
     lo, hi = stats.f.ppf([0.0005, 0.9995], sim.shape[0] - 1, coins.shape[0] - 1)
     ratio = sim.var(axis=0, ddof=1) / coins.var(axis=0, ddof=1)
     assert np.all((ratio > lo) & (ratio < hi)), ratio
+
+
+def test_the_chance_line_is_a_spec_key_that_reaches_the_printed_warning(tmp_path):
+    """``evaluation.chance_warning`` reaches the problem and the decision: on one selection the warning is printed
+    from a low line and not from a line above the recommendation's p_costly; bad lines are refused naming the key."""
+    import dataclasses
+    import re
+    import warnings
+
+    from hybridpriv.engine.decision import CHANCE_WARNING, chance_line
+    from hybridpriv.spec import load_spec
+    from hybridpriv.workflow import Problem, run_selection
+
+    base = ('kind = "histogram"\ncategories = ["a", "b", "c"]\n[[groups]]\nname = "panel"\nsize = 30\nepsilon = inf\n'
+            'data = ' + str(["a"] * 10 + ["b"] * 15 + ["c"] * 5).replace("'", '"') + '\n[[groups]]\nname = "p"\n'
+            'size = 300\nepsilon = 1.0\n[[groups]]\nname = "q"\nsize = 200\nepsilon = 0.1\n'
+            '[evaluation]\ndraws = 40\ntrials = 20\n')
+    path = tmp_path / "s.toml"
+    path.write_text(base)
+    problem = load_spec(path).problem()
+    assert problem.chance_warning == CHANCE_WARNING
+    problem = dataclasses.replace(problem, assumptions=(), probe=None)
+    with warnings.catch_warnings():  # the alternatives' warnings, if any, are not what this test reads
+        warnings.simplefilter("ignore")
+        dec = run_selection(problem, log=lambda *a: None).decision
+    p = float(dec.p_costly.sel(estimator=dec.attrs["recommended"]))
+    assert 0 < p < 1 and dec.attrs["chance_warning"] == CHANCE_WARNING
+    for line, warns in ((p / 2, True), (min(1.0, p * 1.5 + 0.01), False)):
+        path.write_text(base + f"chance_warning = {line!r}\n")
+        again = dataclasses.replace(load_spec(path).problem(), assumptions=(), probe=None)
+        assert again.chance_warning == line
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            d = run_selection(again, log=lambda *a: None).decision
+        assert d.attrs["chance_warning"] == line
+        assert float(d.p_costly.sel(estimator=d.attrs["recommended"])) == p  # the line changes no number
+        assert chance_line(d).startswith("warning (chance)") is warns
+    for bad, said in (("0", "be > 0, got 0"), ("1.5", "be <= 1, got 1.5"), ('"often"', "be a number, got 'often'")):
+        path.write_text(base + f"chance_warning = {bad}\n")
+        with pytest.raises(ValueError, match=rf"evaluation\.chance_warning must {re.escape(said)}"):
+            load_spec(path)
+    with pytest.raises(ValueError, match=r"chance_warning must be a share in \(0, 1\] or None, got 2"):
+        dataclasses.replace(problem, chance_warning=2)
+    assert isinstance(problem, Problem)
