@@ -1,6 +1,6 @@
 """The ``hybridpriv`` command.
 
-``hybridpriv select [SPEC.toml | --example NAME] [--out DIR] [--draws N] [--trials T] [--seed S] [--workers N | --scheduler ADDRESS]``
+``hybridpriv select [SPEC.toml | --example NAME] [--out DIR] [--draws N] [--trials T] [--seed S] [--chance-warning P] [--workers N | --scheduler ADDRESS]``
     Fit the PyMC model of what is public, simulate datasets from its posterior, evaluate every
     candidate mechanism on them and recommend one (any SPEC kind; ``hybridpriv spec`` lists them).
     Writes ``DIR/selection.nc`` (one DataTree: the posterior as PyMC wrote it, the evaluation, the
@@ -56,6 +56,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--draws", type=int, help="simulated datasets; overrides the SPEC")
     s.add_argument("--trials", type=int, help="mechanism runs per dataset; overrides the SPEC")
     s.add_argument("--seed", type=int, help="seed of everything; overrides the SPEC")
+    s.add_argument("--chance-warning", type=float, metavar="P",
+                   help="warn when the recommendation is more than 25%% worse than the best on at least this share of "
+                        "the model's datasets (default 0.25); overrides the SPEC's evaluation.chance_warning")
     _cluster_options(s, "evaluate the datasets")
     _resume_options(s)
     _quiet_option(s)
@@ -180,7 +183,7 @@ def _select(args: argparse.Namespace) -> int:
         raise ValueError("give a SPEC file or --example, not both")
     spec = load_spec(args.spec or builtin_example_path(args.example))
     _print_imports(spec)
-    overrides = {k: getattr(args, k) for k in ("draws", "trials", "seed") if getattr(args, k) is not None}
+    overrides = {k: getattr(args, k) for k in ("draws", "trials", "seed", "chance_warning") if getattr(args, k) is not None}
     run_spec = _with_overrides(spec, overrides)
     problem = run_spec.problem()  # the model is built and validated here: bad knowledge fails before sampling
     print(f"hybridpriv select ({spec.kind}): {problem.description or spec.source}")
@@ -241,13 +244,13 @@ def _print_imports(spec) -> None:
 
 
 def _with_overrides(spec, overrides: dict):
-    """The SPEC with the command line's --draws/--trials/--seed, checked as if the file said so."""
+    """The SPEC with the command line's --draws/--trials/--seed/--chance-warning, checked as if the file said so."""
     from .spec import SpecError
 
     try:
         return spec.with_overrides(overrides)
     except SpecError as exc:
-        given = " ".join(f"--{k} {v}" for k, v in overrides.items())
+        given = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in overrides.items())
         raise ValueError(f"{given}: {exc}") from None
 
 

@@ -438,16 +438,17 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
 
 
 def select(spec: Any, *, draws: int | None = None, trials: int | None = None, seed: int | None = None,
-           **run: Any) -> Selection:
+           chance_warning: float | None = None, **run: Any) -> Selection:
     """Choose a mechanism for ``spec`` from public knowledge alone: fit, evaluate, decide.
 
     Parameters
     ----------
     spec
         A SPEC file's path, a :class:`~hybridpriv.spec.Spec` or a :class:`Problem`.
-    draws, trials, seed
+    draws, trials, seed, chance_warning
         Replace the SPEC's ``[evaluation]`` values, checked as if the file said so (the CLI's
-        ``--draws``/``--trials``/``--seed``); not accepted with a :class:`Problem`, which is built already.
+        ``--draws``/``--trials``/``--seed``/``--chance-warning``); not accepted with a :class:`Problem`, which is
+        built already.
     **run
         Passed on to :func:`run_selection` (``engine``, ``log``).
 
@@ -458,7 +459,8 @@ def select(spec: Any, *, draws: int | None = None, trials: int | None = None, se
     """
     from .spec import Spec, load_spec
 
-    overrides = {k: v for k, v in (("draws", draws), ("trials", trials), ("seed", seed)) if v is not None}
+    overrides = {k: v for k, v in (("draws", draws), ("trials", trials), ("seed", seed),
+                                   ("chance_warning", chance_warning)) if v is not None}
     if isinstance(spec, Problem):
         if overrides:
             raise ValueError(f"{', '.join(overrides)}: a Problem is built already; pass a SPEC (path or Spec) to "

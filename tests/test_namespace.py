@@ -45,7 +45,9 @@ def test_select_reads_the_spec_and_applies_the_overrides_as_the_cli_flags_do(mon
     assert result.config["overrides"] == {"draws": 40, "trials": 5, "seed": 7}
     # the same through a Spec, and a Problem as it is
     hp.select(load_spec(path), draws=41)
-    assert seen["problem"].datasets == 41
+    assert seen["problem"].datasets == 41 and seen["problem"].chance_warning == 0.25
+    result = hp.select(path, chance_warning=0.1)
+    assert seen["problem"].chance_warning == 0.1 and result.config["overrides"] == {"chance_warning": 0.1}
     built = load_spec(path).problem()
     hp.select(built)
     assert seen["problem"] is built
@@ -59,3 +61,5 @@ def test_select_refuses_what_it_cannot_use():
         hp.select(42)
     with pytest.raises(ValueError, match=r"evaluation\.draws"):
         hp.select(path, draws=-3)
+    with pytest.raises(ValueError, match=r"evaluation\.chance_warning must be <= 1, got 2"):
+        hp.select(path, chance_warning=2)

@@ -128,6 +128,9 @@ GROUPED_BAD = {
     "draws": (("evaluation", "draws"), st.one_of(st.integers(-(2**63), 1), st.floats(2.5, 10), st.text(max_size=2)), ("draws",)),
     "trials": (("evaluation", "trials"), st.one_of(st.integers(-(2**63), 0), st.floats(), st.booleans()), ("trials",)),
     "seed": (("evaluation", "seed"), st.one_of(st.integers(-(2**63), -1), st.floats(allow_nan=False)), ("seed",)),
+    "chance_warning": (("evaluation", "chance_warning"), st.one_of(
+        st.floats(max_value=0.0), st.floats(min_value=1.0, exclude_min=True), st.booleans(), st.text(max_size=2)),
+        ("chance_warning",)),
     "target": (("evaluation", "target"), text_not("population", "sample"), ("target",)),
     "loss": (("evaluation", "loss"), text_not("squared", "absolute"), ("loss",)),
     "family": (("model", "family"), text_not("normal", "beta"), ("family",)),
@@ -274,7 +277,8 @@ def test_cli_user_item_spec_bad_values_exit_2_with_one_line(spec, key, data):
 
 @cfg(60)
 @given(
-    case=st.sampled_from(["missing-file", "not-toml", "directory", "kind", "draws-flag", "trials-flag", "seed-flag", "example"]),
+    case=st.sampled_from(["missing-file", "not-toml", "directory", "kind", "draws-flag", "trials-flag", "seed-flag",
+                          "chance-warning-flag", "example"]),
     data=st.data(),
 )
 @counted("cli")
@@ -299,7 +303,8 @@ def test_cli_files_and_flags_exit_2_with_one_line(case, data):
         code, _, err = run_cli(["select", "--example", data.draw(text_not("grouped")) + "-x", "--out", "/nonexistent/x"])
         assert_cli_error(code, err, "example")
     else:
-        flag = case.split("-")[0]
-        value = {"draws": st.integers(-(10**6), 1), "trials": st.integers(-(10**6), 0), "seed": st.integers(-(10**6), -1)}[flag]
+        flag = case.removesuffix("-flag")
+        value = {"draws": st.integers(-(10**6), 1), "trials": st.integers(-(10**6), 0), "seed": st.integers(-(10**6), -1),
+                 "chance-warning": st.one_of(st.floats(-10.0, 0.0), st.floats(1.0, 100.0, exclude_min=True))}[flag]
         code, _, err = select_spec(good, f"--{flag}", str(data.draw(value)))
         assert_cli_error(code, err, f"--{flag}")
