@@ -335,8 +335,9 @@ def chance_line(decision: xr.Dataset, short: bool = False) -> str:
         return f"chance of a costly miss: none ({text.replace(f'on {share} of', 'on none of')})"
     there = f" ({decision.attrs.get('costly_best')} best on most of them)" if decision.attrs.get("costly_best") else ""
     if p >= line:
-        return (f"warning (chance): {text}{there}; the public knowledge cannot tell whether the private data are one "
-                "of those: if such a miss would cost you much, compare the two candidates' 95% bounds before acting")
+        yours = "" if line == CHANCE_WARNING else f" (warned from {line:.0%}, evaluation.chance_warning)"
+        return (f"warning (chance): {text}{there}{yours}; the public knowledge cannot tell whether the private data are "
+                "one of those: if such a miss would cost you much, compare the two candidates' 95% bounds before acting")
     return f"chance of a costly miss: {text}{there}"
 
 

@@ -265,6 +265,7 @@ def test_the_chance_line_moves_with_the_decisions_own_line():
     assert chance_line(dec).startswith("chance of a costly miss: on 10% of")
     dec.attrs["chance_warning"] = 0.1
     assert chance_line(dec).startswith("warning (chance): on 10% of the model's datasets")
+    assert "(e1 best on most of them) (warned from 10%, evaluation.chance_warning); the public" in chance_line(dec)
     assert chance_line(dec, short=True) == ("warning (chance): e0 is more than 25% worse than the best on 10% of the "
                                             "model's datasets")
     dec.attrs["chance_warning"] = 0.11  # 10% is below it: no warning
