@@ -68,7 +68,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
         "p_costly_recommended": [_at_recommended(r, "p_costly") for r in rows],
         "p_costly_raw_recommended": [_at_recommended(r, "p_costly_raw") for r in rows],
         # the chance line select warned from (its SPEC's evaluation.chance_warning; the default where it refused)
-        "chance_line": [float(r.get("chance_line", CHANCE_WARNING)) for r in rows],
+        "chance_warning": [float(r.get("chance_warning", CHANCE_WARNING)) for r in rows],
         "flip_share": [r.get("flip_share", np.nan) for r in rows],
         "flip_worst": [r.get("flip_worst", np.nan) for r in rows],
         "plan_pays": [bool(r.get("plan_pays", False)) for r in rows],
@@ -119,7 +119,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
     # the model's own chance of a costly miss (engine.decision.p_costly): how many misses it expected, how many it
     # warned of by chance (select prints "warning (chance)" from its chance line), and how often it did so in all
     chance = ds["p_costly_recommended"]
-    by_chance = chance >= ds["chance_line"]
+    by_chance = chance >= ds["chance_warning"]
     ds["costly_expected"] = ("scope", [float(chance.where(m).sum()) for m in in_scope])
     ds["chance_warnings"] = ("scope", [int((by_chance & m).sum()) for m in in_scope])
     ds["regret_over_25pct_chance"] = ("scope", [int((big & by_chance & m).sum()) for m in in_scope])
@@ -135,12 +135,23 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
                                                                       "flagged predictive check")
     ds["costly_expected"].attrs["description"] = ("sum over the truths of the recommendation's p_costly: the number of "
                                                   "regrets above 25% the model expected")
-    ds["chance_warnings"].attrs["description"] = "truths where select warned by chance (p_costly >= chance_line)"
-    ds["chance_line"].attrs["description"] = (f"the chance line select warned from (evaluation.chance_warning; "
-                                              f"{CHANCE_WARNING:g} by default)")
+    ds["chance_warnings"].attrs["description"] = "truths where select warned by chance (p_costly >= chance_warning)"
+    ds["chance_warning"].attrs["description"] = (f"the chance line select warned from (evaluation.chance_warning; "
+                                                 f"{CHANCE_WARNING:g} by default)")
     ds["regret_over_25pct_chance"].attrs["description"] = "truths above 25% regret that had the chance warning"
     ds["regret_over_25pct_warned_any"].attrs["description"] = ("truths above 25% regret with any warning: an "
                                                                "assumption's, a branch's or the chance warning")
+    # the same counts with the chance line elsewhere (hybridpriv.calibration_runs.warning_lines): the price of fewer
+    # silent failures in warnings on fine truths, per scope
+    from ..calibration_runs import CHANCE_LINES, warning_lines
+
+    lines = [warning_lines([ds.isel(truth=np.flatnonzero(m.values))]) if bool(m.any()) else None for m in in_scope]
+    for v, col in (("silent_by_line", "silent"), ("false_alarms_by_line", "false_alarms")):
+        ds[v] = (("scope", "chance_line"), np.array([[t.loc[x, col] if t is not None else 0 for x in CHANCE_LINES]
+                                                      for t in lines], dtype=int))
+    ds["silent_by_line"].attrs["description"] = ("truths above 25% regret with no warning had select warned by chance "
+                                                 "from each chance_line (its other warnings as printed)")
+    ds["false_alarms_by_line"].attrs["description"] = ("truths at most 25% regret that would then have had a warning")
     rel = [reliability(*_scope(ds, s, "reliability")) for s in scopes]
     for k, v in enumerate(("reliability_predicted", "reliability_observed", "reliability_count")):
         ds[v] = (("scope", "bin"), np.array([r[k] for r in rel]))
@@ -157,7 +168,7 @@ def calibrate(truths: Sequence[Any], seed: int = 0, settings: dict[str, dict[str
                                                        "the share that came true per bin on earlier seeds' "
                                                        "synthetic truths; compare with reliability_observed, this "
                                                        "run's")
-    ds = ds.assign_coords(scope=scopes, bin=list(BIN_LABELS))
+    ds = ds.assign_coords(scope=scopes, bin=list(BIN_LABELS), chance_line=list(CHANCE_LINES))
     ds["regret"].attrs["description"] = "realised risk of the recommendation / the oracle's - 1 (NaN: select refused)"
     ds.attrs["refusals"] = "; ".join(f"{n}: {r['failures'][-1]}" for n, r in zip(ds.truth.values, rows) if r["refused"])
     ds["covered"].attrs["description"] = "realised risk within the reported 5-95% range of the per-dataset risk"

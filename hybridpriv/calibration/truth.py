@@ -69,7 +69,7 @@ def calibrate_truth(truth, seed: int, i: int, settings: dict[str, Any] | None = 
            "recommended_at_edge": recommended == len(coords) - 1 and dim == "k", "refused": False,
            "attempts": run["attempts"], "failures": run["failures"], "max_rhat": run["max_rhat"],
            "warned": run["warned"], "checks_flagged": run["checks_flagged"], "flip_share": run["flip_share"],
-           "chance_line": float(dec.attrs.get("chance_warning", CHANCE_WARNING)),
+           "chance_warning": float(dec.attrs.get("chance_warning", CHANCE_WARNING)),
            "flip_worst": run["flip_worst"],
            "seconds": seconds}
     if "plan_pays" in run:  # the two-stage plan carried out; the recommendation is the plan when it pays

@@ -244,6 +244,14 @@ def test_quick_study_structure(quick):
         assert int(ds.regret_over_25pct_warned_any.sel(scope=scope)) <= \
             int(ds.regret_over_25pct_warned_or_checked.sel(scope=scope)) <= int(ds.regret_over_25pct.sel(scope=scope))
     assert not flagged[np.isin(ds.family.values, ["user-item", "kmeans"])].any()  # no checks possible there
+    # every truth's chance line recorded (the default), and the counts at other lines (warning_lines) per scope
+    assert ds.chance_warning.dims == ("truth",) and np.all(ds.chance_warning.values == 0.25)
+    assert list(ds.chance_line.values) == [0.25, 0.2, 0.15, 0.1, 0.05]
+    for scope in ds.scope.values:
+        row = ds.sel(scope=scope)
+        assert int(row.silent_by_line.sel(chance_line=0.25)) == \
+            int(row.regret_over_25pct) - int(row.regret_over_25pct_warned_any)
+        assert np.all(np.diff(row.silent_by_line.values) <= 0) and np.all(np.diff(row.false_alarms_by_line.values) >= 0)
 
 
 def test_realised_risk_of_the_public_mean_is_its_squared_bias(quick):
