@@ -371,7 +371,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         with Checkpoint(engine.checkpoint, {"run": "select", "kind": problem.kind}) as checkpoint:
             posterior, evaluation, lines, attrs, checks, evaluate_more, mechanisms = _fit_and_evaluate(
                 problem, engine.replace(checkpoint=checkpoint), say)
-    decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs, problem)
+    decision = _mark_decision(decide(evaluation, criterion=problem.criterion), attrs, problem)
     while problem.widen is not None:
         extra = problem.widen(decision, posterior)
         if not extra:
@@ -385,7 +385,7 @@ def run_selection(problem: Problem, engine: Engine | None = None, log: Callable[
         mechanisms.update(extra)
         evaluation = xr.concat([evaluation, evaluate_more(extra)], dim=dim, data_vars="minimal", coords="minimal",
                                compat="override", join="outer")
-        decision = _mark_plugins(decide(evaluation, criterion=problem.criterion), attrs, problem)
+        decision = _mark_decision(decide(evaluation, criterion=problem.criterion), attrs, problem)
     summary = None
     if problem.group_of is not None:
         from .engine.decision import summarize_by
@@ -482,7 +482,7 @@ def _with_posterior_draws(evaluation: xr.Dataset, source: Any) -> xr.Dataset:
     return out
 
 
-def _mark_plugins(decision: xr.Dataset, attrs: Mapping[str, Any], problem: Problem) -> xr.Dataset:
+def _mark_decision(decision: xr.Dataset, attrs: Mapping[str, Any], problem: Problem) -> xr.Dataset:
     """The decision with ``attrs["unaudited_plugins"]``: candidates that do not ship with hybridpriv
     (a SPEC's ``[[mechanisms]]``), whose declarations nobody has audited yet (the table marks them); and with
     ``attrs["chance_warning"]``: the problem's chance line (:func:`hybridpriv.engine.decision.chance_line` reads it)."""
