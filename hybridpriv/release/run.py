@@ -82,11 +82,25 @@ def _first_difference(a: Any, b: Any, path: str = "") -> str | None:
     return None if a == b else path.lstrip(".")
 
 
+#: ``[evaluation]`` keys that change how ``select`` words its warnings, not a number it computes: a selection is released
+#: whatever they were (one made before a key existed lacks it).
+PRESENTATION_KEYS = ("chance_warning",)
+
+
+def _without_presentation(config: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(config)
+    if isinstance(out.get("evaluation"), Mapping):
+        out["evaluation"] = {k: v for k, v in out["evaluation"].items() if k not in PRESENTATION_KEYS}
+    return out
+
+
 def check_config(recorded: Mapping[str, Any], spec_config: Mapping[str, Any]) -> None:
     """Refuse a selection whose recorded SPEC config differs from ``spec_config`` (``source`` — where the
-    file lay — and the select run's command-line ``overrides`` aside), naming the first differing key."""
-    a = {k: v for k, v in recorded.items() if k not in ("source", "overrides")}
-    b = json.loads(json.dumps({k: v for k, v in spec_config.items() if k != "source"}, default=str))
+    file lay —, the select run's command-line ``overrides`` and the :data:`PRESENTATION_KEYS` aside), naming the
+    first differing key."""
+    a = _without_presentation({k: v for k, v in recorded.items() if k not in ("source", "overrides")})
+    b = _without_presentation(json.loads(json.dumps({k: v for k, v in spec_config.items() if k != "source"},
+                                                    default=str)))
     key = _first_difference(a, b)
     if key is not None:
         raise ValueError(f"the selection was made for another SPEC: key {key!r} differs "

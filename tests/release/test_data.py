@@ -105,3 +105,15 @@ def test_user_item_refusals_name_item_row_and_rule_never_a_value(tmp_path, text,
 def test_user_item_missing_file(tmp_path):
     with pytest.raises(PrivateDataError, match="no file .*matrix.csv"):
         load_user_item(tmp_path, parse_spec(USER_ITEM))
+
+
+def test_release_checks_the_selections_spec_but_not_its_chance_line():
+    """The chance line words a warning and changes no number: a selection made with another line, or before the key
+    existed, is released; any other [evaluation] difference is still refused, naming the key."""
+    from hybridpriv.release.run import check_config
+
+    spec = {"source": "a.toml", "kind": "grouped", "evaluation": {"draws": 200, "chance_warning": 0.1}}
+    check_config({"source": "b.toml", "kind": "grouped", "evaluation": {"draws": 200, "chance_warning": 0.25}}, spec)
+    check_config({"kind": "grouped", "evaluation": {"draws": 200}}, spec)  # made before the key existed
+    with pytest.raises(ValueError, match=r"another SPEC: key 'evaluation.draws' differs \(selection: '100', this SPEC: '200'\)"):
+        check_config({"kind": "grouped", "evaluation": {"draws": 100, "chance_warning": 0.1}}, spec)

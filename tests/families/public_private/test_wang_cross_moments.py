@@ -212,6 +212,8 @@ def test_without_a_release_the_model_and_the_spec_record_what_they_did_before(pu
     # the two-stage plan's share is a real change of what select does (a selection made before it is refused at
     # release, naming evaluation.plan_share); everything else is recorded as before
     assert config["evaluation"].pop("plan_share") == 0.1
+    # the chance line (2026-12-02) words a warning and changes no number: release ignores it (PRESENTATION_KEYS)
+    assert config["evaluation"].pop("chance_warning") == 0.25
     assert fingerprint(config) == "dd4a763d15fda7dbefa3664e19c24e807a4b9aa93193ab3776ada448ec4186b3"
 
 
