@@ -169,7 +169,7 @@ def _select(args: argparse.Namespace) -> int:
     from .engine import Engine
     from .engine.cluster import describe_client
     from .report import save_figure, write_result
-    from .spec import builtin_example_path, load_spec
+    from .spec import OVERRIDABLE, builtin_example_path, load_spec
     from .workflow import run_selection
 
     started = time.perf_counter()
@@ -183,7 +183,7 @@ def _select(args: argparse.Namespace) -> int:
         raise ValueError("give a SPEC file or --example, not both")
     spec = load_spec(args.spec or builtin_example_path(args.example))
     _print_imports(spec)
-    overrides = {k: getattr(args, k) for k in ("draws", "trials", "seed", "chance_warning") if getattr(args, k) is not None}
+    overrides = {k: getattr(args, k) for k in OVERRIDABLE if getattr(args, k) is not None}
     run_spec = _with_overrides(spec, overrides)
     problem = run_spec.problem()  # the model is built and validated here: bad knowledge fails before sampling
     print(f"hybridpriv select ({spec.kind}): {problem.description or spec.source}")

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .engine.decision import CHANCE_WARNING
 from .engine.options import Engine, as_engine
 
 __all__ = ["MIN_POSTERIOR_DRAWS", "Problem", "Selection", "read_selection", "run_selection", "select"]
@@ -84,7 +85,7 @@ class Problem:
         (SPEC key ``evaluation.criterion``).
     chance_warning
         The recommendation's chance of a costly miss (``p_costly``) from which ``select`` prints a warning
-        (:func:`hybridpriv.engine.decision.chance_line`; SPEC key ``evaluation.chance_warning``; ``None``:
+        (:func:`hybridpriv.engine.decision.chance_line`; SPEC key ``evaluation.chance_warning``; default
         :data:`hybridpriv.engine.decision.CHANCE_WARNING`).
     widen
         ``widen(decision, posterior) -> {coordinate: mechanism}`` or ``None``: more candidates to
@@ -118,14 +119,14 @@ class Problem:
     sensitivity_datasets: int = 60
     premises: Sequence[Any] = ()
     probe: Any = None
-    chance_warning: float | None = None
+    chance_warning: float = CHANCE_WARNING
 
     def __post_init__(self) -> None:
         from .core.assumptions import Premise
 
         line = self.chance_warning
-        if line is not None and not (isinstance(line, (int, float)) and not isinstance(line, bool) and 0 < line <= 1):
-            raise ValueError(f"chance_warning must be a share in (0, 1] or None, got {line!r}")
+        if not (isinstance(line, (int, float)) and not isinstance(line, bool) and 0 < line <= 1):
+            raise ValueError(f"chance_warning must be a share in (0, 1], got {line!r}")
 
         given = self.premises
         premises = tuple(given) if isinstance(given, (list, tuple)) else None
@@ -457,10 +458,10 @@ def select(spec: Any, *, draws: int | None = None, trials: int | None = None, se
     Selection
         ``.decision``, ``.table()``, ``.figure()``, ``.to_datatree()``.
     """
-    from .spec import Spec, load_spec
+    from .spec import OVERRIDABLE, Spec, load_spec
 
-    overrides = {k: v for k, v in (("draws", draws), ("trials", trials), ("seed", seed),
-                                   ("chance_warning", chance_warning)) if v is not None}
+    given = dict(zip(OVERRIDABLE, (draws, trials, seed, chance_warning)))
+    overrides = {k: v for k, v in given.items() if v is not None}
     if isinstance(spec, Problem):
         if overrides:
             raise ValueError(f"{', '.join(overrides)}: a Problem is built already; pass a SPEC (path or Spec) to "
@@ -486,10 +487,8 @@ def _mark_decision(decision: xr.Dataset, attrs: Mapping[str, Any], problem: Prob
     """The decision with ``attrs["unaudited_plugins"]``: candidates that do not ship with hybridpriv
     (a SPEC's ``[[mechanisms]]``), whose declarations nobody has audited yet (the table marks them); and with
     ``attrs["chance_warning"]``: the problem's chance line (:func:`hybridpriv.engine.decision.chance_line` reads it)."""
-    from .engine.decision import CHANCE_WARNING
-
     decision.attrs["unaudited_plugins"] = attrs.get("unaudited_plugins", "")
-    decision.attrs["chance_warning"] = float(CHANCE_WARNING if problem.chance_warning is None else problem.chance_warning)
+    decision.attrs["chance_warning"] = float(problem.chance_warning)
     return decision
 
 

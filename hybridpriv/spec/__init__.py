@@ -21,7 +21,11 @@ from .custom import MECHANISMS, attach, template_block
 from .schema import Context, Key, SpecError, Table, choice, integer, name_tables, tables
 from .schema import template as _template
 
-__all__ = ["EXAMPLES", "Spec", "SpecError", "builtin_example_path", "examples", "load_spec", "parse_spec", "template",
+#: The ``[evaluation]`` keys a command line or :func:`hybridpriv.select` may override (:meth:`Spec.with_overrides`),
+#: in the order of ``select``'s arguments.
+OVERRIDABLE = ("draws", "trials", "seed", "chance_warning")
+
+__all__ = ["EXAMPLES", "OVERRIDABLE", "Spec", "SpecError", "builtin_example_path", "examples", "load_spec", "parse_spec", "template",
            "top_table"]
 
 
@@ -104,7 +108,8 @@ class Spec:
     upgraded: tuple[str, ...] = ()
 
     def with_overrides(self, evaluation: Mapping[str, Any]) -> Spec:
-        """This SPEC with ``[evaluation]`` keys replaced (the CLI's ``--draws``, ``--trials``, ``--seed``),
+        """This SPEC with ``[evaluation]`` keys replaced (the CLI's ``--draws``, ``--trials``, ``--seed``,
+        ``--chance-warning``: :data:`OVERRIDABLE`),
         checked again by the kind's schema and size guards as if the file said so: an override the file
         could not hold is refused the same way, naming ``evaluation.KEY``."""
         if not evaluation:

@@ -291,6 +291,6 @@ def test_the_chance_line_is_a_spec_key_that_reaches_the_printed_warning(tmp_path
         path.write_text(base + f"chance_warning = {bad}\n")
         with pytest.raises(ValueError, match=rf"evaluation\.chance_warning must {re.escape(said)}"):
             load_spec(path)
-    with pytest.raises(ValueError, match=r"chance_warning must be a share in \(0, 1\] or None, got 2"):
+    with pytest.raises(ValueError, match=r"chance_warning must be a share in \(0, 1\], got 2"):
         dataclasses.replace(problem, chance_warning=2)
     assert isinstance(problem, Problem)
