@@ -91,7 +91,8 @@ class HistogramFamily(Family):
         settings: a public panel beside private groups of different epsilons, under add/remove-one and under
         replace-one."""
         from ...core.privacy import Group
-        from .mechanisms import AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
+        from .mechanisms import (EAGER_MARGIN, AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram,
+                                 SampleHistogram)
         from .plan import GroupCountsProbe
 
         cats = ("a", "b", "c")
@@ -104,6 +105,8 @@ class HistogramFamily(Family):
         for tag, (groups, rel) in settings.items():
             for name, build in (("weighted", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r)),
                                 ("adaptive", lambda g=groups, r=rel: AdaptiveHistograms(g, cats, r)),
+                                ("adaptive-1se",
+                                 lambda g=groups, r=rel: AdaptiveHistograms(g, cats, r, margin=EAGER_MARGIN)),
                                 ("proportional", lambda g=groups, r=rel: LaplaceHistograms(g, cats, r, "size")),
                                 ("pooled", lambda g=groups, r=rel: PooledHistogram(g, cats, r)),
                                 ("sample-max", lambda g=groups, r=rel: SampleHistogram(g, cats, r, "max")),

@@ -11,7 +11,9 @@ so adding or removing a record changes one count by 1 (L1 sensitivity 1; a repla
 * :class:`AdaptiveHistograms` (``"adaptive"``): the same releases as ``weighted``, combined with weights
   that also guard against groups whose shares differ: how far the released groups' shares disagree
   beyond their sampling and noise estimates the between-group spread, and the weights minimise the
-  expected squared error given it (post-processing: the same guarantee as ``weighted``).
+  expected squared error given it (post-processing: the same guarantee as ``weighted``);
+  ``"adaptive-1se"`` trusts the disagreement from :data:`EAGER_MARGIN` standard errors rather than
+  :data:`MARGIN`.
 * :class:`PooledHistogram` (``"pooled"``): every private record's counts summed, one Laplace noise at the
   smallest epsilon (everyone gets the strictest group's protection).
 * :class:`SampleHistogram` (``"sample-avg"``, ``"sample-max"``): Jorgensen et al.'s PDP *Sample*
@@ -38,12 +40,15 @@ from ...noise import laplace
 from ...theory import bias_aware_weights
 from .data import CategoryCounts, check_counts
 
-__all__ = ["MARGIN", "THRESHOLDS", "AdaptiveHistograms", "HistogramMechanism", "LaplaceHistograms", "PooledHistogram",
-           "PublicHistogram", "SampleHistogram", "sensitivity"]
+__all__ = ["EAGER_MARGIN", "MARGIN", "THRESHOLDS", "AdaptiveHistograms", "HistogramMechanism", "LaplaceHistograms",
+           "PooledHistogram", "PublicHistogram", "SampleHistogram", "sensitivity"]
 
 #: Standard errors by which the released groups' disagreement must exceed what equal shares explain before
 #: :class:`AdaptiveHistograms` trusts it (a heterogeneity test; below it the groups are taken to answer alike).
 MARGIN = 3.0
+#: The margin of ``"adaptive-1se"``: the same test at one standard error (it takes the groups to differ sooner,
+#: so it loses a little where they answer alike and gains where they differ by a little).
+EAGER_MARGIN = 1.0
 #: Thresholds of :class:`SampleHistogram` by name: over the private groups' (effective) epsilons.
 THRESHOLDS = ("avg", "max")
 
@@ -182,8 +187,8 @@ class AdaptiveHistograms(LaplaceHistograms):
     def __init__(self, groups: Sequence[Group], categories: Sequence[str], relation: str = "add-remove",
                  s2: Any = 0.25, margin: float = MARGIN) -> None:
         super().__init__(groups, categories, relation, "inverse-variance", s2)
-        self.label = "adaptive"
         self.margin = check_positive(margin, "margin", allow_zero=True)
+        self.label = "adaptive" if self.margin == MARGIN else f"adaptive-{self.margin:g}se"
         self.noise = 2.0 * self.scales ** 2 / self.sizes ** 2
 
     def moments(self, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

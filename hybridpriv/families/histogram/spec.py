@@ -44,7 +44,8 @@ from ...spec.schema import (
 __all__ = ["CANDIDATES", "EVALUATION", "GROUP", "MODEL", "SECTIONS", "TOP", "build", "check", "context"]
 
 #: The built-in candidates, by label.
-CANDIDATES = ("weighted", "adaptive", "proportional", "pooled", "sample-avg", "sample-max", "public-only")
+CANDIDATES = ("weighted", "adaptive", "adaptive-1se", "proportional", "pooled", "sample-avg", "sample-max",
+              "public-only")
 #: Most categories, and most records in all groups (one simulated dataset holds groups x categories counts).
 MAX_CATEGORIES = 10_000
 MAX_RECORDS = 50_000_000
@@ -179,13 +180,15 @@ def context(v: Config, posterior: Any) -> dict[str, Any]:
 def make_candidates(v: Config, posterior: Any, names: Any = None, groups: Any = None) -> dict[str, Any]:
     """The built-in candidates ``names`` (default: all that apply), by label; ``groups``: other budgets for the
     SPEC's groups (the two-stage plan's second stage), default the SPEC's."""
-    from .mechanisms import AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram, SampleHistogram
+    from .mechanisms import (EAGER_MARGIN, AdaptiveHistograms, LaplaceHistograms, PooledHistogram, PublicHistogram,
+                             SampleHistogram)
 
     groups, cats, rel = v.groups if groups is None else tuple(groups), tuple(v.categories), v.relation
     s2 = 0.25 if posterior is None else posterior
     has_public = any(g.is_public for g in groups)
     make = {"weighted": lambda: LaplaceHistograms(groups, cats, rel, "inverse-variance", s2),
             "adaptive": lambda: AdaptiveHistograms(groups, cats, rel, s2),
+            "adaptive-1se": lambda: AdaptiveHistograms(groups, cats, rel, s2, EAGER_MARGIN),
             "proportional": lambda: LaplaceHistograms(groups, cats, rel, "size", s2),
             "pooled": lambda: PooledHistogram(groups, cats, rel),
             "sample-avg": lambda: SampleHistogram(groups, cats, rel, "avg"),
