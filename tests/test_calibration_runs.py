@@ -381,12 +381,76 @@ def test_histogram_seeds_13_to_16_held_out():
     once = regret_rules(list(runs.values()), real_once=True)
     assert tuple(once.loc["recommendation", ["mean", "p90"]]) == pytest.approx((26.3, 43.6), abs=0.05)
     assert tuple(once.loc["budget-spending selector", ["mean", "p90"]]) == pytest.approx((34.7, 33.5), abs=0.05)
-    assert tuple(fam.p_best_seeds) == (3, 4, 5, 6, 13, 14, 15, 16)
+    bins = p_best_bins([stored(f"histogram-seed{seed}") for seed in (3, 4, 5, 6, 13, 14, 15, 16)])
+    assert bins["0.5-0.7"] == pytest.approx((0.557, 0.5, 24), abs=5e-4)  # Family.p_best_held until seeds 17-20
+
+
+def _trial_regrets(seven: xr.Dataset, eight: xr.Dataset) -> dict[str, list[float]]:
+    """Per truth (a plain loop, not regret_rules): both arms' recommendations and the eight-candidate selector against
+    the best eligible of the eight realised risks; a failure is silent without a warning at the 0.25 line."""
+    out: dict[str, list[float]] = {"seven": [], "eight": [], "selector": [], "silent_seven": [], "silent_eight": []}
+    names = [str(c) for c in eight.candidate.values]
+    for t in range(eight.sizes["truth"]):
+        risk = {c: float(eight.realised.values[t, j]) for j, c in enumerate(names)}
+        best = min(risk[c] for j, c in enumerate(names) if eight.eligible.values[t, j] == 1)
+        for arm, ds in (("seven", seven), ("eight", eight)):
+            rec = "estimator:" + str(ds.recommended.values[t]).split(":")[-1]
+            regret = (risk[rec] / best - 1) * 100
+            out[arm].append(regret)
+            warned = str(ds.sensitivity_warning.values[t]) != "" or float(ds.p_costly_recommended.values[t]) >= 0.25
+            out[f"silent_{arm}"].append(float(regret > 25 and not warned))
+        out["selector"].append(float(eight.pythia_regret.values[t]) * 100)
+    return out
+
+
+def test_histogram_seeds_17_to_20_adopted_adaptive_1se_by_the_pre_registered_rule():
+    """Fresh seeds 17-20, each run twice on the same truths: on 6f100e4 (seven candidates, stored as
+    histogram-seedN-seven) and on 3c75439 (adaptive-1se added).  Against the best of the eight realised risks (the
+    shared candidates' realised risks are the same numbers in both arms), the eighth candidate lowers the
+    recommendation's mean and p90 (22.6 / 68.1% to 18.7 / 35.8%), above-25% 21 to 20, silent 9 to 7, ranges 94.0%:
+    every condition of the rule written before the runs (calibration-history.md).  With eight, the recommendation is
+    below every fixed rule and the budget-spending selector (40.0 / 47.9%) in mean and p90, each real dataset once too.
+    P(best) pooled over seeds 3-6 and 13-20 is Family.p_best_held."""
+    from hybridpriv.families import family
+
+    seven = [stored(f"histogram-seed{seed}-seven") for seed in (17, 18, 19, 20)]
+    eight = [stored(f"histogram-seed{seed}") for seed in (17, 18, 19, 20)]
+    fam = family("histogram")
+    pooled: dict[str, list[float]] = {}
+    for a, b in zip(seven, eight):
+        assert a.attrs["commit"] == "6f100e4" and b.attrs["commit"] == "3c75439" and a.attrs["arm_of"] == f"histogram-seed{b.attrs['seed']}"
+        assert (a.generator.values == b.generator.values).all() and np.isfinite(b.regret.values).all()
+        shared = [str(c) for c in a.candidate.values]
+        assert len(shared) == 7 and b.sizes["candidate"] == 8
+        np.testing.assert_array_equal(a.realised.values, b.realised.sel(candidate=shared).values)
+        eligible = b.eligible.values == 1
+        assert fam.range_coverage[b.attrs["seed"]] == pytest.approx(b.covered.values[eligible].mean(), abs=5e-4)
+        for k, v in _trial_regrets(a, b).items():
+            pooled.setdefault(k, []).extend(v)
+    seven_r, eight_r, sel = (np.array(pooled[k]) for k in ("seven", "eight", "selector"))
+    assert seven_r.size == 132
+    assert (seven_r.mean(), np.quantile(seven_r, 0.9)) == pytest.approx((22.6, 68.1), abs=0.05)
+    assert (eight_r.mean(), np.quantile(eight_r, 0.9)) == pytest.approx((18.7, 35.8), abs=0.05)
+    assert ((seven_r > 25).sum(), (eight_r > 25).sum()) == (21, 20)
+    assert (sum(pooled["silent_seven"]), sum(pooled["silent_eight"])) == (9, 7)
+    assert (sel.mean(), np.quantile(sel, 0.9)) == pytest.approx((40.0, 47.9), abs=0.05)
+    covered = np.concatenate([b.covered.values[b.eligible.values == 1] for b in eight])
+    assert covered.mean() == pytest.approx(0.940, abs=5e-4)
+    rules = regret_rules(eight)  # the same recommendation row as the loop: the toolkit's own scoring agrees
+    assert tuple(rules.loc["recommendation", ["mean", "p90"]]) == pytest.approx((18.7, 35.8), abs=0.05)
+    assert rules.index[1] == "estimator:adaptive-1se"
+    for rule in rules.index[1:]:
+        assert (rules.loc[rule, ["mean", "p90"]] > rules.loc["recommendation", ["mean", "p90"]]).all(), rule
+    once = regret_rules(eight, real_once=True)
+    assert tuple(once.loc["recommendation", ["mean", "p90"]]) == pytest.approx((12.8, 29.9), abs=0.05)
+    for rule in once.index[1:]:
+        assert (once.loc[rule, ["mean", "p90"]] > once.loc["recommendation", ["mean", "p90"]]).all(), rule
+    assert tuple(fam.p_best_seeds) == (3, 4, 5, 6, 13, 14, 15, 16, 17, 18, 19, 20)
     bins = p_best_bins([stored(f"histogram-seed{seed}") for seed in fam.p_best_seeds])
     assert bins.keys() == fam.p_best_held.keys()
     for label, (reported, came, pairs) in bins.items():
         assert fam.p_best_held[label] == pytest.approx((reported, came, pairs), abs=5e-4), label
-    assert bins["0.5-0.7"][2] == 24 and abs(bins["0.5-0.7"][0] - bins["0.5-0.7"][1]) <= 0.10
+        assert pairs < 10 or abs(reported - came) <= 0.10, label
 
 
 def test_stored_kmeans_seed3_gives_the_numbers_the_docs_quote():
@@ -464,8 +528,8 @@ def test_every_familys_real_coverage_is_its_stored_runs():
     stored_seeds: dict = {}
     for name in stored_names():
         ds = stored(name)
-        if "other_machine_of" in ds.attrs:  # the same truths on another machine: select's notes quote the first run
-            continue
+        if "other_machine_of" in ds.attrs or "arm_of" in ds.attrs:  # the same truths on another machine or with
+            continue  # other candidates: select's notes quote the first run
         on_real = (ds.eligible.values == 1) & (ds.source.values == "real")[:, None]
         stored_seeds.setdefault(str(ds.family.values[0]), {})[int(ds.attrs["seed"])] = (
             int(ds.covered.values[on_real].sum()), int(on_real.sum()))
