@@ -8,7 +8,7 @@ and ``draw``, so autocorrelated posterior draws are not over-counted).  Selectio
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -19,7 +19,8 @@ from ..core.privacy import Guarantee
 
 __all__ = ["CHANCE_WARNING", "COSTLY", "CRITERIA", "FREE_WARNING", "chance_line", "decide", "eligibility", "format_summary",
            "format_table", "free_line", "free_warning", "P_BEST_PAIRS", "P_BEST_TOLERANCE", "p_best_line",
-           "premise_lines", "premise_warnings", "range_line", "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio", "spends_nothing", "summarize_by"]
+           "premise_lines", "premise_warnings", "range_line", "RANGE_NOMINAL", "RANGE_TARGET", "regret_ratio", "seed_list",
+           "spends_nothing", "summarize_by"]
 
 #: What a decision minimises: ``"loss"``, the posterior expected loss; ``"regret"``, the posterior expected
 #: relative regret ``E[risk_c / min_eligible risk - 1]`` (every dataset counts alike, however small its best risk).
@@ -461,7 +462,18 @@ def _shares(coverage: Mapping[int, float], name: str) -> tuple[float, str, str]:
         raise ValueError(f"{name} must hold shares in [0, 1], got {dict(coverage)}")
     lo, hi = values[0], values[-1]
     held = f"{lo:.0%}" if round(lo, 2) == round(hi, 2) else f"{100 * lo:.0f}-{hi:.0%}"
-    return lo, held, f"seed{'s' if len(coverage) > 1 else ''} " + ", ".join(str(k) for k in sorted(coverage))
+    return lo, held, f"seed{'s' if len(coverage) > 1 else ''} " + seed_list(coverage)
+
+
+def seed_list(seeds: Iterable[int]) -> str:
+    """Seeds in words, sorted: three or more consecutive ones as ``a-b`` (``0-6, 12-20``; ``0, 2``; ``4, 5``)."""
+    runs: list[list[int]] = []
+    for s in sorted(seeds):
+        if runs and s == runs[-1][-1] + 1:
+            runs[-1].append(s)
+        else:
+            runs.append([s])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def range_line(coverage: Mapping[int, float], short: bool = False, real: Mapping[int, float] | None = None) -> str:
@@ -526,9 +538,7 @@ def p_best_line(held: Mapping[str, tuple[float, float, int]], seeds: Sequence[in
         return ""
     if short:
         return f"P(best) {label}: best on {came:.0%} of held-out truths (reported {reported:.2f})"
-    where = "seed" + ("s " if len(seeds) > 1 else " ") + (
-        f"{min(seeds)}-{max(seeds)}" if len(seeds) > 2 and sorted(seeds) == list(range(min(seeds), max(seeds) + 1))
-        else ", ".join(str(k) for k in sorted(seeds)))
+    where = "seed" + ("s " if len(seeds) > 1 else " ") + seed_list(seeds)
     return (f"note (P(best)): on the calibration study's held-out synthetic truths of this kind ({where}; "
             f"docs/calibration.md) candidates reported at a P(best) of {label} ({reported:.2f} on average) were best "
             f"on {came:.0%} of {pairs}: read this {float(p):.2f} as nearer {came:.2f}")

@@ -383,7 +383,7 @@ def test_the_range_line_says_how_well_the_ranges_held_and_when_to_read_them_as_t
     assert (RANGE_NOMINAL, RANGE_TARGET) == (0.90, 0.80)
     assert range_line({}) == "" and range_line({}, short=True) == ""
     fine = range_line({0: 0.88, 1: 0.89, 2: 0.87})
-    assert fine == ("note (ranges): on the calibration study's held-out truths of this kind (seeds 0, 1, 2; "
+    assert fine == ("note (ranges): on the calibration study's held-out truths of this kind (seeds 0-2; "
                     "docs/calibration.md) the 5-95% ranges held 87-89% of the realised risks (90% if the model were right)")
     assert range_line({0: 0.88, 1: 0.89}, short=True) == ""  # under the plot only when they held too little
     narrow = range_line({0: 0.70, 1: 0.75, 2: 0.72})
@@ -497,6 +497,14 @@ def _seed_runs(seeds) -> str:
         else:
             runs.append([s, s])
     return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs)
+
+
+def test_seed_list_writes_three_or_more_consecutive_seeds_as_a_run():
+    from hybridpriv.engine.decision import seed_list
+
+    assert seed_list((20, 0, 1, 2, 3, 4, 5, 6, 12, 13, 14, 15, 16, 17, 18, 19)) == "0-6, 12-20"
+    assert seed_list([0, 2]) == "0, 2" and seed_list({4: 0.9, 5: 0.9}) == "4, 5" and seed_list([7]) == "7"
+    assert seed_list([1, 2, 3, 5, 6]) == "1-3, 5, 6" and seed_list([]) == ""
 
 
 def test_seed_runs_of_the_page():
