@@ -83,3 +83,25 @@ def test_histogram_twelve_seeds_with_eight_candidates_pooled():
     assert tuple(once.loc["recommendation", ["median", "mean", "p90"]]) == pytest.approx((4.8, 18.7, 38.2), abs=0.05)
     for rule in once.index[1:]:
         assert (once.loc[rule, ["mean", "p90"]] > once.loc["recommendation", ["mean", "p90"]]).all(), rule
+    # by a loop: the synthetic truths alone, and what the two real datasets cost on every seed
+    synthetic: dict[str, list[float]] = {}
+    real: dict[str, list[tuple[str, float, float]]] = {}
+    for ds in runs:
+        for t in range(ds.sizes["truth"]):
+            regrets = _regrets(ds, t)
+            r = regrets[f"estimator:{ds.recommended.values[t]}"]
+            if str(ds.source.values[t]) == "synthetic":
+                for key, v in (("rec", r), ("1se", regrets["estimator:adaptive-1se"]), ("3", regrets["estimator:adaptive"])):
+                    synthetic.setdefault(key, []).append(v)
+            else:
+                real.setdefault(str(ds.generator.values[t]), []).append(
+                    (str(ds.recommended.values[t]), r, regrets["estimator:adaptive-1se"]))
+    assert len(synthetic["rec"]) == 360
+    assert _summary(synthetic["rec"]) == pytest.approx((4.7, 18.1, 37.6), abs=0.05)
+    assert _summary(synthetic["1se"]) == pytest.approx((12.6, 26.4, 52.3), abs=0.05)
+    assert _summary(synthetic["3"]) == pytest.approx((8.3, 28.7, 48.2), abs=0.05)
+    mroz, swiss = real["mroz-children"], real["swisslabor-children"]
+    assert sorted(c for c, _, _ in mroz) == ["adaptive"] + ["weighted"] * 11
+    assert sorted(c for c, _, _ in swiss) == ["adaptive"] * 9 + ["weighted"] * 3
+    assert all(80 < r < 95 and 43 < r1 < 45 for _, r, r1 in mroz)
+    assert all((130 < r < 132 if c == "adaptive" else 409 < r < 411) and 49 < r1 < 53 for c, r, r1 in swiss)
