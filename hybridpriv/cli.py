@@ -9,7 +9,7 @@
     Audit the privacy declaration of a SPEC's candidates (built-in or your own); exit 1 on a violation.
 ``hybridpriv spec [KIND]``
     Print a commented template of a SPEC kind (without KIND: the kinds).
-``hybridpriv study list`` / ``hybridpriv study run NAME [--quick|--full] [--out DIR] [--seed S]``
+``hybridpriv study list`` / ``hybridpriv study run NAME [--quick|--full] [--out DIR] [--seed S] [--kinds K,...]``
 ``    [--workers N | --scheduler ADDRESS] [--resume DIR] [--chunk-size N]``
     Reproduce a paper's experiment, optionally on a dask cluster and resumable.
 
@@ -89,6 +89,8 @@ def _build_parser() -> argparse.ArgumentParser:
     r.add_argument("--full", action="store_true", help="the paper's full scale, where a study has one")
     r.add_argument("--out", default="out", help="output folder (default: out)")
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--kinds", metavar="KIND[,KIND...]",
+                   help="calibration: run these kinds' truths only (each truth's numbers as in the whole study)")
     r.add_argument("--jobs", type=int, help="with all: run N studies at once, each in its own process, longest first "
                                             "(default: the usable cores, or 1 with --workers/--scheduler)")
     _cluster_options(r, "run the chunks")
@@ -370,6 +372,14 @@ def _study(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         if args.quick and args.full:
             raise ValueError("--quick and --full exclude each other")
+        kinds = None
+        if args.kinds is not None:  # a study that runs several kinds takes it (checked before any cluster starts)
+            if args.name == "all":
+                raise ValueError("--kinds is an option of one study (calibration), not of all")
+            module = STUDIES[args.name].module
+            if "kinds" not in module.run.__code__.co_varnames:
+                raise ValueError(f"study {args.name!r} has no --kinds (only a study that runs several kinds: calibration)")
+            kinds = module.check_kinds([k.strip() for k in args.kinds.split(",")], what="--kinds")
         _check_cluster_args(args)
         _check_resume(args)
         jobs = _study_jobs(args)
@@ -390,7 +400,7 @@ def _study(args: argparse.Namespace) -> int:
             return 0
         with _client(args) as client:
             nc, png = run_study(args.name, quick=args.quick, seed=args.seed, out=args.out, full=args.full,
-                                engine=Engine(client, args.resume, args.chunk_size, progress=True))
+                                engine=Engine(client, args.resume, args.chunk_size, progress=True), kinds=kinds)
         print(f"wrote {nc} and {png} in {time.perf_counter() - started:.1f}s")
         return 0
     raise ValueError("study needs a subcommand: list or run NAME")

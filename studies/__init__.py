@@ -18,6 +18,7 @@ import ast
 import importlib
 import importlib.util
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -67,6 +68,7 @@ def run_study(
     out: str | Path = "out",
     full: bool = False,
     engine: Engine | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> tuple[Path, Path]:
     """Run study ``name`` and write ``out/name.nc`` and ``out/name.png``; return both paths.
 
@@ -75,6 +77,8 @@ def run_study(
     ``results`` (:func:`read_study` reads it back as one Dataset).
 
     ``full``: the paper's full scale, for studies that have one (``zeber-user-item``).
+    ``kinds``: the kinds to run, for a study that runs several (``calibration``; ``--kinds``): part of the run's
+    configuration (a checkpoint of other kinds is refused) and of its provenance.
     ``engine``: how the chunks run (:class:`~hybridpriv.engine.options.Engine`): its ``client``'s
     cluster, its ``checkpoint`` folder keeping every finished chunk (created if new; rerunning with it
     skips them; refused if it holds a run of another configuration: study, scale, seed), its
@@ -89,15 +93,19 @@ def run_study(
     module = STUDIES[name].module
     if full and "full" not in module.run.__code__.co_varnames:
         raise ValueError(f"study {name!r} has no --full scale")
+    options = {}
+    if kinds is not None:
+        if "kinds" not in module.run.__code__.co_varnames:
+            raise ValueError(f"study {name!r} has no --kinds (only a study that runs several kinds: calibration)")
+        options["kinds"] = list(module.check_kinds(kinds))
     started = time.perf_counter()
-    run_config = {"study": name, "quick": bool(quick), "full": bool(full), "seed": int(seed)}
+    run_config = {"study": name, "quick": bool(quick), "full": bool(full), "seed": int(seed), **options}
     engine = as_engine(engine)
     checkpoint = Checkpoint(engine.checkpoint, run_config) if engine.checkpoint is not None else None
     try:
         if full:
-            ds = module.run(quick=quick, seed=seed, full=True, engine=engine.replace(checkpoint=checkpoint))
-        else:
-            ds = module.run(quick=quick, seed=seed, engine=engine.replace(checkpoint=checkpoint))
+            options["full"] = True
+        ds = module.run(quick=quick, seed=seed, engine=engine.replace(checkpoint=checkpoint), **options)
     finally:
         if checkpoint is not None:
             checkpoint.close()

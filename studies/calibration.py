@@ -27,7 +27,7 @@ from ..core.random import rng
 from ..engine.options import Engine, as_engine
 from ..families import family, registry
 
-__all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "plot", "run"]
+__all__ = ["DESCRIPTION", "SCALES", "SCALE_IN_ALL", "check_kinds", "plot", "run", "truths"]
 
 
 def _families() -> list:
@@ -53,12 +53,31 @@ SCALES["full"] = {**SCALES["default"], "synthetic": 100}
 SCALE_IN_ALL = "quick"
 
 
-def truths(scale: str, seed: int) -> list:
-    """The held-out truths of ``scale``, made by each family: stream ``("calibration", family, i, "truth")``
-    for truth ``i``."""
+def check_kinds(kinds, what: str = "kinds") -> list[str]:
+    """``kinds`` as the registry's names in the registry's order; refused, naming ``what`` (``--kinds`` from the
+    command line) and the value, unless each is a registered kind with held-out truths, given once."""
+    known = [f.name for f in _families()]
+    if isinstance(kinds, str) or not hasattr(kinds, "__iter__"):
+        raise TypeError(f"{what} must be a list of kinds, got {kinds!r}")
+    kinds = list(kinds)
+    if not kinds or kinds == [""]:
+        raise ValueError(f"{what} must name at least one kind (of {', '.join(known)}), got none")
+    for k in kinds:
+        if k not in known:
+            raise ValueError(f"{what}: {k!r} is not a kind with held-out truths; known: {', '.join(known)}")
+    if len(set(kinds)) != len(kinds):
+        raise ValueError(f"{what} names a kind twice: {', '.join(kinds)}")
+    return [k for k in known if k in kinds]
+
+
+def truths(scale: str, seed: int, kinds=None) -> list:
+    """The held-out truths of ``scale``, made by each family (``kinds``: these only, :func:`check_kinds`): stream
+    ``("calibration", family, i, "truth")`` for truth ``i``, so a kind's truths are the same run alone or with
+    the others."""
     cfg, quick = SCALES[scale], scale == "quick"
+    names = list(cfg["real"]) if kinds is None else check_kinds(kinds)
     out = []
-    for name in cfg["real"]:
+    for name in names:
         fam, n = family(name), cfg["synthetic"]
         out += [fam.synthetic_truth(i, rng(seed, "calibration", name, i, "truth"), quick=quick) for i in range(n)]
         for j, real in enumerate(cfg["real"][name]):
@@ -66,21 +85,28 @@ def truths(scale: str, seed: int) -> list:
     return out
 
 
-def run(quick: bool = False, seed: int = 0, engine: Engine | None = None, full: bool = False) -> xr.Dataset:
+def run(quick: bool = False, seed: int = 0, engine: Engine | None = None, full: bool = False,
+        kinds=None) -> xr.Dataset:
     """Run the study at ``--quick``, default or ``full`` scale (100 synthetic truths per family).
 
+    ``kinds`` (``--kinds``): run these kinds' truths only (:func:`check_kinds`); each truth's numbers are the ones
+    the whole study gives it (its own seed streams), so one kind's seed can be run, or run again, alone.
     The ``engine``'s checkpoint: one resume sub-folder per evaluation (the select run's and the realised risks').
     """
     scale = "full" if full else ("quick" if quick else "default")
     cfg = SCALES[scale]
+    kinds = None if kinds is None else check_kinds(kinds)
     engine = as_engine(engine)
     checkpoint = engine.checkpoint
     stage = (lambda name: None) if checkpoint is None else (lambda name: Path(checkpoint.folder) / name)
-    ds = calibrate(truths(scale, seed), seed, cfg["settings"], stage=stage, engine=engine.replace(checkpoint=None),
+    ds = calibrate(truths(scale, seed, kinds), seed, cfg["settings"], stage=stage, engine=engine.replace(checkpoint=None),
                    realised_draws=cfg["realised_draws"], realised_trials=cfg["realised_trials"],
                    pythia_share=cfg["pythia_share"])
-    ds.attrs.update({"scale": scale, "config": {"scale": scale, "synthetic": cfg["synthetic"], "real": cfg["real"],
-                                                "settings": cfg["settings"], "pythia_share": cfg["pythia_share"]}})
+    names = list(cfg["real"]) if kinds is None else kinds
+    ds.attrs.update({"scale": scale, "config": {"scale": scale, "synthetic": cfg["synthetic"],
+                                                "real": {k: cfg["real"][k] for k in names},
+                                                "settings": {k: cfg["settings"][k] for k in names},
+                                                "pythia_share": cfg["pythia_share"]}})
     return ds
 
 

@@ -346,6 +346,33 @@ def test_a_run_stored_as_records_reads_back_the_same(quick, tmp_path):
             assert a.tolist() == b.tolist(), v
 
 
+def test_one_kind_run_alone_gives_its_numbers_in_the_whole_study(quick, tmp_path):
+    """``study run calibration --kinds histogram``: the histogram truths' every per-truth and per-pair number is the
+    whole quick study's (each truth has its own seed streams), and a resume folder of another kind is refused."""
+    from hybridpriv.cli import main
+    from hybridpriv.studies import read_study
+
+    out = tmp_path / "o"
+    assert main(["study", "run", "calibration", "--quick", "--kinds", "histogram", "--out", str(out),
+                 "--resume", str(tmp_path / "r"), "--quiet"]) == 0
+    alone = read_study(out / "calibration.nc")
+    assert set(alone.family.values) == {"histogram"} and '"kinds": ["histogram"]' in alone.attrs["config"]
+    whole = quick.isel(truth=np.flatnonzero(quick.family.values == "histogram"))
+    assert list(alone.truth.values) == list(whole.truth.values)
+    cands = [str(c) for c in alone.candidate.values]
+    for v in ("regret", "recommended", "p_costly_recommended", "pythia_regret", "realised", "expected_loss", "p_best",
+              "risk_low", "risk_high", "eligible"):
+        a = alone[v]
+        b = whole[v].sel(candidate=cands) if "candidate" in whole[v].dims else whole[v]
+        if a.dtype.kind == "f":
+            np.testing.assert_array_equal(a.transpose(*b.dims).values, b.values, err_msg=v)
+        else:
+            assert a.values.tolist() == b.values.tolist(), v
+    code = main(["study", "run", "calibration", "--quick", "--kinds", "grouped", "--out", str(out),
+                 "--resume", str(tmp_path / "r"), "--quiet"])
+    assert code == 2  # the checkpoint holds another configuration (its kinds)
+
+
 def test_realised_risk_of_tcm_only_is_its_bias_plus_the_laplace_variance(quick):
     """TCM-only releases mean(TCM) + Laplace(m / (n_T epsilon_T)) (replace neighbours): its risk on a
     truth is (mean(TCM) - mean of all records)^2 + 2 b^2; the study's Monte Carlo within 5 of its
