@@ -80,6 +80,13 @@ class KMeansFamily(Family):
 
         return real_kmeans_truth(name, rng)
 
+    def pythia(self, raw: dict[str, Any], data: Any, share: float, rng: Any) -> tuple[dict[str, Any], Any]:
+        """Every user spends ``share`` of its epsilon on its group's counts per cluster of the pilot start
+        (:func:`~hybridpriv.families.kmeans.cells.pythia_kmeans`); the candidates get the rest."""
+        from .cells import pythia_kmeans
+
+        return pythia_kmeans(raw, data, share, rng), None
+
     def released_meaning(self, spec: Any) -> str:
         return f"the {spec.values.k} final centres (k rows of d coordinates, row by row), after every round"
 

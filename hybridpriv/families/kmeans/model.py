@@ -30,6 +30,10 @@ cluster of the nearest centre) and the rest from all users at random.  Otherwise
 alternatives are a :class:`~hybridpriv.core.assumptions.Branch`: the selection checks its decision
 within each and warns when it rests on one.
 
+Earlier DP releases of how many users of each group lie in each of the pilot's clusters (``released_cells``,
+:mod:`.cells`; what the budget-spending selector spends on) replace that branch: each group's users are then
+drawn cell by cell from the shares the release leaves plausible.
+
 Summary variables (for ``summary()`` and the convergence check): ``mean`` (the weighted mean of
 each coordinate) and ``sd`` (the weighted standard deviation of each coordinate).
 """
@@ -208,6 +212,11 @@ class KMeansPilotPosterior(Posterior):
                            np.asarray(post["trust_cluster"].transpose("chain", "draw").values, dtype=int))
         self._spread = (np.asarray(post["spread"].transpose("chain", "draw").values, dtype=float)
                         if "spread" in post.data_vars else None)
+        self._cells = None
+        if "cells_tcm" in post.data_vars:  # released cell counts: each group's users drawn cell by cell
+            cell = model.pilot_cells()
+            self._cells = (cell, {g: np.asarray(post[f"cells_{g}"].transpose("chain", "draw", "cell").values,
+                                                dtype=float) for g in ("tcm", "lm")})
 
     def branches(self) -> list[Any]:
         """With ``trust_may_follow_clusters``: whether the users who trust the curator are a random share."""
@@ -236,6 +245,27 @@ class KMeansPilotPosterior(Posterior):
         init = self.start if self.start is not None else m.bounds.lower + m.bounds.width * rng.random((m.k, d))
         return PointCloud(points, trusted, m.bounds, init)
 
+    def _by_cells(self, chain: int, draw: int, w: np.ndarray, rng: np.random.Generator
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """With released cells: each group's users (``round(c n)`` TCM users first) spread over the cells by a
+        multinomial of the draw's shares for that group (cells no pilot point lies in get none: the shares are
+        renormalised over the others), each user a pilot point of its cell picked with the draw's weights.
+        Returns the pilot indices and the trust mask."""
+        m = self.model_spec
+        cell, shares = self._cells
+        n_t = m.n_trusted(m.n)
+        occupied = np.bincount(cell, minlength=m.k) > 0
+        idx, trusted = [], []
+        for group, size in (("tcm", n_t), ("lm", m.n - n_t)):
+            p = np.where(occupied, shares[group][chain, draw], 0.0)
+            p = p / p.sum() if p.sum() > 0 else occupied / occupied.sum()
+            for j, count in enumerate(rng.multinomial(size, p)):
+                if count:
+                    inside = np.flatnonzero(cell == j)
+                    idx.append(rng.choice(inside, size=count, p=w[inside] / w[inside].sum()))
+            trusted.append(np.full(size, group == "tcm"))
+        return np.concatenate(idx), np.concatenate(trusted)
+
     def generate(self, chain: int, draw: int, rng: np.random.Generator):
         """``n`` users resampled from the pilot with draw ``(chain, draw)``'s weights; with ``smoothing="refit"``
         each user's offset from the nearest of :attr:`clusters` scaled by the square root of the draw's ``spread``
@@ -244,7 +274,10 @@ class KMeansPilotPosterior(Posterior):
         chain, draw = self._check_index(chain, draw)
         m = self.model_spec
         w = self.weights[chain, draw]
-        idx = rng.choice(w.size, size=m.n, p=w / w.sum())
+        if self._cells is not None:
+            idx, trusted = self._by_cells(chain, draw, w, rng)
+        else:
+            idx = rng.choice(w.size, size=m.n, p=w / w.sum())
         points = m.pilot[idx]
         if self._spread is not None:
             from .algorithms import nearest_centre
@@ -253,6 +286,11 @@ class KMeansPilotPosterior(Posterior):
             points = m.bounds.clamp(centre + math.sqrt(self._spread[chain, draw]) * (points - centre))
         if m.smoothing > 0:
             points = m.bounds.clamp(points + m.smoothing * rng.standard_normal(points.shape))
+        if self._cells is not None:
+            from .algorithms import PointCloud
+
+            init = self.start if self.start is not None else m.bounds.lower + m.bounds.width * rng.random((m.k, m.pilot.shape[1]))
+            return PointCloud(np.asarray(points, dtype=float), trusted, m.bounds, init)
         if self._trust is None:
             return self.dataset(np.asarray(points, dtype=float), rng)
         share, cluster = self._trust
@@ -290,6 +328,12 @@ class KMeansPilotModel(KnowledgeModel):
         ``True`` (default): public knowledge (the share ``c``) cannot rule out that who trusts the curator goes
         with where their point lies, so in half the draws a ``Uniform(0, 1)`` share of the TCM users come from
         one cluster (the module's docstring); ``False``: the user states that trust was split at random.
+    released_cells
+        :class:`~hybridpriv.families.kmeans.cells.ReleasedCells`, at most one per group: earlier DP counts of the
+        group's users per cluster of :func:`pilot_start` (:mod:`.cells`).  Each draw then holds each group's
+        shares per cell (``cells_tcm``, ``cells_lm``; a group without a release: the draw's own cell masses), and
+        its datasets draw each group's users cell by cell from those shares (within a cell, by the weights), so
+        who trusts the curator follows the released counts and ``trust_may_follow_clusters`` draws nothing.
 
     Notes
     -----
@@ -301,7 +345,8 @@ class KMeansPilotModel(KnowledgeModel):
     posterior_class = KMeansPilotPosterior  # what fit() returns
 
     def __init__(self, pilot: np.ndarray, bounds: Bounds | tuple[float, float], n: int, c: float, k: int,
-                 start: str = "pilot", smoothing: float | str = "refit", trust_may_follow_clusters: bool = True) -> None:
+                 start: str = "pilot", smoothing: float | str = "refit", trust_may_follow_clusters: bool = True,
+                 released_cells: Any = ()) -> None:
         self.bounds = Bounds.from_pair(bounds)
         from .algorithms import check_points
 
@@ -337,6 +382,25 @@ class KMeansPilotModel(KnowledgeModel):
             raise ValueError(f"trust_may_follow_clusters needs at least k = {self.k} pilot points to place the "
                              f"clusters, got {arr.shape[0]} (or set it false)")
         self.trust_may_follow_clusters = bool(trust_may_follow_clusters)
+        self.released_cells = self._check_cells(released_cells)
+
+    def _check_cells(self, released: Any) -> tuple[Any, ...]:
+        from .cells import ReleasedCells
+
+        out = tuple(released)
+        for j, r in enumerate(out):
+            if not isinstance(r, ReleasedCells):
+                raise TypeError(f"released_cells[{j}] must be a ReleasedCells, got {type(r).__name__}")
+            if len(r.counts) != self.k:
+                raise ValueError(f"released_cells[{j}] (group {r.group!r}) has {len(r.counts)} counts; the pilot start "
+                                 f"has k = {self.k} cells")
+        groups = [r.group for r in out]
+        if len(set(groups)) != len(groups):
+            raise ValueError(f"released_cells names a group twice: {groups}")
+        if out and self.pilot.shape[0] < self.k:
+            raise ValueError(f"released_cells count users per cluster of the pilot start: it needs at least k = "
+                             f"{self.k} pilot points, got {self.pilot.shape[0]}")
+        return out
 
     def n_trusted(self, n: int) -> int:
         """``round(c n)``, the number of TCM users among ``n`` (refused unless both groups have a user)."""
@@ -344,6 +408,29 @@ class KMeansPilotModel(KnowledgeModel):
         if not 1 <= t <= n - 1:
             raise ValueError(f"c = {self.c!r} with n = {n} users gives {t} TCM users; both groups need at least one user")
         return t
+
+    def pilot_cells(self) -> np.ndarray:
+        """Each pilot point's cell: the index of its nearest centre of :func:`pilot_start` (public)."""
+        from .algorithms import nearest_centre
+
+        return nearest_centre(self.pilot, pilot_start(self.pilot, self.k))[0]
+
+    def _cell_shares(self, w: np.ndarray, gens: list[np.random.Generator]) -> dict[str, Any]:
+        """With ``released_cells``: per group, ``(chain, draw, cell)`` shares of its users per cell (``cells_tcm``,
+        ``cells_lm``), :func:`~hybridpriv.families.kmeans.cells.draw_cell_shares` of its release, or, for a group
+        without one, the draw's own cell masses (the weights summed per cell)."""
+        from .cells import CELL_GROUPS, draw_cell_shares
+
+        released = {r.group: r for r in self.released_cells}
+        onehot = np.eye(self.k)[self.pilot_cells()]  # (pilot, cell)
+        out = {}
+        for group in CELL_GROUPS:
+            if group in released:
+                shares = np.stack([draw_cell_shares(released[group], w.shape[1], g) for g in gens])
+            else:
+                shares = w @ onehot
+            out[f"cells_{group}"] = (("chain", "draw", "cell"), shares)
+        return out
 
     def build(self) -> Any:
         """The PyMC model: ``weights ~ Dirichlet(1, ..., 1)`` over the pilot points, ``mean`` and ``sd`` of ``F``;
@@ -356,7 +443,7 @@ class KMeansPilotModel(KnowledgeModel):
             w = pm.Dirichlet("weights", a=np.ones(x.shape[0]), dims="pilot")
             mean = pm.Deterministic("mean", w @ x, dims="coordinate")
             pm.Deterministic("sd", pm.math.sqrt(w @ (x - mean[None, :]) ** 2), dims="coordinate")
-            if self.trust_may_follow_clusters:
+            if self.trust_may_follow_clusters and not self.released_cells:
                 follows = pm.Bernoulli("trust_follows", TRUST_FOLLOWS_PRIOR)
                 pm.Deterministic("trust_share", follows * pm.Uniform("trust_share_if_follows", 0.0, 1.0))
                 pm.Categorical("trust_cluster", p=np.full(self.k, 1.0 / self.k))
@@ -379,7 +466,7 @@ class KMeansPilotModel(KnowledgeModel):
                   "coordinate": np.arange(x.shape[1])}
         cd = ("chain", "draw")
         trust = {}
-        if self.trust_may_follow_clusters:
+        if self.trust_may_follow_clusters and not self.released_cells:
             follows = np.stack([g.random(draws) < TRUST_FOLLOWS_PRIOR for g in gens])
             share = np.stack([g.random(draws) for g in gens])
             cluster = np.stack([g.integers(self.k, size=draws) for g in gens])
@@ -387,6 +474,9 @@ class KMeansPilotModel(KnowledgeModel):
                      "trust_share": (cd, np.where(follows, share, 0.0)), "trust_cluster": (cd, cluster.astype(np.int64))}
         if self.smoothing_rule == "refit":  # after the trust draws, from the same generators
             trust["spread"] = (cd, np.stack([refit_spread(x, self.k, w[c], g) for c, g in enumerate(gens)]))
+        if self.released_cells:  # last, from the same generators: without a release the draws above are unchanged
+            coords["cell"] = np.arange(self.k)
+            trust.update(self._cell_shares(w, gens))
         ds = xr.Dataset({"weights": (("chain", "draw", "pilot"), w), "mean": (("chain", "draw", "coordinate"), mean),
                          "sd": (("chain", "draw", "coordinate"), sd), **trust}, coords=coords,
                         attrs={"sampler": "exact Dirichlet(1, ..., 1) draws (Bayesian bootstrap)"

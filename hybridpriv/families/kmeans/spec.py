@@ -48,6 +48,7 @@ from ...spec.schema import (
     run_keys,
     string,
     table,
+    tables,
 )
 
 __all__ = ["ALGORITHMS", "CANDIDATES", "EVALUATION", "START", "MODEL", "SECTIONS", "TOP", "build", "check", "make_candidates",
@@ -121,6 +122,13 @@ def _smoothing() -> Any:
     return parse
 
 
+CELLS = Table((
+    Key("group", choice("tcm", "lm"), doc="whose users were counted: tcm or lm", example='"tcm"'),
+    Key("counts", list_of(number()), doc="the released (noisy, unbiased) count of the group's users in each cluster "
+        "of the pilot start, in its order (k numbers)", example="[120.4, 80.9]"),
+    Key("noise_sd", number(0.0), doc="the standard deviation of each count's noise (0: exact)", example="1.41"),
+), doc="an earlier DP release of one group's users per cluster of the pilot start")
+
 MODEL = Table((
     Key("pilot", points(), doc="public pilot points: a CSV path (columns = coordinates, header allowed) or a list",
         example='"pilot.csv"'),
@@ -134,6 +142,10 @@ MODEL = Table((
     Key("trust_may_follow_clusters", boolean(), True,
         doc="true: who trusts the curator may go with where their point lies (in half the model's datasets a "
             "uniform share of the TCM users come from one cluster); false: you know trust was split at random"),
+    Key("released_cells", tables(CELLS), [],
+        doc="earlier DP counts of each group's users per cluster of the pilot start (at most one per group): the "
+            "model draws each group's users cell by cell from them, so trust follows them",
+        example='[{ group = "tcm", counts = [120.4, 80.9], noise_sd = 1.41 }]'),
     Key("pilot_is_random_sample", boolean(), False,
         doc="true: you know the pilot is a random sample of these users; false (the default): where public-start, "
             "which uses the pilot alone, is recommended, a warning says that it rests on that"),
@@ -198,6 +210,16 @@ def check(v: Config, ctx: Context) -> Config:
         raise SpecError(f"model.start = \"pilot\" needs at least k = {v.k} pilot points, the pilot has {pilot.shape[0]}")
     if not isinstance(kn.smoothing, str) and kn.smoothing > hi - lo:
         raise SpecError(f"model.smoothing = {kn.smoothing!r} exceeds the box's width {hi - lo:g}")
+    groups = [r.group for r in kn.released_cells]
+    if len(set(groups)) != len(groups):
+        raise SpecError(f"model.released_cells names a group twice: {groups}")
+    for j, r in enumerate(kn.released_cells):
+        if len(r.counts) != v.k:
+            raise SpecError(f"model.released_cells[{j}].counts has {len(r.counts)} numbers; it needs one per cluster, "
+                            f"k = {v.k}")
+    if kn.released_cells and pilot.shape[0] < v.k:
+        raise SpecError(f"model.released_cells count users per cluster of the pilot start: it needs at least k = {v.k} "
+                        f"pilot points, the pilot has {pilot.shape[0]}")
     ev = v.evaluation
     for name in ev.candidates or []:
         if name not in CANDIDATES:
@@ -252,11 +274,14 @@ def build(v: Config):
     from .algorithms import WCSS
     from ...core.assumptions import Premise
     from .assumptions import kmeans_assumptions
+    from .cells import ReleasedCells
 
     kn, ev = v.model, v.evaluation
     try:
         model = KMeansPilotModel(kn.pilot, tuple(v.bounds), v.n, v.c, v.k, start=kn.start,
-                                 smoothing=kn.smoothing, trust_may_follow_clusters=kn.trust_may_follow_clusters)
+                                 smoothing=kn.smoothing, trust_may_follow_clusters=kn.trust_may_follow_clusters,
+                                 released_cells=[ReleasedCells(r.group, tuple(r.counts), r.noise_sd)
+                                                 for r in kn.released_cells])
         make_candidates(v)  # every candidate can be built (refuses extreme epsilons or boxes before sampling)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
@@ -272,7 +297,8 @@ def build(v: Config):
               + (" (cross-validated)" if model.smoothing_rule == "auto" else "")
               + (", users spread about the pilot's clusters by a refitted start's optimism"
                  if model.smoothing_rule == "refit" else "") + f"), start: {kn.start}",
-              "trust: " + ("may follow the clusters (half the datasets: a uniform share of the TCM users from one "
+              "trust: " + (f"from the released counts per cluster ({', '.join(r.group for r in kn.released_cells)})"
+                           if kn.released_cells else "may follow the clusters (half the datasets: a uniform share of the TCM users from one "
                            "cluster)" if kn.trust_may_follow_clusters else "split at random (model.trust_may_follow_clusters "
                                                                           "= false)")]
     if kn.pilot_is_random_sample:

@@ -1,0 +1,138 @@
+"""Released cell counts: how many users of each group lie in each cluster of the pilot start.
+
+The K-means model (a Bayesian bootstrap of the pilot, :mod:`.model`) cannot tell from public knowledge how the
+users spread over the pilot's clusters, nor whether the users who trust the curator come from some clusters more
+than others.  A small DP release answers both: per group, a noisy count of its users in each *cell*, the users
+whose nearest centre of :func:`~hybridpriv.families.kmeans.model.pilot_start` is that cluster's (public: the
+cells are a function of the pilot).
+
+* TCM users (central DP, add/remove-one): the curator adds Laplace noise of scale ``1 / epsilon`` to each count
+  (:func:`laplace_cell_counts`; one user more or less changes one count by one, so the histogram's L1
+  sensitivity is 1).
+* LM users (local DP, replace-one): each device reports its cell through ``k``-ary randomized response
+  (:func:`randomized_response_counts`: the true cell with probability ``e^eps / (e^eps + k - 1)``, else one of
+  the others uniformly), and the curator debiases the report counts.
+
+:class:`ReleasedCells` is one group's release as the model reads it (``model.released_cells`` in a SPEC): the
+unbiased counts and the standard deviation of their noise.  :func:`draw_cell_shares` turns it into posterior
+draws of the group's shares of users per cell (normal noise, shares clipped at 0 and normalised): a large-count
+approximation that treats the counts' noise as normal with the stated sd and, given the group's size (public),
+keeps only the shares.  The budget-spending selector (:func:`pythia_kmeans`) spends a share of every user's
+epsilon on these releases; the candidates get the rest.
+
+Simulation noise (NumPy) in :func:`laplace_cell_counts` and :func:`randomized_response_counts`: they simulate a
+release for the calibration study's selector, not a release of real data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "laplace_cell_counts", "pythia_kmeans",
+           "randomized_response_counts", "rr_probabilities"]
+
+#: The groups a cell release may describe.
+CELL_GROUPS = ("tcm", "lm")
+
+
+@dataclass(frozen=True)
+class ReleasedCells:
+    """One group's noisy counts of users per cell of the pilot start.
+
+    ``group``: ``"tcm"`` or ``"lm"``; ``counts``: one unbiased (noisy, possibly negative) count per cell, in the
+    order of :func:`~hybridpriv.families.kmeans.model.pilot_start`'s centres; ``noise_sd``: the standard deviation
+    of each count's noise (``>= 0``; 0: exact counts).
+    """
+
+    group: str
+    counts: tuple[float, ...]
+    noise_sd: float
+
+    def __post_init__(self) -> None:
+        if self.group not in CELL_GROUPS:
+            raise ValueError(f"group must be one of {CELL_GROUPS}, got {self.group!r}")
+        counts = np.asarray(self.counts, dtype=float)
+        if counts.ndim != 1 or counts.size < 1 or not np.isfinite(counts).all():
+            raise ValueError(f"counts of group {self.group!r} must be a non-empty list of finite numbers, "
+                             f"got {self.counts!r}")
+        sd = self.noise_sd
+        if isinstance(sd, bool) or not isinstance(sd, (int, float)) or not 0.0 <= float(sd) < math.inf:
+            raise ValueError(f"noise_sd of group {self.group!r} must be a finite number >= 0, got {sd!r}")
+        object.__setattr__(self, "counts", tuple(float(c) for c in counts))
+        object.__setattr__(self, "noise_sd", float(sd))
+
+
+def draw_cell_shares(released: ReleasedCells, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of the group's shares of users per cell, ``(size, k)``: ``counts + noise_sd z`` (``z``
+    standard normal per cell), clipped at 0 and normalised (uniform where every cell clipped to 0)."""
+    counts = np.asarray(released.counts, dtype=float)
+    draws = np.maximum(counts[None, :] + released.noise_sd * rng.standard_normal((size, counts.size)), 0.0)
+    total = draws.sum(axis=1, keepdims=True)
+    return np.where(total > 0, draws / np.where(total > 0, total, 1.0), 1.0 / counts.size)
+
+
+def laplace_cell_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
+    """The TCM group's release: each of the ``k`` counts of ``cells`` (each user's cell index) plus Laplace noise
+    of scale ``1 / epsilon`` (``epsilon``-DP, central, add/remove-one); ``noise_sd = sqrt(2) / epsilon``."""
+    cells = np.asarray(cells)
+    if not epsilon > 0 or not math.isfinite(epsilon):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    true = np.bincount(cells, minlength=k).astype(float)
+    return ReleasedCells("tcm", tuple(true + rng.laplace(0.0, 1.0 / epsilon, k)), math.sqrt(2.0) / epsilon)
+
+
+def rr_probabilities(k: int, epsilon: float) -> tuple[float, float]:
+    """``k``-ary randomized response at ``epsilon``: (probability of reporting the true cell, of each other)."""
+    e = math.exp(epsilon)
+    return e / (e + k - 1), 1.0 / (e + k - 1)
+
+
+def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
+    """The LM group's release: every device reports its cell by ``k``-ary randomized response at ``epsilon``
+    (``epsilon``-local DP, replace-one), and the curator debiases the report counts ``o``:
+    ``(o - n q) / (p - q)`` with ``p, q`` of :func:`rr_probabilities`, unbiased for the true counts.  ``noise_sd``:
+    the largest of the counts' standard deviations, ``sqrt(c p (1 - p) + (n - c) q (1 - q)) / (p - q)`` at the
+    clipped estimates ``c``.  With ``k = 1`` there is nothing to hide: the count is exact (``noise_sd = 0``)."""
+    cells = np.asarray(cells)
+    n = cells.size
+    if k == 1:
+        return ReleasedCells("lm", (float(n),), 0.0)
+    if not epsilon > 0 or not math.isfinite(epsilon):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
+    p, q = rr_probabilities(k, epsilon)
+    keep = rng.random(n) < p
+    other = (cells + rng.integers(1, k, size=n)) % k  # uniform over the k - 1 other cells
+    reports = np.where(keep, cells, other)
+    observed = np.bincount(reports, minlength=k).astype(float)
+    estimate = (observed - n * q) / (p - q)
+    c = np.clip(estimate, 0.0, n)
+    sd = np.sqrt(c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q)
+    return ReleasedCells("lm", tuple(estimate), float(sd.max()))
+
+
+def pythia_kmeans(raw: dict[str, Any], data: Any, share: float, rng: np.random.Generator) -> dict[str, Any]:
+    """The budget-spending selector's SPEC: every user spends ``share`` of its epsilon on its group's cell release
+    (TCM users: :func:`laplace_cell_counts`; LM users: :func:`randomized_response_counts`), which enters the model
+    as ``model.released_cells``; the candidates get ``(1 - share) epsilon``, so each user is charged the same total
+    as under the model-only selector (both groups' guarantees compose sequentially under their own relation).
+    ``data``: the truth's :class:`~hybridpriv.families.kmeans.algorithms.PointCloud`."""
+    from .algorithms import nearest_centre
+    from .model import pilot_start
+
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must be in (0, 1), got {share!r}")
+    model = dict(raw.get("model", {}))
+    if model.get("released_cells"):
+        raise ValueError("the SPEC already has model.released_cells: the selector would release the cells twice")
+    k, eps = int(raw["k"]), float(raw["epsilon"])
+    pilot = np.asarray(model["pilot"], dtype=float)
+    cells = nearest_centre(np.asarray(data.points, dtype=float), pilot_start(pilot, k))[0]
+    trusted = np.asarray(data.trusted, dtype=bool)
+    tcm = laplace_cell_counts(cells[trusted], k, share * eps, rng)
+    lm = randomized_response_counts(cells[~trusted], k, share * eps, rng)
+    model["released_cells"] = [{"group": r.group, "counts": list(r.counts), "noise_sd": r.noise_sd} for r in (tcm, lm)]
+    return {**raw, "epsilon": eps * (1.0 - share), "model": model}
