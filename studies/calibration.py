@@ -10,7 +10,7 @@ path on the public knowledge only, and scores every candidate on the private tru
 that spends 10% of the budget on DP features of the private data before choosing (a Laplace mean per
 private group; a Laplace histogram of items per user; hybrid trust's TCM mean and its LM users' local
 reports; a Laplace histogram of each private group's counts; public-private's cohort cross-moments, the model
-fitted again on them; none yet for K-means), at the same total budget; and for grouped means, user-item counts,
+fitted again on them; K-means' counts of each group's users per cluster of the pilot start), at the same total budget; and for grouped means, user-item counts,
 histograms and public-private the two-stage plan `select` judges (:mod:`hybridpriv.engine.plan`) is carried out on
 every truth (``plan_*``, ``final_regret``; public-private's plan refits, so it is its selector too).
 Scales: ``--quick`` 1 synthetic + 1 real truth per family (small settings), default 30 synthetic + every real dataset per family, ``--full`` 100 synthetic + every real one.

@@ -14,6 +14,9 @@
 * :func:`hybridpriv.families.histogram.heldout.noisy_group_counts`: add-remove (a record added: one count moves by
   1) and replace (a record moved between categories: two counts move; the audited statistic is their
   difference); noise calibrated for add-remove fails the replace audit.
+* :mod:`hybridpriv.families.kmeans.cells`: a TCM user's cell counted with Laplace noise (add-remove: a user added,
+  one count moves by 1) and an LM user's k-ary randomized response (replace: its cell moved); each fails when the
+  noise is that of a larger epsilon.
 """
 
 import numpy as np
@@ -125,3 +128,36 @@ def test_counts_noised_for_add_remove_fail_the_replace_audit():
     # add-remove's sensitivity (1) against a replaced record (two counts move): the true loss is 2 epsilon
     report = audit(_counts_release("add-remove", 1.0), H_PAIRS["replace"], epsilon=1.0, samples=100_000, seed=8)
     assert report.verdict == "violation", report
+
+
+# -- the K-means selector's two features (hybridpriv.families.kmeans.cells): a TCM user's cell counted with
+# Laplace noise (central, add/remove-one: one count moves by 1), an LM user's cell reported by k-ary randomized
+# response (local, replace-one: the user's cell moved) ---------------------------------------------------------
+
+def test_kmeans_tcm_cell_counts_hold_epsilon_under_add_remove():
+    from hybridpriv.families.kmeans.cells import laplace_cell_counts
+
+    cells = np.array([0, 0, 1, 2, 2, 2])
+    pair = NeighbouringPair(cells, np.r_[cells, 1], "a TCM user in cell 1 added", statistic=lambda out: out[:, 1])
+
+    def release(eps):
+        return lambda c, rng, size: np.array([laplace_cell_counts(c, 3, eps, rng).counts for _ in range(size)])
+
+    report = audit(release(0.5), pair, epsilon=0.5, samples=20_000, seed=5)
+    assert report.verdict == "pass" and report.epsilon_lower_bound > 0.2, report
+    assert audit(release(1.5), pair, epsilon=0.5, samples=20_000, seed=6).verdict == "violation"
+
+
+def test_kmeans_lm_cell_report_holds_epsilon_under_replace():
+    """One LM user (its debiased count vector is its report): its cell moved from 0 to 2, k = 3."""
+    from hybridpriv.families.kmeans.cells import randomized_response_counts
+
+    pair = NeighbouringPair(np.array([0]), np.array([2]), "the LM user's cell moved 0 -> 2",
+                            statistic=lambda out: out[:, 0])
+
+    def release(eps):
+        return lambda c, rng, size: np.array([randomized_response_counts(c, 3, eps, rng).counts for _ in range(size)])
+
+    report = audit(release(1.0), pair, epsilon=1.0, samples=20_000, seed=7)
+    assert report.verdict == "pass" and report.epsilon_lower_bound > 0.6, report
+    assert audit(release(2.0), pair, epsilon=1.0, samples=20_000, seed=8).verdict == "violation"
