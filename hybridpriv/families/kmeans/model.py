@@ -270,7 +270,8 @@ class KMeansPilotPosterior(Posterior):
         """``n`` users resampled from the pilot with draw ``(chain, draw)``'s weights; with ``smoothing="refit"``
         each user's offset from the nearest of :attr:`clusters` scaled by the square root of the draw's ``spread``
         (clamped into the box), else blurred by ``smoothing``; then :meth:`dataset` with the draw's trust (a
-        random split unless it follows the clusters there)."""
+        random split unless it follows the clusters there).  With released cells each group's users are drawn
+        cell by cell instead (:meth:`_by_cells`; TCM users first), which sets who trusts the curator."""
         chain, draw = self._check_index(chain, draw)
         m = self.model_spec
         w = self.weights[chain, draw]
