@@ -11,7 +11,7 @@ cells are a function of the pilot).
   sensitivity is 1).
 * LM users (local DP, replace-one): each device reports its cell through ``k``-ary randomized response
   (:func:`randomized_response_counts`: the true cell with probability ``e^eps / (e^eps + k - 1)``, else one of
-  the others uniformly), and the curator debiases the report counts.
+  the others uniformly; :mod:`hybridpriv.noise`'s), and the curator debiases the report counts.
 
 :class:`ReleasedCells` is one group's release as the model reads it (``model.released_cells`` in a SPEC): the
 unbiased counts and the standard deviation of their noise.  :func:`draw_cell_shares` turns it into posterior
@@ -20,7 +20,8 @@ approximation that treats the counts' noise as normal with the stated sd and, gi
 keeps only the shares.  The budget-spending selector (:func:`pythia_kmeans`) spends a share of every user's
 epsilon on these releases; the candidates get the rest.
 
-Simulation noise (NumPy) in :func:`laplace_cell_counts` and :func:`randomized_response_counts`: they simulate a
+Simulation noise (a NumPy generator, through :mod:`hybridpriv.noise`) in :func:`laplace_cell_counts` and
+:func:`randomized_response_counts`: they simulate a
 release for the calibration study's selector, not a release of real data.
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "laplace_cell_counts", "pythia_kmeans",
-           "randomized_response_counts", "rr_probabilities"]
+           "randomized_response_counts"]
 
 #: The groups a cell release may describe.
 CELL_GROUPS = ("tcm", "lm")
@@ -78,37 +79,32 @@ def draw_cell_shares(released: ReleasedCells, size: int, rng: np.random.Generato
 def laplace_cell_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
     """The TCM group's release: each of the ``k`` counts of ``cells`` (each user's cell index) plus Laplace noise
     of scale ``1 / epsilon`` (``epsilon``-DP, central, add/remove-one); ``noise_sd = sqrt(2) / epsilon``."""
-    cells = np.asarray(cells)
+    from ...noise import laplace
+
     if not epsilon > 0 or not math.isfinite(epsilon):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    true = np.bincount(cells, minlength=k).astype(float)
-    return ReleasedCells("tcm", tuple(true + rng.laplace(0.0, 1.0 / epsilon, k)), math.sqrt(2.0) / epsilon)
-
-
-def rr_probabilities(k: int, epsilon: float) -> tuple[float, float]:
-    """``k``-ary randomized response at ``epsilon``: (probability of reporting the true cell, of each other)."""
-    e = math.exp(epsilon)
-    return e / (e + k - 1), 1.0 / (e + k - 1)
+    true = np.bincount(np.asarray(cells), minlength=k).astype(float)
+    return ReleasedCells("tcm", tuple(laplace(true, 1.0 / epsilon, rng)), math.sqrt(2.0) / epsilon)
 
 
 def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
     """The LM group's release: every device reports its cell by ``k``-ary randomized response at ``epsilon``
-    (``epsilon``-local DP, replace-one), and the curator debiases the report counts ``o``:
-    ``(o - n q) / (p - q)`` with ``p, q`` of :func:`rr_probabilities`, unbiased for the true counts.  ``noise_sd``:
-    the largest of the counts' standard deviations, ``sqrt(c p (1 - p) + (n - c) q (1 - q)) / (p - q)`` at the
-    clipped estimates ``c``.  With ``k = 1`` there is nothing to hide: the count is exact (``noise_sd = 0``)."""
+    (``epsilon``-local DP, replace-one; :func:`hybridpriv.noise.randomized_response`), and the curator debiases the
+    report counts (:func:`hybridpriv.noise.rr_debias_counts`: ``(o - n q) / (p - q)`` with ``p, q`` of
+    :func:`hybridpriv.noise.rr_probabilities`), unbiased for the true counts.  ``noise_sd``: the largest of the
+    counts' standard deviations, ``sqrt(c p (1 - p) + (n - c) q (1 - q)) / (p - q)`` at the clipped estimates
+    ``c``.  With ``k = 1`` there is nothing to hide: the count is exact (``noise_sd = 0``)."""
+    from ...noise import randomized_response, rr_debias_counts, rr_probabilities
+
     cells = np.asarray(cells)
     n = cells.size
     if k == 1:
         return ReleasedCells("lm", (float(n),), 0.0)
     if not epsilon > 0 or not math.isfinite(epsilon):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    p, q = rr_probabilities(k, epsilon)
-    keep = rng.random(n) < p
-    other = (cells + rng.integers(1, k, size=n)) % k  # uniform over the k - 1 other cells
-    reports = np.where(keep, cells, other)
-    observed = np.bincount(reports, minlength=k).astype(float)
-    estimate = (observed - n * q) / (p - q)
+    p, q = rr_probabilities(epsilon, k)
+    observed = np.bincount(randomized_response(cells, k, epsilon, rng), minlength=k).astype(float)
+    estimate = rr_debias_counts(observed, n, epsilon, k)
     c = np.clip(estimate, 0.0, n)
     sd = np.sqrt(c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q)
     return ReleasedCells("lm", tuple(estimate), float(sd.max()))

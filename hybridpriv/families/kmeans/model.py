@@ -214,7 +214,9 @@ class KMeansPilotPosterior(Posterior):
                         if "spread" in post.data_vars else None)
         self._cells = None
         if "cells_tcm" in post.data_vars:  # released cell counts: each group's users drawn cell by cell
-            cell = model.pilot_cells()
+            from .algorithms import nearest_centre
+
+            cell = nearest_centre(model.pilot, self.clusters)[0]  # model.pilot_cells(), its start already fitted
             self._cells = (cell, {g: np.asarray(post[f"cells_{g}"].transpose("chain", "draw", "cell").values,
                                                 dtype=float) for g in ("tcm", "lm")})
 
@@ -230,9 +232,11 @@ class KMeansPilotPosterior(Posterior):
                        advice="if you know, say so: model.trust_may_follow_clusters = false if who trusts the curator "
                               "has nothing to do with where their point lies")]
 
-    def dataset(self, points: np.ndarray, rng: np.random.Generator, share: float = 0.0, cluster: int = 0):
+    def dataset(self, points: np.ndarray, rng: np.random.Generator, share: float = 0.0, cluster: int = 0,
+                trusted: np.ndarray | None = None):
         """``points`` as a :class:`PointCloud` with the public start and ``round(c n)`` TCM users, a share ``share``
-        of them from cluster ``cluster`` of the pilot start's (:func:`trust_split`; 0: a random split).
+        of them from cluster ``cluster`` of the pilot start's (:func:`trust_split`; 0: a random split), or the TCM
+        users ``trusted`` says (a boolean mask: drawn with the points, from released cells).
 
         The step :meth:`generate` ends with, exposed so that real points can be scored the same way.
         """
@@ -240,8 +244,9 @@ class KMeansPilotPosterior(Posterior):
 
         m = self.model_spec
         n, d = points.shape
-        labels = nearest_centre(points, self.clusters)[0] if share > 0 else np.zeros(n, dtype=int)
-        trusted = trust_split(labels, m.n_trusted(n), share, cluster, rng)
+        if trusted is None:
+            labels = nearest_centre(points, self.clusters)[0] if share > 0 else np.zeros(n, dtype=int)
+            trusted = trust_split(labels, m.n_trusted(n), share, cluster, rng)
         init = self.start if self.start is not None else m.bounds.lower + m.bounds.width * rng.random((m.k, d))
         return PointCloud(points, trusted, m.bounds, init)
 
@@ -288,10 +293,7 @@ class KMeansPilotPosterior(Posterior):
         if m.smoothing > 0:
             points = m.bounds.clamp(points + m.smoothing * rng.standard_normal(points.shape))
         if self._cells is not None:
-            from .algorithms import PointCloud
-
-            init = self.start if self.start is not None else m.bounds.lower + m.bounds.width * rng.random((m.k, m.pilot.shape[1]))
-            return PointCloud(np.asarray(points, dtype=float), trusted, m.bounds, init)
+            return self.dataset(np.asarray(points, dtype=float), rng, trusted=trusted)
         if self._trust is None:
             return self.dataset(np.asarray(points, dtype=float), rng)
         share, cluster = self._trust

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from hybridpriv.families.kmeans.cells import (ReleasedCells, draw_cell_shares, laplace_cell_counts, pythia_kmeans,
-                                              randomized_response_counts, rr_probabilities)
+                                              randomized_response_counts)
+from hybridpriv.noise import rr_probabilities
 from hybridpriv.families.kmeans.model import KMeansPilotModel, pilot_start
 
 
@@ -33,7 +34,7 @@ def test_randomized_response_is_eps_ldp_by_its_probabilities():
     """Second derivation: a report's likelihood ratio between any two true cells is p / q, which must be e^eps, and
     the k probabilities of a user's report sum to 1."""
     for k, eps in ((2, 0.1), (3, 1.0), (5, 2.5)):
-        p, q = rr_probabilities(k, eps)
+        p, q = rr_probabilities(eps, k)
         assert p / q == pytest.approx(math.exp(eps), rel=1e-12)
         assert p + (k - 1) * q == pytest.approx(1.0, abs=1e-12)
 
@@ -48,7 +49,7 @@ def test_randomized_response_reports_follow_their_law_and_the_debiased_counts_ar
     true = np.bincount(cells, minlength=k).astype(float)
     rel = [randomized_response_counts(cells, k, eps, rng) for _ in range(4000)]
     draws = np.array([r.counts for r in rel])
-    p, q = rr_probabilities(k, eps)
+    p, q = rr_probabilities(eps, k)
     want_sd = np.sqrt(true * p * (1 - p) + (n - true) * q * (1 - q)) / (p - q)
     assert np.all(np.abs(draws.mean(0) - true) < 4 * want_sd / math.sqrt(4000))
     np.testing.assert_allclose(draws.std(0), want_sd, rtol=0.05)
