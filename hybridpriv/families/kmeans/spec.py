@@ -125,7 +125,7 @@ def _smoothing() -> Any:
 CELLS = Table((
     Key("group", choice("tcm", "lm"), doc="whose users were counted: tcm or lm", example='"tcm"'),
     Key("counts", list_of(number()), doc="the released (noisy, unbiased) count of the group's users in each cluster "
-        "of the pilot start, in its order (k numbers)", example="[120.4, 80.9]"),
+        "of the pilot start, in its order (k numbers)", example="[70.4, 29.9]"),
     Key("noise_sd", number(0.0), doc="the standard deviation of each count's noise (0: exact)", example="1.41"),
 ), doc="an earlier DP release of one group's users per cluster of the pilot start")
 
@@ -145,7 +145,7 @@ MODEL = Table((
     Key("released_cells", tables(CELLS), [],
         doc="earlier DP counts of each group's users per cluster of the pilot start (at most one per group): the "
             "model draws each group's users cell by cell from them, so trust follows them",
-        example='[{ group = "tcm", counts = [120.4, 80.9], noise_sd = 1.41 }]'),
+        example='[{ group = "tcm", counts = [70.4, 29.9], noise_sd = 1.41 }]'),
     Key("pilot_is_random_sample", boolean(), False,
         doc="true: you know the pilot is a random sample of these users; false (the default): where public-start, "
             "which uses the pilot alone, is recommended, a warning says that it rests on that"),
