@@ -161,7 +161,7 @@ def _realised(on_truth: xr.Dataset) -> tuple[xr.DataArray, xr.DataArray]:
 def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, trials, stage, tag, engine, raw,
                     realised) -> dict[str, Any]:
     """The selection's two-stage plan carried out on the truth (:mod:`hybridpriv.engine.plan`): its probe's
-    features of the truth released with Laplace noise (stream ``"plan"`` of the truth), the second stage's choice
+    features of the truth released (:meth:`~hybridpriv.engine.plan.Probe.simulate`, stream ``"plan"`` of the truth), the second stage's choice
     from them, and that choice's realised risk at the rest of the budget (the same realised-risk seed).  A probe
     that refits (:attr:`hybridpriv.engine.plan.Probe.refit`) is carried out as ``release`` does: ``select`` again on
     the SPEC given the release (``realised``: its realised draws and trials), its recommendation's realised risk."""
@@ -172,8 +172,7 @@ def _carry_out_plan(selection, problem, data, groups, seed, truth, i, draws, tri
     from ..engine.plan import choose_later
 
     plan, probe = selection.plan, problem.probe
-    noise = rng(seed, "calibration", truth.family, i, "plan").laplace(0.0, probe.scales)
-    observed = probe.exact(data) + noise
+    observed = probe.simulate(probe.exact(data), rng(seed, "calibration", truth.family, i, "plan"))[0]
     refit = {}
     if probe.refit is not None:
         import dataclasses

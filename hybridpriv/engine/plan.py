@@ -80,6 +80,14 @@ class Probe:
         SPEC (the budget-spending selector's procedure) instead of :func:`choose_later`'s importance weights; the
         preposterior analysis still judges the plan by the weights (it cannot fit the model once per simulated
         dataset), so a family whose held-out truths show the refit paying says so (:func:`held_out_pays`).
+    noise
+        The release's noise in words (``select``'s verdict).  A release whose noise is not Laplace of
+        :attr:`scales` simulates itself: ``mechanism.simulate(exact, gen)`` (rows of exact features to noisy ones,
+        :meth:`simulate`); the importance weights still read it through Laplace of :attr:`scales` (a stand-in in
+        the second stage's rule, which the analysis scores on releases of the true law).
+    by_hand
+        How to carry the plan out where ``hybridpriv release`` cannot ("": it can); ``select`` says it and
+        ``release --plan`` refuses with it before anything is charged.
     """
 
     share: float
@@ -87,6 +95,8 @@ class Probe:
     mechanism: Any
     later: Callable[[Mapping[Any, Any], Any], Mapping[Any, Any]]
     refit: Callable[[Mapping[str, Any], np.ndarray], dict[str, Any]] | None = None
+    noise: str = "Laplace"
+    by_hand: str = ""
 
     def __post_init__(self) -> None:
         share = float(self.share)
@@ -108,6 +118,18 @@ class Probe:
         if f.shape != self.scales.shape or not np.isfinite(f).all():
             raise RuntimeError(f"probe features must be {self.scales.size} finite numbers, got shape {f.shape}")
         return f
+
+    def simulate(self, exact: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+        """Simulated releases of the rows of ``exact`` (``(rows, features)``): ``mechanism.simulate`` where the
+        mechanism has one, else Laplace noise of :attr:`scales`."""
+        exact = np.atleast_2d(np.asarray(exact, dtype=float))
+        own = getattr(self.mechanism, "simulate", None)
+        if own is None:
+            return exact + gen.laplace(0.0, self.scales, size=exact.shape)
+        out = np.asarray(own(exact, gen), dtype=float)
+        if out.shape != exact.shape or not np.isfinite(out).all():
+            raise RuntimeError(f"the probe's simulated releases must be {exact.shape} finite numbers, got {out.shape}")
+        return out
 
 
 def groups_probe(mechanism: Any, groups: Any, share: float, candidates: Callable[[Any, Any], Mapping[Any, Any]],
@@ -231,7 +253,7 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
     ess = np.empty((replicates, n))
     half = np.arange(n) % 2
     for r in range(replicates):
-        observed = flat + gen.laplace(0.0, probe.scales, size=flat.shape)
+        observed = probe.simulate(flat, gen)
         choice = np.empty(n, dtype=np.int64)
         for h in (0, 1):  # cross-fitting: each half's releases are answered by the other half's datasets
             rows, ref = half == h, half != h
@@ -274,7 +296,7 @@ def preposterior(now: xr.Dataset, later: xr.Dataset, features: np.ndarray, probe
         coords={later_dim: coords_later},
         attrs={"pays": int(pays), "pays_by": "analysis" if pays else "", "held_out": "", "gain": gain, "significant": int(significant), "gain_floor": floor_gain,
                "share": probe.share,
-               "what": probe.what, "criterion": criterion,
+               "what": probe.what, "noise": probe.noise, "by_hand": probe.by_hand, "criterion": criterion,
                "recommended_now": coords_now[c_now], "replicates": replicates, "candidate_dim": dim,
                "description": "a two-stage plan (spend share of each unit's budget on the probe's features, then "
                               "choose at the rest) against choosing now, on the selection's simulated datasets"})
@@ -342,7 +364,8 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
     what = "expected relative regret" if by_regret else "expected loss"
     fmt = (lambda x: f"{100 * x:.0f}%") if by_regret else (lambda x: f"{x:.4g}")
     share = float(plan.attrs["share"])
-    head = (f"two-stage plan: spend {share:.0%} of each unit's budget on {plan.attrs['what']} (Laplace), then choose "
+    head = (f"two-stage plan: spend {share:.0%} of each unit's budget on {plan.attrs['what']} "
+            f"({plan.attrs.get('noise', 'Laplace')}), then choose "
             f"at the other {1 - share:.0%}: {what} {fmt(p)} against {fmt(c)} choosing "
             f"{plan.attrs['recommended_now']} now (difference {_with_error(d, se, by_regret)})")
     ess = float(plan["ess"])
@@ -352,6 +375,8 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
                 "the model; on this kind's held-out truths the plan carried out (the model fitted again on the "
                 f"release) did better than choosing now: {plan.attrs['held_out']}.  The plan is recommended: "
                 "hybridpriv release carries it out, the probe first, then select again given its release")
+    elif plan.attrs["pays"] and plan.attrs.get("by_hand"):
+        tail = f"  the plan pays ({gain:.0%} lower), but {plan.attrs['by_hand']}"
     elif plan.attrs["pays"]:
         tail = (f"  the plan pays ({gain:.0%} lower): hybridpriv release carries it out, the probe first, then the "
                 "candidate its features choose")

@@ -46,6 +46,9 @@ def release_plan(plan: xr.Dataset, posterior: Any, decision_info: dict[str, Any]
     if probe is None:
         raise ValueError("the selection recommends a two-stage plan, but this SPEC makes no probe (is "
                          "evaluation.plan_share 0?): rerun select")
+    if probe.by_hand:
+        raise ValueError(f"the selection's two-stage plan: {probe.by_hand}.  Or release what it would choose now: "
+                         f"--candidate {plan.attrs['recommended_now']}")
     if not (np.isclose(probe.share, float(plan.attrs["share"]))
             and probe.scales.shape == plan["scale"].shape and np.allclose(probe.scales, plan["scale"].values)):
         raise ValueError(f"the SPEC's probe (share {probe.share:g}) differs from the selection's plan "

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "laplace_cell_counts", "pythia_kmeans",
-           "randomized_response_counts"]
+           "randomized_response_counts", "rr_count_sd"]
 
 #: The groups a cell release may describe.
 CELL_GROUPS = ("tcm", "lm")
@@ -87,6 +87,17 @@ def laplace_cell_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.rando
     return ReleasedCells("tcm", tuple(laplace(true, 1.0 / epsilon, rng)), math.sqrt(2.0) / epsilon)
 
 
+def rr_count_sd(estimate: np.ndarray, n: int, epsilon: float, k: int) -> np.ndarray:
+    """The standard deviation of each debiased randomized-response count (:func:`hybridpriv.noise.rr_debias_counts`)
+    of ``n`` reports over ``k`` labels at ``epsilon``, at true counts ``estimate`` (clipped into ``[0, n]``):
+    ``sqrt(c p (1 - p) + (n - c) q (1 - q)) / (p - q)``, the reports being independent Bernoulli per label."""
+    from ...noise import rr_probabilities
+
+    p, q = rr_probabilities(epsilon, k)
+    c = np.clip(np.asarray(estimate, dtype=float), 0.0, n)
+    return np.sqrt(c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q)
+
+
 def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
     """The LM group's release: every device reports its cell by ``k``-ary randomized response at ``epsilon``
     (``epsilon``-local DP, replace-one; :func:`hybridpriv.noise.randomized_response`), and the curator debiases the
@@ -94,7 +105,7 @@ def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: n
     :func:`hybridpriv.noise.rr_probabilities`), unbiased for the true counts.  ``noise_sd``: the largest of the
     counts' standard deviations, ``sqrt(c p (1 - p) + (n - c) q (1 - q)) / (p - q)`` at the clipped estimates
     ``c``.  With ``k = 1`` there is nothing to hide: the count is exact (``noise_sd = 0``)."""
-    from ...noise import randomized_response, rr_debias_counts, rr_probabilities
+    from ...noise import randomized_response, rr_debias_counts
 
     cells = np.asarray(cells)
     n = cells.size
@@ -102,33 +113,26 @@ def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: n
         return ReleasedCells("lm", (float(n),), 0.0)
     if not epsilon > 0 or not math.isfinite(epsilon):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    p, q = rr_probabilities(epsilon, k)
     observed = np.bincount(randomized_response(cells, k, epsilon, rng), minlength=k).astype(float)
     estimate = rr_debias_counts(observed, n, epsilon, k)
-    c = np.clip(estimate, 0.0, n)
-    sd = np.sqrt(c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q)
-    return ReleasedCells("lm", tuple(estimate), float(sd.max()))
+    return ReleasedCells("lm", tuple(estimate), float(rr_count_sd(estimate, n, epsilon, k).max()))
 
 
 def pythia_kmeans(raw: dict[str, Any], data: Any, share: float, rng: np.random.Generator) -> dict[str, Any]:
     """The budget-spending selector's SPEC: every user spends ``share`` of its epsilon on its group's cell release
-    (TCM users: :func:`laplace_cell_counts`; LM users: :func:`randomized_response_counts`), which enters the model
-    as ``model.released_cells``; the candidates get ``(1 - share) epsilon``, so each user is charged the same total
+    (the two-stage plan's probe, :class:`~hybridpriv.families.kmeans.plan.CellCountsProbe`: TCM users by
+    :func:`laplace_cell_counts`, LM users by :func:`randomized_response_counts`), which enters the model as
+    ``model.released_cells``; the candidates get ``(1 - share) epsilon``, so each user is charged the same total
     as under the model-only selector (both groups' guarantees compose sequentially under their own relation).
     ``data``: the truth's :class:`~hybridpriv.families.kmeans.algorithms.PointCloud`."""
-    from .algorithms import nearest_centre
     from .model import pilot_start
+    from .plan import CellCountsProbe, refit_spec
 
     if not 0.0 < share < 1.0:
         raise ValueError(f"share must be in (0, 1), got {share!r}")
-    model = dict(raw.get("model", {}))
-    if model.get("released_cells"):
+    if (raw.get("model") or {}).get("released_cells"):
         raise ValueError("the SPEC already has model.released_cells: the selector would release the cells twice")
-    k, eps = int(raw["k"]), float(raw["epsilon"])
-    pilot = np.asarray(model["pilot"], dtype=float)
-    cells = nearest_centre(np.asarray(data.points, dtype=float), pilot_start(pilot, k))[0]
     trusted = np.asarray(data.trusted, dtype=bool)
-    tcm = laplace_cell_counts(cells[trusted], k, share * eps, rng)
-    lm = randomized_response_counts(cells[~trusted], k, share * eps, rng)
-    model["released_cells"] = [{"group": r.group, "counts": list(r.counts), "noise_sd": r.noise_sd} for r in (tcm, lm)]
-    return {**raw, "epsilon": eps * (1.0 - share), "model": model}
+    probe = CellCountsProbe(pilot_start(np.asarray(raw["model"]["pilot"], dtype=float), int(raw["k"])),
+                            int(trusted.sum()), int((~trusted).sum()), float(raw["epsilon"]), share)
+    return refit_spec(raw, probe.released_cells(probe.release(data, rng)[0]), share)

@@ -44,6 +44,7 @@ from ...spec.schema import (
     list_of,
     number,
     pair,
+    plan_key,
     read_csv_rows,
     run_keys,
     string,
@@ -158,6 +159,7 @@ EVALUATION = Table((
         doc=f"candidates by name (default: all of {list(CANDIDATES)}; {START}: the public start alone, "
             "no iteration, no budget spent)",
         example='["hybrid", "tcm", "hybrid-debiased"]'),
+    plan_key("each group's count of users per cluster of the pilot start (model.start = \"pilot\", k >= 2)"),
     *run_keys(100, 10),
 ), doc="how the candidates are evaluated")
 
@@ -275,6 +277,7 @@ def build(v: Config):
     from ...core.assumptions import Premise
     from .assumptions import kmeans_assumptions
     from .cells import ReleasedCells
+    from .plan import kmeans_probe
 
     kn, ev = v.model, v.evaluation
     try:
@@ -313,6 +316,7 @@ def build(v: Config):
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),
         premises=premises,
+        probe=kmeans_probe(v, ev.plan_share, make_candidates) if ev.plan_share > 0 else None,
         chains=v.fit.chains, tune=0,
         datasets=ev.draws, trials=ev.trials, seed=ev.seed, header=header,
         title=f"hybrid-trust K-means: expected WCSS (c = {v.c:.2g}, epsilon = {v.epsilon:g})",
