@@ -18,11 +18,13 @@ unbiased counts and the standard deviation of their noise.  :func:`draw_cell_sha
 draws of the group's shares of users per cell (normal noise, shares clipped at 0 and normalised): a large-count
 approximation that treats the counts' noise as normal with the stated sd and, given the group's size (public),
 keeps only the shares.  The budget-spending selector (:func:`pythia_kmeans`) spends a share of every user's
-epsilon on these releases; the candidates get the rest.
+epsilon on these releases through the two-stage plan's probe
+(:class:`~hybridpriv.families.kmeans.plan.CellCountsProbe`, which draws them by :func:`laplace_counts` and
+:func:`rr_counts`, ``trials`` at once); the candidates get the rest.
 
-Simulation noise (a NumPy generator, through :mod:`hybridpriv.noise`) in :func:`laplace_cell_counts` and
-:func:`randomized_response_counts`: they simulate a
-release for the calibration study's selector, not a release of real data.
+Simulation noise (a NumPy generator, through :mod:`hybridpriv.noise`) in :func:`laplace_counts` and
+:func:`rr_counts`: they simulate a release for the calibration study's selector and the plan, not a release of
+real data.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "laplace_cell_counts", "pythia_kmeans",
-           "randomized_response_counts", "rr_count_sd"]
+__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "laplace_cell_counts", "laplace_counts", "pythia_kmeans",
+           "randomized_response_counts", "rr_count_sd", "rr_counts"]
 
 #: The groups a cell release may describe.
 CELL_GROUPS = ("tcm", "lm")
@@ -76,15 +78,21 @@ def draw_cell_shares(released: ReleasedCells, size: int, rng: np.random.Generato
     return np.where(total > 0, draws / np.where(total > 0, total, 1.0), 1.0 / counts.size)
 
 
-def laplace_cell_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
-    """The TCM group's release: each of the ``k`` counts of ``cells`` (each user's cell index) plus Laplace noise
-    of scale ``1 / epsilon`` (``epsilon``-DP, central, add/remove-one); ``noise_sd = sqrt(2) / epsilon``."""
+def laplace_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+    """``trials`` releases of the ``k`` counts of ``cells`` (each user's cell index), each count plus Laplace noise of
+    scale ``1 / epsilon`` (:func:`hybridpriv.noise.laplace`; ``epsilon``-DP, central, add/remove-one): ``(trials, k)``."""
     from ...noise import laplace
 
     if not epsilon > 0 or not math.isfinite(epsilon):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
     true = np.bincount(np.asarray(cells), minlength=k).astype(float)
-    return ReleasedCells("tcm", tuple(laplace(true, 1.0 / epsilon, rng)), math.sqrt(2.0) / epsilon)
+    return laplace(np.broadcast_to(true, (trials, k)).copy(), 1.0 / epsilon, rng)
+
+
+def laplace_cell_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
+    """The TCM group's release: one of :func:`laplace_counts` (``epsilon``-DP, central, add/remove-one);
+    ``noise_sd = sqrt(2) / epsilon``."""
+    return ReleasedCells("tcm", tuple(laplace_counts(cells, k, epsilon, rng)[0]), math.sqrt(2.0) / epsilon)
 
 
 def rr_count_sd(estimate: np.ndarray, n: int, epsilon: float, k: int) -> np.ndarray:
@@ -98,24 +106,31 @@ def rr_count_sd(estimate: np.ndarray, n: int, epsilon: float, k: int) -> np.ndar
     return np.sqrt(c * p * (1 - p) + (n - c) * q * (1 - q)) / (p - q)
 
 
-def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
-    """The LM group's release: every device reports its cell by ``k``-ary randomized response at ``epsilon``
-    (``epsilon``-local DP, replace-one; :func:`hybridpriv.noise.randomized_response`), and the curator debiases the
-    report counts (:func:`hybridpriv.noise.rr_debias_counts`: ``(o - n q) / (p - q)`` with ``p, q`` of
-    :func:`hybridpriv.noise.rr_probabilities`), unbiased for the true counts.  ``noise_sd``: the largest of the
-    counts' standard deviations, ``sqrt(c p (1 - p) + (n - c) q (1 - q)) / (p - q)`` at the clipped estimates
-    ``c``.  With ``k = 1`` there is nothing to hide: the count is exact (``noise_sd = 0``)."""
+def rr_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
+    """``trials`` releases of the debiased counts of ``cells`` over ``k >= 2`` cells, ``(trials, k)``: every device
+    reports its cell by ``k``-ary randomized response at ``epsilon`` (:func:`hybridpriv.noise.randomized_response`:
+    ``epsilon``-local DP, replace-one) and the curator debiases the report counts
+    (:func:`hybridpriv.noise.rr_debias_counts`: ``(o - n q) / (p - q)`` with ``p, q`` of
+    :func:`hybridpriv.noise.rr_probabilities`), unbiased for the true counts."""
     from ...noise import randomized_response, rr_debias_counts
 
-    cells = np.asarray(cells)
-    n = cells.size
-    if k == 1:
-        return ReleasedCells("lm", (float(n),), 0.0)
     if not epsilon > 0 or not math.isfinite(epsilon):
         raise ValueError(f"epsilon must be a finite number > 0, got {epsilon!r}")
-    observed = np.bincount(randomized_response(cells, k, epsilon, rng), minlength=k).astype(float)
-    estimate = rr_debias_counts(observed, n, epsilon, k)
-    return ReleasedCells("lm", tuple(estimate), float(rr_count_sd(estimate, n, epsilon, k).max()))
+    cells = np.asarray(cells)
+    reports = randomized_response(np.broadcast_to(cells, (trials, cells.size)), k, epsilon, rng)
+    counts = np.bincount((reports + k * np.arange(trials)[:, None]).ravel(), minlength=trials * k)
+    return rr_debias_counts(counts.reshape(trials, k).astype(float), cells.size, epsilon, k)
+
+
+def randomized_response_counts(cells: np.ndarray, k: int, epsilon: float, rng: np.random.Generator) -> ReleasedCells:
+    """The LM group's release: one of :func:`rr_counts`.  ``noise_sd``: the largest of the counts' standard
+    deviations (:func:`rr_count_sd`) at the clipped estimates.  With ``k = 1`` there is nothing to hide: the count
+    is exact (``noise_sd = 0``)."""
+    cells = np.asarray(cells)
+    if k == 1:
+        return ReleasedCells("lm", (float(cells.size),), 0.0)
+    estimate = rr_counts(cells, k, epsilon, rng)[0]
+    return ReleasedCells("lm", tuple(estimate), float(rr_count_sd(estimate, cells.size, epsilon, k).max()))
 
 
 def pythia_kmeans(raw: dict[str, Any], data: Any, share: float, rng: np.random.Generator) -> dict[str, Any]:

@@ -48,8 +48,9 @@ class CellCountsProbe(Mechanism):
 
     ``n_tcm`` and ``n_lm`` are the public group sizes.  :attr:`scales`: the Laplace scale of each feature for the
     plan's importance weights (the LM counts' is the Laplace stand-in of their standard deviation at an even
-    spread, ``sd / sqrt 2``).  ``release`` returns ``(trials, 2k)`` by the two groups' own mechanisms (simulation
-    noise, :mod:`.cells`); :meth:`exact` the noiseless counts; :meth:`simulate` releases of given exact counts."""
+    spread, ``sd / sqrt 2``).  ``release`` returns ``(trials, 2k)`` drawn through :mod:`hybridpriv.noise` from the
+    given generator (a simulation: a real release needs the LM devices' reports); :meth:`exact` the noiseless
+    counts; :meth:`simulate` releases of given exact counts."""
 
     data_kind: ClassVar[str] = "points"
     label = "probe:cell-counts"
@@ -120,20 +121,15 @@ class CellCountsProbe(Mechanism):
         return np.concatenate([tcm, rr_debias_counts(reports.astype(float), self.n_lm, self.spent, self.k)], axis=1)
 
     def release(self, data: Any, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
-        """``trials`` releases, ``(trials, 2k)``, through :mod:`hybridpriv.noise`: the TCM counts plus Laplace noise
-        (:func:`~hybridpriv.noise.laplace`), one randomized response per LM user
-        (:func:`~hybridpriv.noise.randomized_response`) counted and debiased (:func:`~hybridpriv.noise.rr_debias_counts`)."""
+        """``trials`` releases, ``(trials, 2k)``: the TCM counts by :func:`~.cells.laplace_counts`, the LM users'
+        by :func:`~.cells.rr_counts` (one randomized response per user), both through :mod:`hybridpriv.noise`."""
         from ...core.validation import check_rng, check_trials
-        from ...noise import laplace, randomized_response, rr_debias_counts
+        from .cells import laplace_counts, rr_counts
 
         trials, rng = check_trials(trials), check_rng(rng)
         cells, trusted = self._cells(data)
-        tcm = np.bincount(cells[trusted], minlength=self.k).astype(float)
-        noisy = laplace(np.broadcast_to(tcm, (trials, self.k)).copy(), self.tcm_scale, rng)
-        reports = randomized_response(np.broadcast_to(cells[~trusted], (trials, self.n_lm)), self.k, self.spent, rng)
-        counts = np.bincount((reports + self.k * np.arange(trials)[:, None]).ravel(),
-                             minlength=trials * self.k).reshape(trials, self.k).astype(float)
-        return np.concatenate([noisy, rr_debias_counts(counts, self.n_lm, self.spent, self.k)], axis=1)
+        return np.concatenate([laplace_counts(cells[trusted], self.k, self.spent, rng, trials),
+                               rr_counts(cells[~trusted], self.k, self.spent, rng, trials)], axis=1)
 
     def released_cells(self, observed: Any) -> list[dict[str, Any]]:
         """``model.released_cells`` of a release ``observed`` (``2k`` numbers): each group's counts and the standard
