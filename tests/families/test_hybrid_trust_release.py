@@ -58,9 +58,9 @@ def test_the_command_writes_report_lines(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: ")
 
 
-@pytest.mark.slow
-def test_select_release_and_a_second_release_refused(tmp_path, capsys):
-    """The salaries example: the union's junior faculty's values, the professors' device reports."""
+def _salaries(tmp_path):
+    """The salaries example selected (20 draws, 2 trials) and its private data: the union's junior faculty's values,
+    the professors' device reports (the randomiser as a command)."""
     import csv
 
     from hybridpriv.cli import main
@@ -80,6 +80,15 @@ def test_select_release_and_a_second_release_refused(tmp_path, capsys):
                           "0", "250", "--values", str(values), "--header"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     (data / "professors-reports.csv").write_text(out.stdout)
+    return data
+
+
+@pytest.mark.slow
+def test_select_release_and_a_second_release_refused(tmp_path, capsys):
+    """The salaries example: the union's junior faculty's values, the professors' device reports."""
+    from hybridpriv.cli import main
+
+    data = _salaries(tmp_path)
     capsys.readouterr()
     argv = ["release", str(tmp_path / "salaries.toml"), "--data", str(data), "--selection",
             str(tmp_path / "sel" / "selection.nc")]
@@ -98,3 +107,25 @@ def test_select_release_and_a_second_release_refused(tmp_path, capsys):
     assert main([*argv[:3], str(bad), *argv[4:], "--out", str(tmp_path / "r3")]) == 2
     err = capsys.readouterr().err
     assert "data row 5 of professors-reports.csv was randomised with other parameters" in err
+
+
+@pytest.mark.slow
+def test_the_two_stage_plan_is_released_on_one_ledger(tmp_path, capsys):
+    """release --plan: the junior faculty's mean first (10% of their epsilon, the professors not read), then the
+    estimator it chooses at the rest; the ledger charges the juniors 1.0 in all and the professors their whole 1.0
+    once."""
+    from hybridpriv.cli import main
+
+    data = _salaries(tmp_path)
+    capsys.readouterr()
+    assert main(["release", str(tmp_path / "salaries.toml"), "--data", str(data), "--selection",
+                 str(tmp_path / "sel" / "selection.nc"), "--plan", "--out", str(tmp_path / "r")]) == 0
+    probe = json.loads((tmp_path / "r" / "probe" / "release.json").read_text())
+    assert probe["charged"]["junior"]["epsilon"] == pytest.approx(0.1)
+    assert probe["charged"]["professors"]["epsilon"] == 0.0
+    second = json.loads((tmp_path / "r" / "release.json").read_text())
+    plan = second["decision"]["plan"]
+    assert plan["probe_release_id"] == probe["release_id"] and len(plan["probe_released"]) == 1
+    assert second["charged"]["junior"]["epsilon"] == pytest.approx(0.9)
+    assert second["charged"]["professors"]["epsilon"] == pytest.approx(1.0)
+    assert 0 < second["released"] < 250

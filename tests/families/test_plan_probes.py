@@ -163,3 +163,57 @@ def test_histogram_probe_switched_off_and_its_release_law():
     sd = np.sqrt(2) * probe.scales
     assert np.all(np.abs(out.mean(axis=0) - probe.exact(counts)) < 4 * sd / np.sqrt(20_000))
     assert np.all(np.abs(out.std(axis=0) / sd - 1) < 4 * np.sqrt(5 / 4 / 20_000))  # a 5% error in a scale fails
+
+
+HYBRID = {"format": 2, "kind": "hybrid-trust", "m": 250.0, "tcm": {"name": "junior", "size": 40, "epsilon": 1.0},
+          "lm": {"name": "professors", "size": 60, "epsilon": 0.5},
+          "model": {"pilot_tcm": [80.0, 95.0, 110.0, 70.0, 99.0], "pilot_lm": [120.0, 140.0, 160.0, 130.0, 150.0]},
+          "fit": {"chains": 1, "tune": 100}, "evaluation": {"draws": 20, "trials": 2}}
+
+
+@pytest.mark.parametrize("relation", ["replace", "add-remove"])
+def test_hybrid_trust_probe_reads_the_tcm_group_alone_with_the_brute_force_sensitivity(relation):
+    """The TCM group's mean (the LM group, local, is never read), on the model's datasets and on a release's data;
+    its scale against the largest move of the mean over one record replaced, added or removed (brute force)."""
+    from hybridpriv.families.grouped import GroupedDataset
+    from hybridpriv.families.hybrid_trust.data import HybridReports
+
+    probe = parse_spec({**HYBRID, "relation": relation}).problem().probe
+    assert probe.share == 0.1 and probe.what == "the mean of group junior" and probe.by_hand == ""
+    rng = np.random.default_rng(0)
+    tcm, lm = rng.uniform(0, 250, 40), rng.uniform(0, 250, 60)
+    np.testing.assert_allclose(probe.exact(GroupedDataset((tcm, lm))), [tcm.sum() / 40])
+    np.testing.assert_allclose(probe.exact(HybridReports(tcm, lm + rng.laplace(0, 50, 60))), [tcm.sum() / 40])
+    base = tcm.sum() / 40
+    if relation == "replace":
+        moves = [abs((tcm.sum() - v + x) / 40 - base) for v in tcm for x in (0.0, 250.0)]
+    else:
+        moves = [abs((tcm.sum() + x) / 40 - base) for x in (0.0, 250.0)] + [abs((tcm.sum() - v) / 40 - base)
+                                                                            for v in tcm]
+    assert max(moves) <= probe.scales[0] * 0.1 * 1.0 + 1e-12
+    assert max(moves) >= 0.9 * probe.scales[0] * 0.1 * 1.0  # tight: no more noise than the sensitivity needs
+    g = probe.mechanism.privacy
+    assert g["junior"].epsilon == pytest.approx(0.1) and g["professors"].epsilon == 0.0
+
+
+def test_hybrid_trust_probe_later_candidates_charge_the_tcm_group_the_rest():
+    problem = parse_spec(HYBRID).problem()
+    post = problem.model.fit(draws=30, tune=30, chains=1, seed=0, on_unconverged="ignore")
+    now = problem.candidates(post)
+    later = problem.probe.later(now, post)
+    assert set(later) == set(now)
+    for label, mech in later.items():
+        for unit, g in mech.privacy.items():
+            if unit == "junior":
+                assert 0.1 * 1.0 + g.epsilon <= 1.0 + 1e-12, label
+                if now[label].privacy[unit].epsilon > 0:
+                    assert g.epsilon == pytest.approx(0.9 * now[label].privacy[unit].epsilon), label
+            else:  # the LM group is not probed: charged what choosing now charges it
+                assert g.epsilon == pytest.approx(now[label].privacy[unit].epsilon), (label, unit)
+
+
+def test_hybrid_trust_no_probe_when_switched_off_or_not_pure_dp():
+    assert parse_spec({**HYBRID, "evaluation": {**HYBRID["evaluation"], "plan_share": 0}}).problem().probe is None
+    gauss = {**HYBRID, "noise": "gaussian", "tcm": {**HYBRID["tcm"], "delta": 1e-6},
+             "lm": {**HYBRID["lm"], "delta": 1e-6}}
+    assert parse_spec(gauss).problem().probe is None

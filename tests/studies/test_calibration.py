@@ -286,11 +286,12 @@ def test_the_budget_spending_selector_is_charged_the_same_total_and_scored_on_th
 
 
 def test_the_two_stage_plan_is_judged_and_carried_out_on_every_truth_with_a_probe(quick):
-    """Every grouped, user-item, histogram, public-private and K-means truth's selection judged a plan and the study
-    carried it out on the truth; what select recommended is the plan where it paid, else the choice now; the plan is
-    scored on the same oracle."""
+    """Every truth's selection judged a plan (every kind has a probe) and the study carried it out on the truth; what
+    select recommended is the plan where it paid, else the choice now; the plan is scored on the same oracle."""
     ds = quick
-    judged = np.isin(ds.family.values, ["grouped", "user-item", "public-private", "histogram", "kmeans"])  # a probe
+    judged = np.isin(ds.family.values, ["grouped", "user-item", "public-private", "histogram", "kmeans",
+                                        "hybrid-trust"])
+    assert judged.all()
     assert np.isfinite(ds.plan_regret.values[judged]).all() and np.isnan(ds.plan_regret.values[~judged]).all()
     pays = ds.plan_pays.values
     np.testing.assert_array_equal(ds.final_regret.values[~pays], ds.regret.values[~pays])

@@ -36,6 +36,7 @@ from ...spec.schema import (
     list_of,
     number,
     pair,
+    plan_key,
     run_keys,
     string,
     table,
@@ -103,6 +104,7 @@ EVALUATION = Table((
     Key("candidates", list_of(string()), None, doc=f"candidates by name (default: all of {list(CANDIDATES)})",
         example='["tcm-only", "full-lm", "hybrid-pwh", "hybrid-bayes"]'),
     *run_keys(200, 20, criterion="regret"),  # calibration: expected loss lost to the hkvh fixed rule (docs/calibration-history.md)
+    plan_key("a Laplace release of the TCM group's mean (laplace noise)"),
     Key("loss", choice("squared", "absolute"), "squared", doc="squared or absolute error against the dataset's mean"),
 ), doc="how the candidates are evaluated")
 
@@ -259,6 +261,7 @@ def build(v: Config):
     from ..grouped import Statistic
     from .assumptions import hybrid_trust_assumptions
     from .mechanisms import TCMOnly
+    from .plan import hybrid_trust_probe
 
     kn, ev = v.model, v.evaluation
     names = {v.tcm.name: "T", v.lm.name: "L", None: None}
@@ -290,6 +293,7 @@ def build(v: Config):
         kind="hybrid-trust", description=v.description, model=model,
         candidates=lambda posterior: make_candidates(v, posterior), task=Statistic("sample", ev.loss),
         dim="estimator", requirements=requirements(v), assumptions=hybrid_trust_assumptions(v.m),
+        probe=hybrid_trust_probe(v, ev.plan_share, make_candidates) if ev.plan_share > 0 else None,
         chains=v.fit.chains, tune=v.fit.tune, datasets=ev.draws,
         trials=ev.trials, seed=ev.seed, header=header,
         title=f"hybrid trust: expected {ev.loss} error of the mean (c = {n_T / (n_T + n_L):.2g})",

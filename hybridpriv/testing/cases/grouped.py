@@ -220,3 +220,23 @@ for _label, _eps in SETTINGS.items():
             COVERS[_case] = "GroupMeansProbe"
     BROKEN[f"GroupMeansProbe, replace noise under add-remove, bounds=[10, 20], {_label}"] = (
         _means_probe_run(_eps, 0.5, "add-remove", _PROBE_BOUNDS["[10, 20]"], _replace_noise_under_add_remove), "strict")
+
+
+def _tcm_mean_probe(relation: str):
+    """Hybrid trust's probe (the TCM group's mean; :class:`~hybridpriv.families.hybrid_trust.plan.TCMMeanProbe`) on
+    the strict group as the TCM group beside a local LM group it never reads."""
+
+    def make(groups, bounds, share):
+        from ...families.hybrid_trust.plan import TCMMeanProbe
+
+        tcm, lm = groups[0], groups[1]
+        return TCMMeanProbe([tcm, Group(lm.name, lm.size, lm.epsilon, 0.0, "local")], bounds, relation, share)
+
+    return make
+
+
+for _label, _eps in SETTINGS.items():
+    for _rel in ("add-remove", "replace"):
+        _case = f"TCMMeanProbe share=0.5 {_rel} {_label}"
+        CORRECT[_case] = _means_probe_run(_eps, 0.5, _rel, BOUNDS, make=_tcm_mean_probe(_rel))
+        COVERS[_case] = "TCMMeanProbe"
