@@ -408,9 +408,14 @@ def _lower(row: Mapping[str, Any], key: str) -> bool:
     return key in row and row[key][0] < row["now"][0] and row[key][1] < row["now"][1]
 
 
+def _pct(x: float) -> str:
+    """A regret in percent: one decimal below 10 (where whole numbers would hide which is lower), else none."""
+    return f"{x:.1f}%" if abs(x) < 10 else f"{x:.0f}%"
+
+
 def _held_numbers(held: Mapping[str, Any], key: str, rows: list[tuple[int, Mapping[str, Any]]]) -> str:
     """``rows``' numbers under ``key`` against choosing now's, seed by seed, in words."""
-    parts = [f"{row[key][0]:.0f}% / {row[key][1]:.0f}% against {row['now'][0]:.0f}% / {row['now'][1]:.0f}% "
+    parts = [f"{_pct(row[key][0])} / {_pct(row[key][1])} against {_pct(row['now'][0])} / {_pct(row['now'][1])} "
              f"(seed {seed})" for seed, row in rows]
     return (f"relative regret in the mean / at the 90th percentile {'; '.join(parts)}, {held['truths']} truths a "
             "seed")

@@ -186,7 +186,7 @@ def test_the_held_out_note_says_where_the_refit_did_worse_and_that_choosing_now_
     line = plan_held_line(held, pays=False)
     assert line.startswith("  note (plan): on this kind's held-out truths the plan carried out (the model fitted "
                            "again on the release) was better on seed 4 but not on seeds 3 and 5: ")
-    assert "19% / 54% against 9% / 29% (seed 3)" in line and "12% / 42% against 10% / 27% (seed 5)" in line
+    assert "19% / 54% against 9.0% / 29% (seed 3)" in line and "12% / 42% against 9.7% / 27% (seed 5)" in line
     assert line.endswith("; choosing now stands")
     assert plan_held_line(held, pays=True) == ""
     worse = {"truths": 33, "seeds": {3: held["seeds"][3]}}
@@ -214,7 +214,7 @@ def test_held_out_evidence_recommends_a_refitting_plan_only_where_the_refit_did_
     weighted = _probe(0.1)
     refitting = dataclasses.replace(weighted, refit=lambda raw, observed: dict(raw))
     said = held_out_pays(held, refitting)
-    assert said == ("relative regret in the mean / at the 90th percentile 9% / 30% against 21% / 68% (seed 4), "
+    assert said == ("relative regret in the mean / at the 90th percentile 9.2% / 30% against 21% / 68% (seed 4), "
                     "33 truths a seed")
     assert held_out_pays(held, weighted) == ""  # the release would choose by the weights, which "refit" did not
     assert held_out_pays(held, None) == "" and held_out_pays({}, refitting) == ""
