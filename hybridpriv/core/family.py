@@ -97,7 +97,7 @@ class Family:
         runs (``plan_gain``, ``plan_significant``).
     plan_held_out
         How the two-stage plan did on the family's held-out truths, carried out on every one of them whatever its
-        analysis said, seed by seed: ``{"truths": N (a seed), "seeds": {seed: {"now": (mean, p90), "plan": (mean,
+        analysis said, seed by seed: ``{"truths": N (a seed; a range such as "33-34" where a seed refused some), "seeds": {seed: {"now": (mean, p90), "plan": (mean,
         p90), "refit": (mean, p90)}}}`` (relative regret in %; ``"plan"``: the second stage by the analysis's
         importance weights; ``"refit"``, for a probe that refits (:attr:`hybridpriv.engine.plan.Probe.refit`): the
         model fitted again on the release and the choice made again, the budget-spending selector's procedure;
