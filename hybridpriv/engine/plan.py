@@ -370,13 +370,15 @@ def plan_lines(plan: xr.Dataset) -> list[str]:
             f"{plan.attrs['recommended_now']} now (difference {_with_error(d, se, by_regret)})")
     ess = float(plan["ess"])
     gain = float(plan.attrs.get("gain", -d / c if c else 0.0))  # preposterior's (a file older than it: the same ratio)
+    by_hand = plan.attrs.get("by_hand", "")
     if plan.attrs.get("pays_by", "analysis") == "held-out":
         tail = (f"  the analysis finds {'a gain of ' + format(gain, '.0%') if gain > 0 else 'no gain'}, but it trusts "
                 "the model; on this kind's held-out truths the plan carried out (the model fitted again on the "
                 f"release) did better than choosing now: {plan.attrs['held_out']}.  The plan is recommended: "
-                "hybridpriv release carries it out, the probe first, then select again given its release")
-    elif plan.attrs["pays"] and plan.attrs.get("by_hand"):
-        tail = f"  the plan pays ({gain:.0%} lower), but {plan.attrs['by_hand']}"
+                + (by_hand if by_hand else
+                   "hybridpriv release carries it out, the probe first, then select again given its release"))
+    elif plan.attrs["pays"] and by_hand:
+        tail = f"  the plan pays ({gain:.0%} lower), but {by_hand}"
     elif plan.attrs["pays"]:
         tail = (f"  the plan pays ({gain:.0%} lower): hybridpriv release carries it out, the probe first, then the "
                 "candidate its features choose")

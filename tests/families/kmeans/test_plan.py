@@ -171,3 +171,17 @@ def test_select_says_how_to_carry_out_a_plan_release_cannot():
     assert "(Laplace for TCM users, randomized response on LM devices)" in head
     assert "the plan pays (20% lower), but hybridpriv release cannot carry it out yet" in tail
     assert "hybridpriv release carries it out" not in tail
+
+
+def test_a_plan_recommended_on_held_out_evidence_says_how_to_carry_it_out_by_hand():
+    import xarray as xr
+
+    from hybridpriv.engine.plan import plan_lines
+
+    plan = xr.Dataset({"plan_loss": 5.5, "now_loss": 5.0, "difference": 0.5, "difference_mcse": 0.1, "ess": 40.0},
+                      attrs={"criterion": "loss", "share": 0.1, "what": "the cells", "recommended_now": "tcm-T1",
+                             "pays": 1, "pays_by": "held-out", "held_out": "(numbers)", "significant": 0,
+                             "gain": -0.1, "by_hand": BY_HAND})
+    tail = plan_lines(plan)[1]
+    assert "The plan is recommended: hybridpriv release cannot carry it out yet" in tail
+    assert "hybridpriv release carries it out" not in tail
