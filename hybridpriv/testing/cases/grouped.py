@@ -222,21 +222,40 @@ for _label, _eps in SETTINGS.items():
         _means_probe_run(_eps, 0.5, "add-remove", _PROBE_BOUNDS["[10, 20]"], _replace_noise_under_add_remove), "strict")
 
 
-def _tcm_mean_probe(relation: str):
-    """Hybrid trust's probe (the TCM group's mean; :class:`~hybridpriv.families.hybrid_trust.plan.TCMMeanProbe`) on
-    the strict group as the TCM group beside a local LM group it never reads."""
+def _tcm_mean_probe_run(eps: tuple[float, float], relation: str, bounds: Bounds, noise_factor: float = 1.0) -> Run:
+    """Hybrid trust's probe (:class:`~hybridpriv.families.hybrid_trust.plan.TCMMeanProbe`, share 0.5) on a TCM group
+    beside a local LM group, each unit at the promise it declares: the TCM group's neighbour adds (add-remove) or moves
+    (replace) one record between the bounds (``share x epsilon``); the LM group's moves one of its records between
+    the bounds, which must change nothing (declared 0: it is never read)."""
+    from ...families.hybrid_trust.plan import TCMMeanProbe
+    from ..core import audit
 
-    def make(groups, bounds, share):
-        from ...families.hybrid_trust.plan import TCMMeanProbe
+    tcm, lm = Group("tcm", N, eps[0]), Group("lm", N, eps[1], 0.0, "local")
+    probe = TCMMeanProbe([tcm, lm], bounds, relation, 0.5)
+    probe.scales = probe.scales * noise_factor  # < 1: broken, less noise than the claim needs
+    lo, hi = bounds.lower, bounds.upper
+    base = [np.full(N, lo), np.full(N, lo)]
+    moved = np.append(np.full(N - 1, lo), hi)
+    tcm_pair = (base, [np.append(np.full(N, lo), hi) if relation == "add-remove" else moved, base[1]])
+    lm_pair = (base, [base[0], moved])
 
-        tcm, lm = groups[0], groups[1]
-        return TCMMeanProbe([tcm, Group(lm.name, lm.size, lm.epsilon, 0.0, "local")], bounds, relation, share)
+    def mech(d, rng, size):
+        return probe.release(d, rng, size)[:, 0]
 
-    return make
+    def run(seed):
+        g = probe.privacy
+        return {unit: audit(mech, pair, g[unit].epsilon, samples=SAMPLES, confidence=CONFIDENCE,
+                            seed=np.random.SeedSequence([seed, k]))
+                for k, (unit, pair) in enumerate((("tcm", tcm_pair), ("lm", lm_pair)))}
+
+    return run
 
 
 for _label, _eps in SETTINGS.items():
     for _rel in ("add-remove", "replace"):
-        _case = f"TCMMeanProbe share=0.5 {_rel} {_label}"
-        CORRECT[_case] = _means_probe_run(_eps, 0.5, _rel, BOUNDS, make=_tcm_mean_probe(_rel))
-        COVERS[_case] = "TCMMeanProbe"
+        for _bname, _b in _PROBE_BOUNDS.items():
+            _case = f"TCMMeanProbe share=0.5 {_rel} bounds={_bname} {_label}"
+            CORRECT[_case] = _tcm_mean_probe_run(_eps, _rel, _b)
+            COVERS[_case] = "TCMMeanProbe"
+BROKEN["TCMMeanProbe with half its noise, add-remove, bounds=[10, 20], eps=(1, 2)"] = (
+    _tcm_mean_probe_run((1.0, 2.0), "add-remove", _PROBE_BOUNDS["[10, 20]"], noise_factor=0.5), "tcm")

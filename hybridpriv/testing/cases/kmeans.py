@@ -148,26 +148,29 @@ for _unit in ("tcm", "lm"):
 
 
 
-def _cells_probe_run(epsilon: float, share: float, released_share: float | None = None) -> Run:
+def _cells_probe_run(epsilon: float, share: float, released_share: float | None = None,
+                     box: tuple[float, float] = _KM_BOUNDS) -> Run:
     """The K-means two-stage plan's probe (:class:`~hybridpriv.families.kmeans.plan.CellCountsProbe`), each unit at
     the promise it declares: a TCM user added in cell 1 beside one in cell 0 (add/remove-one; statistic: the noisy
     count of cell 1), the only LM user moved from cell 0 to cell 1 (replace-one; statistic: the debiased count of
-    cell 1, a function of the one report).  ``released_share``: release at that share (broken)."""
+    cell 1, a function of the one report), in the one-dimensional ``box`` (centres at its quarters, users at its
+    ends).  ``released_share``: release at that share (broken)."""
     from ...families.kmeans.plan import CellCountsProbe
 
-    centres = np.array([[0.25], [0.75]])
+    lo, hi = box
+    centres = np.array([[lo + 0.25 * (hi - lo)], [lo + 0.75 * (hi - lo)]])
     declared = CellCountsProbe(centres, 1, 1, epsilon, share)
 
     def run(seed):
         out = {}
         for i, (unit, g) in enumerate(declared.privacy.items()):
             if unit == "tcm":
-                pts = ([[0.0], [1.0]], [[0.0], [1.0], [1.0]])
+                pts = ([[lo], [hi]], [[lo], [hi], [hi]])
                 masks = ([True, False], [True, False, True])
                 n_tcm = (1, 2)
             else:
-                pts, masks, n_tcm = ([[0.0], [0.0]], [[0.0], [1.0]]), ([True, False], [True, False]), (1, 1)
-            pair = tuple(PointCloud(np.array(p), np.array(m), _KM_BOUNDS) for p, m in zip(pts, masks))
+                pts, masks, n_tcm = ([[lo], [lo]], [[lo], [hi]]), ([True, False], [True, False]), (1, 1)
+            pair = tuple(PointCloud(np.array(p), np.array(m), box) for p, m in zip(pts, masks))
             mechs = [CellCountsProbe(centres, t, 1, epsilon, released_share or share) for t in n_tcm]
             col = 1 if unit == "tcm" else 3
             out[unit] = audit(lambda d, rng, size: mechs[int(d.trusted.sum()) - 1].release(d, rng, size)[:, col],
@@ -179,6 +182,8 @@ def _cells_probe_run(epsilon: float, share: float, released_share: float | None 
 
 
 for _eps, _share in ((1.0, 0.5), (4.0, 0.25)):
-    CORRECT[f"CellCountsProbe eps={_eps:g} share={_share:g}"] = _cells_probe_run(_eps, _share)
-    COVERS[f"CellCountsProbe eps={_eps:g} share={_share:g}"] = "CellCountsProbe"
+    for _box in ((0.0, 1.0), (10.0, 20.0)):  # the cells do not read the box, but a box without 0 must not matter
+        _case = f"CellCountsProbe eps={_eps:g} share={_share:g} box=[{_box[0]:g}, {_box[1]:g}]"
+        CORRECT[_case] = _cells_probe_run(_eps, _share, box=_box)
+        COVERS[_case] = "CellCountsProbe"
 BROKEN["CellCountsProbe at twice its share, eps=4"] = (_cells_probe_run(4.0, 0.25, released_share=0.5), "tcm")
