@@ -143,9 +143,7 @@ def pythia_kmeans(raw: dict[str, Any], data: Any, share: float, rng: np.random.G
     from .model import pilot_start
     from .plan import CellCountsProbe, refit_spec
 
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"share must be in (0, 1), got {share!r}")
-    if (raw.get("model") or {}).get("released_cells"):
+    if (raw.get("model") or {}).get("released_cells"):  # refused before anything is drawn (refit_spec would too)
         raise ValueError("the SPEC already has model.released_cells: the selector would release the cells twice")
     trusted = np.asarray(data.trusted, dtype=bool)
     probe = CellCountsProbe(pilot_start(np.asarray(raw["model"]["pilot"], dtype=float), int(raw["k"])),

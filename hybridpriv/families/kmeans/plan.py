@@ -167,12 +167,13 @@ def kmeans_probe(v: Any, share: float, candidates: Any) -> Any:
     labels."""
     from ...engine.plan import Probe
     from .model import pilot_start
+    from .rounds import _sizes
 
     kn = v.model
     if kn.start != "pilot" or v.k < 2 or kn.released_cells:
         return None
-    n_tcm = int(round(v.c * v.n))
-    probe = CellCountsProbe(pilot_start(kn.pilot, v.k), n_tcm, v.n - n_tcm, v.epsilon, share)
+    sizes = _sizes(v)  # the public group sizes, as a release counts them
+    probe = CellCountsProbe(pilot_start(kn.pilot, v.k), sizes["tcm"], sizes["lm"], v.epsilon, share)
     rest = v.replace(epsilon=v.epsilon * (1.0 - share))
 
     def later(mechanisms: Mapping[Any, Any], posterior: Any) -> dict[Any, Any]:
