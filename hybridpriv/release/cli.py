@@ -123,6 +123,10 @@ def main(args: argparse.Namespace) -> int:
                          allow_budget_above_spec=args.allow_budget_above_spec, data_changed=args.data_changed,
                          audit_record=args.audit_record, target_delta=target, log=say)
     rec = result.record
+    if result.waiting == 0:  # a two-stage plan's second candidate, chosen now, needs its devices' reports first
+        print(f"two-stage plan: the probe is released and {rec['candidate']['label']} chosen; waiting for "
+              f"{rec['needs']}; published nothing")
+        return 0
     if result.waiting is not None:
         print(f"release of {rec['candidate']['label']} in progress: waiting for the devices' answers to round "
               f"{result.waiting} of {rec['rounds']}; published {result.output}")

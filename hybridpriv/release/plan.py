@@ -6,7 +6,13 @@ second-stage candidate the plan may choose, for every unit.  The probe's release
 (its own ``release.json`` and ledger entry); the chosen candidate's to ``OUT/release.json``, which records the
 plan (``decision.plan``: the probe's release id, its released features and the choice they made).  A probe that
 refits (:attr:`hybridpriv.engine.plan.Probe.refit`) chooses by ``select`` again on the SPEC given its release
-(written to ``OUT/probe/spec-given-release.json``); otherwise the choice is the plan's importance-weighted one.
+(written to ``OUT/probe/spec-given-release.json``, the choice kept in ``OUT/probe/choice.json``); otherwise the
+choice is the plan's importance-weighted one.
+
+Either stage may be a release made in rounds (:mod:`hybridpriv.release.rounds`: K-means, whose LM users' devices
+answer the probe and then every iteration): the command then stops while it waits for the devices, and the same
+command run again goes on where it stopped (the probe's rounds, then, once ``OUT/probe/release.json`` exists, the
+second stage's), refusing a probe release or a kept choice that is not the one the SPEC and selection now give.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
+
+from .rounds import ROUNDS_FILE
 
 __all__ = ["read_plan", "release_plan"]
 
@@ -67,37 +75,82 @@ def release_plan(plan: xr.Dataset, posterior: Any, decision_info: dict[str, Any]
             state.check_all([(probe.mechanism.privacy, probe.mechanism.label), (mech.privacy, mech.label)])
 
     share = float(plan.attrs["share"])
-    job.log(f"carrying out the selection's two-stage plan: {share:.0%} of each unit's budget on {plan.attrs['what']} "
-            "first")
     first_out = Path(job.out) / "probe"
-    info = {**decision_info, "chosen_by": "the first stage of the selection's two-stage plan"}
-    first = _release_mech(_replace(job, out=first_out), probe.mechanism, "probe", probe.mechanism.label, info,
-                          precheck=whole_plan)
-    observed = np.asarray(first.record["released"], dtype=float).ravel()
+    record = _probe_released(first_out, probe.mechanism)
+    if record is None:
+        if not (first_out / ROUNDS_FILE).exists():
+            job.log(f"carrying out the selection's two-stage plan: {share:.0%} of each unit's budget on "
+                    f"{plan.attrs['what']} first")
+        info = {**decision_info, "chosen_by": "the first stage of the selection's two-stage plan"}
+        first = _release_mech(_replace(job, out=first_out), probe.mechanism, "probe", probe.mechanism.label, info,
+                              precheck=whole_plan)
+        if first.waiting is not None:  # a probe made in rounds waits for the devices: the same command goes on
+            return first
+        record = first.record
+    else:
+        job.log(f"the plan's probe was released already ({first_out / 'release.json'}); going on with its second "
+                "stage")
+    observed = np.asarray(record["released"], dtype=float).ravel()
     refit: dict[str, Any] = {}
     if probe.refit is not None:
-        coord, mech, name, refit = _refit(job, probe, observed, first.output, evaluation or {})
+        coord, mech, name, refit = _refit(job, probe, observed, first_out, record["release_id"], evaluation or {})
         how = "the model fitted again given the probe's release and the choice made again"
     else:
         name = choose_later(plan, observed)
         coord, mech = _pick(later, name)
         how = "chosen from the probe's release by the plan's importance weights"
-    job.log(f"the probe's release chose {dim} = {name}; releasing it at the other {1 - share:.0%}")
+    if not (Path(job.out) / ROUNDS_FILE).exists():
+        job.log(f"the probe's release chose {dim} = {name}, released at the other {1 - share:.0%}")
     info = {**decision_info, "chosen_by": f"the second stage of the selection's two-stage plan: {how}",
-            "plan": {"share": share, "probe": plan.attrs["what"], "probe_release_id": first.record["release_id"],
-                     "probe_output": str(first.output), "probe_released": [float(x) for x in observed],
+            "plan": {"share": share, "probe": plan.attrs["what"], "probe_release_id": record["release_id"],
+                     "probe_output": str(first_out / "release.json"), "probe_released": [float(x) for x in observed],
                      "chosen": name, "recommended_now": str(plan.attrs["recommended_now"]),
                      "pays_by": str(plan.attrs.get("pays_by", "")), **refit}}
+    proto = job.fam.release_rounds(mech, job.spec)
+    need = "" if proto is None or (Path(job.out) / ROUNDS_FILE).exists() else getattr(
+        proto, "waiting_for", lambda _d: "")(job.data_dir)
+    if need:  # the devices answer the second candidate's parameters, known only now
+        from .run import ReleaseResult
+
+        job.log(f"the second stage, {name}, needs {need}; then run the same command again")
+        return ReleaseResult(Path(job.data_dir), {"candidate": {"label": str(name)}, "rounds": proto.total,
+                                                  "waiting_for_round": 0, "needs": need}, {}, waiting=0)
     return _release_mech(job, mech, coord, name, info)
 
 
-def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, evaluation: dict[str, Any]
+def _probe_released(out: Path, mech: Any) -> dict[str, Any] | None:
+    """``OUT/probe/release.json`` if the probe was released already (a plan carried out over several commands, its
+    probe or second stage made in rounds), checked to be this probe's (label and parameters); ``None`` if not."""
+    import json
+
+    from ..core.params import describe
+
+    path = out / "release.json"
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        label, params, _ = record["candidate"]["label"], record["candidate"]["params"], record["release_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{path} (the plan's probe, released and charged) is damaged; the plan cannot go on") from None
+    mine = json.loads(json.dumps(describe(mech.get_params()), default=str))
+    if label != mech.label or params != mine:
+        raise ValueError(f"{path} is the release of another probe ({label}, other parameters) than the one the SPEC "
+                         "and selection now give: finish the plan with the same SPEC and selection, or choose "
+                         "another --out")
+    return record
+
+
+def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id: str, evaluation: dict[str, Any]
            ) -> tuple[Any, Any, str, dict[str, Any]]:
     """The second stage of a probe that refits (:attr:`hybridpriv.engine.plan.Probe.refit`): ``select`` again on the
     SPEC given the probe's release (post-processing of a DP release: no charge; the selection's ``evaluation`` draws,
-    trials and seed), written beside the probe's release
-    as ``OUT/probe/spec-given-release.json``; returns its recommendation and what the record keeps of it."""
+    trials and seed), written beside the probe's release as ``OUT/probe/spec-given-release.json``; returns its
+    recommendation and what the record keeps of it.  The choice is kept in ``OUT/probe/choice.json`` so that a
+    second stage made in rounds goes on with it (the command run again); a kept choice whose probe release, SPEC
+    given the release or evaluation differ is refused, never reused."""
     import json
+    from hashlib import sha256
 
     from ..spec import parse_spec
     from ..workflow import run_selection
@@ -108,8 +161,32 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, evaluati
                          "read from TOML; this SPEC was built in code: release its probe and select again by hand")
     raw = probe.refit(job.spec.raw, observed)
     raw["evaluation"] = {**raw.get("evaluation", {}), **evaluation}  # the selection's --draws/--trials/--seed
-    path = Path(probe_out).parent / "spec-given-release.json"
-    path.write_text(json.dumps(raw, indent=2, default=str) + "\n")
+    text = json.dumps(raw, indent=2, default=str) + "\n"
+    key = {"probe_release_id": probe_id, "spec_sha256": sha256(text.encode()).hexdigest(), "evaluation": evaluation}
+    path, kept = Path(probe_out).parent / "spec-given-release.json", Path(probe_out) / "choice.json"
+    if kept.exists():
+        choice = json.loads(kept.read_text(encoding="utf-8"))
+        if {k: choice.get(k) for k in key} != key:
+            raise ValueError(f"{kept} holds the choice made given another probe release, SPEC or evaluation than "
+                             "now (was the SPEC or the selection changed?); finish the plan with the same SPEC and "
+                             "selection, or choose another --out")
+        name = str(choice["chosen"])
+        problem = parse_spec(raw, job.spec.base_dir, f"{job.spec.source} given the probe's release").problem()
+        try:  # candidates that need no fitted model are rebuilt as they are; the others by selecting again
+            candidates = problem.candidates(None)
+        except (TypeError, ValueError, AttributeError):
+            job.log("rebuilding the second stage's candidates: selecting again given the probe's release ...")
+            selection = run_selection(problem)
+            if str(selection.decision.attrs["recommended"]) != name:
+                raise ValueError(f"selecting again given the probe's release now recommends "
+                                 f"{selection.decision.attrs['recommended']!r}, not {name!r} as before ({kept}): "
+                                 "another hybridpriv version?  Finish the plan with the same version, or choose "
+                                 "another --out") from None
+            candidates = problem.candidates(selection.posterior)
+        coord, mech = _pick(candidates, name)
+        job.log(f"the second stage was chosen before ({kept}): {name}")
+        return coord, mech, name, {"refit_spec": str(path), "refit_expected_loss": float(choice["expected_loss"])}
+    path.write_text(text)
     spec = parse_spec(raw, job.spec.base_dir, f"{job.spec.source} given the probe's release")
     job.log("fitting the model again given the probe's release and choosing again (select on "
             f"{path.name}) ...")
@@ -124,8 +201,11 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, evaluati
                            "asks), then release its recommendation (--candidate) on the same ledger") from exc
     name = str(selection.decision.attrs["recommended"])
     coord, mech = _pick(problem.candidates(selection.posterior), name)
-    return coord, mech, name, {"refit_spec": str(path), "refit_expected_loss": float(
-        selection.decision["expected_loss"].sel({problem.dim: coord}))}
+    loss = float(selection.decision["expected_loss"].sel({problem.dim: coord}))
+    from .ledger_file import write_json_atomic
+
+    write_json_atomic(kept, {**key, "chosen": name, "expected_loss": loss})
+    return coord, mech, name, {"refit_spec": str(path), "refit_expected_loss": loss}
 
 
 def _replace(job: Any, **changes: Any) -> Any:

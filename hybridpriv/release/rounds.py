@@ -4,7 +4,8 @@ A family's :meth:`~hybridpriv.core.family.Family.release_rounds` returns, for su
 protocol object (``total`` rounds; ``load`` / ``data_bytes`` of the private data needed before round 1;
 ``begin`` the public round-0 state; ``published`` what the devices read to answer round ``t``;
 ``answers`` their answers, or ``None`` while they are not all in; ``step`` one round; ``result`` the
-released values; ``needs_devices``).  ``hybridpriv release`` then runs as many rounds as the answers in
+released values; ``needs_devices``; optionally ``answer_files(t)``, the data files round ``t``'s answers arrive
+in, default ``<unit>-round-<t>.csv``).  ``hybridpriv release`` then runs as many rounds as the answers in
 the data folder allow and stops, publishing ``OUT/round.json`` for the devices; the same command,
 run again once their answers are in, goes on.  The K-means family is the one that needs it today
 (:mod:`hybridpriv.families.kmeans.rounds`).
@@ -98,8 +99,9 @@ def advance(proto: Any, doc: RoundsDoc, data: Any, data_dir: str | Path, out: Pa
         answers = proto.answers(data_dir, data, published) if proto.needs_devices else {}
         if answers is None:
             write_json_atomic(out / ROUND_FILE, published)
+            files = proto.answer_files(t) if hasattr(proto, "answer_files") else [f"{u}-round-{t}.csv" for u in proto.local]
             log(f"round {t} of {doc['total']}: published {out / ROUND_FILE} for the devices; once their answers are in "
-                f"the data folder ({', '.join(f'{u}-round-{t}.csv' for u in proto.local)}), run the same command again")
+                f"the data folder ({', '.join(files)}), run the same command again")
             break
         try:
             state = proto.step(doc["state"], data, answers, rng)

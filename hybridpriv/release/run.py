@@ -58,7 +58,8 @@ class ReleaseResult:
     output: Path
     record: dict[str, Any]
     entry: dict[str, Any]
-    #: A release made in rounds that waits for the devices' answers to this round (``None``: released).
+    #: A release made in rounds that waits for the devices' answers to this round (``None``: released; ``0``: a
+    #: two-stage plan's second candidate, chosen after its probe, waits for the data it needs before round 1).
     waiting: int | None = None
 
 

@@ -3,6 +3,8 @@ computations."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -303,3 +305,49 @@ def test_a_plan_by_expected_loss_prints_its_error_to_its_first_significant_digit
     assert "(difference -0.018 ± 0.005)" in head(-0.01817, 0.005153)
     assert "(difference +12 ± 3)" in head(12.4, 3.2)
     assert "(difference +0.01817 ± 0)" in head(0.01817, 0.0)
+
+
+#: A probe's ``by_hand`` text (a plugin's probe that ``release`` cannot carry out).
+BY_HAND = ("hybridpriv release cannot carry it out yet: the devices have no such report.  By hand: release the "
+           "features, add them to the SPEC with epsilon at the rest, then select again")
+
+
+def test_release_refuses_a_plan_it_cannot_carry_out_before_anything_is_charged():
+    """Probe.by_hand (a plugin's probe that release cannot carry out; no built-in has one): release_plan refuses
+    with its text before it reads anything else."""
+    from hybridpriv.release.plan import release_plan
+
+    probe = SimpleNamespace(by_hand=BY_HAND)
+    plan = SimpleNamespace(attrs={"recommended_now": "hybrid-T1"})
+    job = SimpleNamespace(problem=SimpleNamespace(probe=probe))  # nothing else: it must refuse before using more
+    with pytest.raises(ValueError, match=r"cannot carry it out yet.*--candidate hybrid-T1"):
+        release_plan(plan, None, {}, job)
+
+
+def test_select_says_how_to_carry_out_a_plan_release_cannot():
+    import xarray as xr
+
+    from hybridpriv.engine.plan import plan_lines
+
+    plan = xr.Dataset({"plan_loss": 4.0, "now_loss": 5.0, "difference": -1.0, "difference_mcse": 0.1, "ess": 40.0},
+                      attrs={"criterion": "loss", "share": 0.1, "what": "the cells", "recommended_now": "tcm-T1",
+                             "pays": 1, "significant": 1, "gain": 0.2, "noise": "Laplace for TCM users, randomized "
+                             "response on LM devices", "by_hand": BY_HAND})
+    head, tail = plan_lines(plan)[:2]
+    assert "(Laplace for TCM users, randomized response on LM devices)" in head
+    assert "the plan pays (20% lower), but hybridpriv release cannot carry it out yet" in tail
+    assert "hybridpriv release carries it out" not in tail
+
+
+def test_a_plan_recommended_on_held_out_evidence_says_how_to_carry_it_out_by_hand():
+    import xarray as xr
+
+    from hybridpriv.engine.plan import plan_lines
+
+    plan = xr.Dataset({"plan_loss": 5.5, "now_loss": 5.0, "difference": 0.5, "difference_mcse": 0.1, "ess": 40.0},
+                      attrs={"criterion": "loss", "share": 0.1, "what": "the cells", "recommended_now": "tcm-T1",
+                             "pays": 1, "pays_by": "held-out", "held_out": "(numbers)", "significant": 0,
+                             "gain": -0.1, "by_hand": BY_HAND})
+    tail = plan_lines(plan)[1]
+    assert "The plan is recommended: hybridpriv release cannot carry it out yet" in tail
+    assert "hybridpriv release carries it out" not in tail

@@ -20,11 +20,21 @@ As functions::
     line = dev.report()                          # user,x1,...,xd,epsilon,tau,k,lower,upper
     answer = dev.answer(json.load(open("OUT/round.json")))   # user,cluster,round,digest
 
+**A two-stage plan** (``select`` judged it; :mod:`hybridpriv.families.kmeans.plan`) asks each device one thing
+before the K-means release: its **cell**, the pilot start's centre nearest to ``x``, by K-ary randomized response at
+``share x epsilon`` (:func:`cell_report`, against the probe's ``OUT/probe/round.json``).  The device is given the
+user's whole ``budget`` then, keeps the cell's epsilon in its state, and refuses a second cell or a K-means report
+whose ``epsilon`` would take it over that budget (the plan's second stage reports at ``(1 - share) x epsilon``).
+
 As a command, one device (its state in a file) or a batch of simulated devices (``--points FILE`` of
 ``user,x1,...,xd`` rows, states in ``--state-dir``: a demonstration or a test, each row its own device)::
 
     python -m hybridpriv.families.kmeans.device report --user u17 --point 0.4 0.7 --epsilon 5 --tau 3 --k 2 --bounds 0 1 --state u17.json
     python -m hybridpriv.families.kmeans.device answer --round OUT/round.json --state u17.json
+
+and in a two-stage plan, first (the K-means report then at the rest of the budget)::
+
+    python -m hybridpriv.families.kmeans.device cell --round OUT/probe/round.json --budget 5 --user u17 --point 0.4 0.7 --state u17.json
 """
 
 from __future__ import annotations
@@ -43,12 +53,16 @@ import numpy as np
 
 from ...core.io import iter_rows
 
-__all__ = ["ANSWER_HEADER", "Device", "REPORT_HEADER", "centres_digest", "main"]
+__all__ = ["ANSWER_HEADER", "CELL_HEADER", "Device", "REPORT_HEADER", "cell_report", "centres_digest", "main"]
 
 #: The report line's columns (``x1..xd``: one per coordinate).
 REPORT_HEADER = "user,{coords},epsilon,tau,k,lower,upper"
 #: The answer line's columns.
 ANSWER_HEADER = "user,cluster,round,digest"
+#: The cell line's columns (a two-stage plan's probe).
+CELL_HEADER = "user,cell,digest"
+#: The probe round's format (``OUT/probe/round.json``).
+CELLS_FORMAT = "hybridpriv-kmeans-cells"
 
 
 def centres_digest(centres: Any, round_: int, release: str) -> str:
@@ -95,6 +109,9 @@ class Device:
         self.point = np.clip(x, self.bounds.lower, self.bounds.upper)
         self.reported = bool(state.get("reported", False)) if state else False
         self.answered = [int(r) for r in state.get("answered", [])] if state else []
+        #: A two-stage plan's cell report (``{"release", "digest", "epsilon"}``) and the budget it was sent under.
+        self.cell = dict(state["cell"]) if state and state.get("cell") else None
+        self.budget = float(state["budget"]) if self.cell else self.epsilon
 
     @property
     def part(self) -> float:
@@ -103,9 +120,10 @@ class Device:
 
     def to_state(self) -> dict[str, Any]:
         """What the device keeps between rounds (its point stays on the device too)."""
-        return {"user": self.user, "point": [float(v) for v in self.point], "epsilon": self.epsilon, "tau": self.tau,
-                "k": self.k, "bounds": [self.bounds.lower, self.bounds.upper], "reported": self.reported,
-                "answered": self.answered}
+        out = {"user": self.user, "point": [float(v) for v in self.point], "epsilon": self.epsilon, "tau": self.tau,
+               "k": self.k, "bounds": [self.bounds.lower, self.bounds.upper], "reported": self.reported,
+               "answered": self.answered}
+        return {**out, "cell": self.cell, "budget": self.budget} if self.cell else out
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> Device:
@@ -121,6 +139,10 @@ class Device:
 
         if self.reported:
             raise ValueError(f"device {self.user!r} has already sent its report (line 4): it sends one")
+        if self.cell and self.epsilon + float(self.cell["epsilon"]) > self.budget * (1 + 1e-9):
+            raise ValueError(f"device {self.user!r} spent epsilon {float(self.cell['epsilon']):g} on its cell (a "
+                             f"two-stage plan's probe) of its budget {self.budget:g}; a K-means report at epsilon "
+                             f"{self.epsilon:g} would exceed it: it does not report")
         b_l = self.bounds.width * self.point.size / self.part  # m d (tau + 1) / epsilon
         noisy = np.atleast_1d(OpenDPGenerator().laplace(self.point, b_l))
         self.reported = True
@@ -160,6 +182,50 @@ class Device:
         return f"{self.user},{cluster},{t},{digest}"
 
 
+def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any], budget: float,
+                state: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """A two-stage plan's probe on one LM device: the cell line ``user,cell,digest`` (the pilot start's centre
+    nearest to ``point``, clipped into the published box, by K-ary randomized response at the published
+    ``epsilon``) and the device's state after it.  ``published``: the probe's ``OUT/probe/round.json``;
+    ``budget``: the user's whole epsilon, which the cell and a later K-means report share; ``state``: what the
+    device sent before (``None``: fresh).  Refused: a second cell, a cell after the K-means report, an epsilon above
+    the budget, or centres that do not match their digest."""
+    from ...core.privacy import Bounds, check_epsilon
+    from .algorithms.algorithm import nearest_centre
+
+    user = str(user)
+    if not user or any(c in user for c in ",\n\r"):
+        raise ValueError(f"user must be a non-empty identifier without commas or newlines, got {user!r}")
+    budget = check_epsilon(budget, allow_inf=False)
+    try:
+        if published.get("format") != CELLS_FORMAT:
+            raise ValueError(f"'format' is {published.get('format')!r}, not {CELLS_FORMAT!r}")
+        centres, epsilon = np.asarray(published["centres"], dtype=float), float(published["epsilon"])
+        k, bounds = int(published["k"]), Bounds.from_pair(tuple(float(b) for b in published["bounds"]))
+        release, digest = str(published["release"]), str(published["digest"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"the published probe round lacks or mangles {exc}") from None
+    if state and (state.get("cell") or state.get("reported")):
+        raise ValueError(f"device {user!r} has already sent its "
+                         + ("cell (a two-stage plan's probe): it sends one" if state.get("cell") else
+                            "K-means report: the cell comes first, before the report"))
+    if not 0 < epsilon <= budget * (1 + 1e-9):
+        raise ValueError(f"the probe asks for epsilon {epsilon:g}; this device's budget is {budget:g}: it does not "
+                         "answer")
+    x = np.asarray(point, dtype=float).ravel()
+    if x.size < 1 or not np.isfinite(x).all():
+        raise ValueError("point must hold at least one finite coordinate")
+    if k < 2 or centres.shape != (k, x.size) or not np.isfinite(centres).all():
+        raise ValueError(f"the probe's centres must be k >= 2 finite points of {x.size} coordinates")
+    if centres_digest(centres, 1, release) != digest:
+        raise ValueError("the probe round's digest does not match its centres: the round file was changed")
+    x = np.clip(x, bounds.lower, bounds.upper)
+    cell = int(_rr(k, epsilon)(int(nearest_centre(x[None], centres)[0][0])))
+    after = {"user": user, "point": [float(v) for v in x], "bounds": [bounds.lower, bounds.upper], "budget": budget,
+             "cell": {"release": release, "digest": digest, "epsilon": epsilon}}
+    return f"{user},{cell},{digest}", after
+
+
 @functools.lru_cache(maxsize=64)
 def _rr(k: int, epsilon: float):
     """OpenDP's K-ary randomized response over clusters ``0..k-1``: the true one with ``e^eps / (k - 1 + e^eps)``."""
@@ -189,31 +255,50 @@ def _save(path: Path, state: Mapping[str, Any]) -> None:
     write_json_atomic(path, state)
 
 
-def _batch(args: argparse.Namespace) -> list[tuple[Device, Path]]:
-    """The devices of a ``--points`` file (``user,x1..xd`` rows; a header allowed), states in ``--state-dir``."""
-    out = []
+def _existing(path: Path, user: str) -> dict[str, Any] | None:
+    """A device's state file before its K-means report: ``None`` if absent; refused if it has reported already or
+    belongs to another user; a state with only a cell (a two-stage plan's probe) is returned, to be carried on."""
+    if not path.exists():
+        return None
+    state = _load(path)
+    if state.get("reported"):
+        raise ValueError(f"device {user!r} has already sent its report ({path})")
+    if state.get("user") != user:
+        raise ValueError(f"the state {path} is device {state.get('user')!r}'s, not {user!r}'s")
+    return state if state.get("cell") else None
+
+
+def _report_device(user: str, point: Sequence[float], args: argparse.Namespace, path: Path) -> Device:
+    """A device about to report: fresh, or carrying its cell (its point is then the one it answered the cell with)."""
+    state = _existing(path, user)
+    if state is not None:
+        point = state["point"]
+    return Device(user, point, args.epsilon, args.tau, args.k, tuple(args.bounds), state)
+
+
+def _users(args: argparse.Namespace) -> list[tuple[str, list[float] | None, Path]]:
+    """``(user, point, state file)`` of each device the command speaks for: the ``--points`` rows (states in
+    ``--state-dir``) or the one ``--user``/``--point``/``--state``."""
+    if args.points is None:
+        point = None if args.point is None else list(args.point)
+        return [(args.user, point, Path(args.state))]
     sdir = Path(args.state_dir)
     sdir.mkdir(parents=True, exist_ok=True)
+    out = []
     for _, row in iter_rows(args.points, "--points"):
         try:
             point = [float(c) for c in row[1:]]
         except ValueError:
             continue  # a header line
-        path = sdir / f"{row[0].strip()}.json"
-        if args.command == "report":
-            dev = Device(row[0].strip(), point, args.epsilon, args.tau, args.k, tuple(args.bounds))
-            if path.exists() and _load(path).get("reported"):
-                raise ValueError(f"device {row[0].strip()!r} has already sent its report ({path})")
-        else:
-            dev = Device.from_state(_load(path))
-        out.append((dev, path))
+        out.append((row[0].strip(), point, sdir / f"{row[0].strip()}.json"))
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command (module docstring); bad input or a refusal: exit 2 and one ``error:`` line."""
     p = argparse.ArgumentParser(prog="python -m hybridpriv.families.kmeans.device",
-                                description="An LM user's device in a K-means release: report once, answer each round.")
+                                description="An LM user's device in a K-means release: report once, answer each "
+                                            "round (in a two-stage plan: its cell first).")
     sub = p.add_subparsers(dest="command", required=True)
     rep = sub.add_parser("report", help="line 4: the noisy point, once")
     rep.add_argument("--user")
@@ -224,7 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--bounds", type=float, nargs=2, required=True, metavar=("LOWER", "UPPER"))
     ans = sub.add_parser("answer", help="line 7: the randomized nearest cluster of one published round")
     ans.add_argument("--round", required=True, help="the curator's OUT/round.json")
-    for s in (rep, ans):
+    cel = sub.add_parser("cell", help="a two-stage plan's probe: the randomized nearest centre of the pilot start, "
+                                      "once, before the report")
+    cel.add_argument("--round", required=True, help="the curator's OUT/probe/round.json")
+    cel.add_argument("--budget", type=float, required=True, help="the user's whole epsilon (the cell and the "
+                                                                 "K-means report share it)")
+    cel.add_argument("--user")
+    cel.add_argument("--point", type=float, nargs="+")
+    for s in (rep, ans, cel):
         s.add_argument("--state", help="this device's state file (one device)")
         s.add_argument("--points", help="a CSV of user,x1,...,xd rows: one simulated device per row")
         s.add_argument("--state-dir", help="with --points: one state file per device")
@@ -233,26 +325,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if (args.points is None) == (args.state is None) or (args.points is not None and args.state_dir is None):
             raise ValueError("give --state FILE (one device) or --points FILE with --state-dir DIR (simulated devices)")
-        if args.points is not None:
-            devices = _batch(args)
-        elif args.command == "report":
-            if args.user is None or args.point is None:
+        published = _load(Path(args.round)) if args.command != "report" else None
+        done: list[tuple[str, dict[str, Any], Path]] = []
+        for user, point, path in _users(args):
+            if args.command == "answer":
+                dev = Device.from_state(_load(path))
+                done.append((dev.answer(published), dev.to_state(), path))
+                continue
+            if user is None or (point is None and args.command == "cell"):
+                raise ValueError(f"{args.command} needs --user and --point")
+            if args.command == "cell":
+                done.append((*cell_report(user, point, published, args.budget,
+                                          _load(path) if path.exists() else None), path))
+                continue
+            if point is None and _existing(path, user) is None:
                 raise ValueError("report needs --user and --point")
-            if Path(args.state).exists() and _load(Path(args.state)).get("reported"):
-                raise ValueError(f"this device has already sent its report ({args.state})")
-            devices = [(Device(args.user, args.point, args.epsilon, args.tau, args.k, tuple(args.bounds)), Path(args.state))]
-        else:
-            devices = [(Device.from_state(_load(Path(args.state))), Path(args.state))]
-        published = _load(Path(args.round)) if args.command == "answer" else None
-        lines = [dev.report() if published is None else dev.answer(published) for dev, _ in devices]
-        for dev, path in devices:
-            _save(path, dev.to_state())
+            dev = _report_device(user, point or [], args, path)
+            done.append((dev.report(), dev.to_state(), path))
+        for _, state, path in done:
+            _save(path, state)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.header:
-        print(report_header(devices[0][0].point.size) if args.command == "report" else ANSWER_HEADER)
-    for line in lines:
+    if args.header and done:
+        d = len(done[0][1]["point"])
+        print({"report": report_header(d), "answer": ANSWER_HEADER, "cell": CELL_HEADER}[args.command])
+    for line, _, _ in done:
         print(line)
     return 0
 

@@ -58,14 +58,20 @@ class KMeansFamily(Family):
 
     release_files = ("DIR/tcm.csv: the raw points of the users who trust the curator; DIR/<group>-reports.csv: the "
                      "local users' device reports, then DIR/<group>-round-<t>.csv: their answers to each round "
-                     "(python -m hybridpriv.families.kmeans.device); the release runs in rounds")
+                     "(python -m hybridpriv.families.kmeans.device); the release runs in rounds.  A two-stage plan "
+                     "asks DIR/lm-cells.csv (each LM device's cell, device cell) first, then the reports")
 
     def release_rounds(self, mech: Any, spec: Any) -> Any:
         """Every built-in K-means candidate is released in rounds (:mod:`.rounds`; ``tcm-T`` needs no device;
-        ``public-start`` none and no data: zero rounds, the start itself)."""
+        ``public-start`` none and no data: zero rounds, the start itself), and so is a two-stage plan's probe (one
+        round: the LM devices' cells, :mod:`.plan_rounds`)."""
         from .algorithms.mechanisms import PublicStart, _KMeans
+        from .plan import CellCountsProbe
+        from .plan_rounds import CellCountsRounds
         from .rounds import KMeansRounds
 
+        if isinstance(mech, CellCountsProbe):
+            return CellCountsRounds(mech, spec)
         return KMeansRounds(mech, spec) if isinstance(mech, (_KMeans, PublicStart)) else None
 
     def stand_in(self, spec: Any) -> Any:

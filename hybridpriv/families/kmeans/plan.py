@@ -10,9 +10,10 @@ multinomials of the exact counts, the same law as one report per user); its impo
 counts through a Laplace stand-in of the same standard deviation (:attr:`CellCountsProbe.scales`), an
 approximation in the *rule* only: the analysis scores that rule on simulated releases of the true law.
 
-``hybridpriv release`` cannot carry this plan out yet: the LM users' devices have no cell report
-(:mod:`.device` answers rounds of a K-means release only), so the probe's release refuses before anything is
-charged (:meth:`CellCountsProbe.release` is the simulation the calibration study uses)."""
+``hybridpriv release`` carries the plan out with the LM users' devices (:mod:`.plan_rounds`): the probe is a
+release in one round (each device answers its cell, ``python -m hybridpriv.families.kmeans.device cell``), then the
+model is fitted again on the released counts and the chosen candidate is released in rounds at the rest of the
+budget (:meth:`CellCountsProbe.release` is the simulation the calibration study uses)."""
 
 from __future__ import annotations
 
@@ -26,17 +27,10 @@ from ...core.mechanism import Mechanism
 from ...core.privacy import Guarantee, check_integer, check_positive
 from .cells import rr_count_sd
 
-__all__ = ["BY_HAND", "CellCountsProbe", "kmeans_probe", "refit_spec"]
+__all__ = ["CellCountsProbe", "kmeans_probe", "refit_spec"]
 
 #: What the probe releases, in words.
 WHAT = "each group's count of users per cluster of the pilot start"
-#: How the plan is carried out (``select``'s verdict says it where the plan pays).
-BY_HAND = ("hybridpriv release cannot carry it out yet: the LM devices have no cell report.  By hand: the TCM "
-           "users' counts per cell plus Laplace noise of scale 1 / (share x epsilon), each LM device's cell by k-ary "
-           "randomized response at share x epsilon (debiased), both added to the SPEC as model.released_cells with "
-           "epsilon at the rest, then select again (docs/kmeans-select.md)")
-
-
 class CellCountsProbe(Mechanism):
     """The first stage of a K-means two-stage plan: each group's count of users per cell (the users whose nearest
     centre of ``centres``, the pilot start, is that cluster's), TCM cells then LM cells (``2k`` features).
@@ -181,4 +175,4 @@ def kmeans_probe(v: Any, share: float, candidates: Any) -> Any:
 
     return Probe(share, WHAT, probe, later,
                  refit=lambda raw, observed: refit_spec(raw, probe.released_cells(observed), share),
-                 noise="Laplace for TCM users, randomized response on LM devices", by_hand=BY_HAND)
+                 noise="Laplace for TCM users, randomized response on LM devices")

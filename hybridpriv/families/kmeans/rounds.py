@@ -92,6 +92,18 @@ class KMeansRounds:
         parts += [f"{u}-reports.csv (group {u!r}'s device reports)" for u in self.local]
         return ", ".join(parts)
 
+    def waiting_for(self, directory: str | Path) -> str:
+        """What the devices must send before round 1 and is not in ``directory`` yet, with the command that draws
+        it (``""``: all there).  A two-stage plan learns its second candidate only after its probe, so the LM
+        devices report then (:func:`hybridpriv.release.plan.release_plan` stops and says so)."""
+        missing = [u for u in self.local if not (Path(directory) / f"{u}-reports.csv").is_file()]
+        if not missing:
+            return ""
+        lo, hi = self.bounds.lower, self.bounds.upper
+        return (f"{', '.join(f'{u}-reports.csv' for u in missing)} in the data folder: each LM device's report "
+                f"(python -m hybridpriv.families.kmeans.device report --epsilon "
+                f"{float(self.mech.epsilon)!r} --tau {self.total} --k {self.k} --bounds {lo!r} {hi!r} ...)")
+
     # -- private data before round 1 ------------------------------------------------------------
     def load(self, directory: str | Path) -> dict[str, Any]:
         """The raw points of the central units and the line-4 reports of the local ones (checked)."""

@@ -4,7 +4,6 @@ SPEC of its second stage, and how select and release treat it."""
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ from hybridpriv.families.kmeans.algorithms import PointCloud
 from hybridpriv.families.kmeans.cells import randomized_response_counts, rr_count_sd
 from hybridpriv.families.kmeans.heldout import kmeans_truth
 from hybridpriv.families.kmeans.model import pilot_start
-from hybridpriv.families.kmeans.plan import BY_HAND, CellCountsProbe, kmeans_probe, refit_spec
+from hybridpriv.families.kmeans.plan import CellCountsProbe, kmeans_probe, refit_spec
 
 CENTRES = np.array([[0.2, 0.2], [0.8, 0.3], [0.5, 0.8]])
 
@@ -137,7 +136,7 @@ def test_a_kmeans_spec_judges_the_plan_by_default_and_only_where_cells_exist():
     t = kmeans_truth(0, stream(0, "k", 0))
     problem = parse_spec(t.spec).problem()
     assert problem.probe is not None and problem.probe.share == pytest.approx(0.1)
-    assert problem.probe.by_hand == BY_HAND and "randomized response" in problem.probe.noise
+    assert problem.probe.by_hand == "" and "randomized response" in problem.probe.noise  # release carries it out
     later = problem.probe.later(problem.candidates(None), None)
     assert set(later) == set(problem.candidates(None))
     assert all(m.epsilon == pytest.approx(0.9 * t.spec["epsilon"]) for m in later.values() if m.epsilon > 0)
@@ -146,42 +145,3 @@ def test_a_kmeans_spec_judges_the_plan_by_default_and_only_where_cells_exist():
     assert kmeans_probe(v.replace(k=1), 0.1, None) is None
     off = parse_spec({**t.spec, "evaluation": {**t.spec.get("evaluation", {}), "plan_share": 0}}).problem()
     assert off.probe is None
-
-
-def test_release_refuses_a_plan_it_cannot_carry_out_before_anything_is_charged():
-    from hybridpriv.release.plan import release_plan
-
-    probe = SimpleNamespace(by_hand=BY_HAND)
-    plan = SimpleNamespace(attrs={"recommended_now": "hybrid-T1"})
-    job = SimpleNamespace(problem=SimpleNamespace(probe=probe))  # nothing else: it must refuse before using more
-    with pytest.raises(ValueError, match=r"cannot carry it out yet.*--candidate hybrid-T1"):
-        release_plan(plan, None, {}, job)
-
-
-def test_select_says_how_to_carry_out_a_plan_release_cannot():
-    import xarray as xr
-
-    from hybridpriv.engine.plan import plan_lines
-
-    plan = xr.Dataset({"plan_loss": 4.0, "now_loss": 5.0, "difference": -1.0, "difference_mcse": 0.1, "ess": 40.0},
-                      attrs={"criterion": "loss", "share": 0.1, "what": "the cells", "recommended_now": "tcm-T1",
-                             "pays": 1, "significant": 1, "gain": 0.2, "noise": "Laplace for TCM users, randomized "
-                             "response on LM devices", "by_hand": BY_HAND})
-    head, tail = plan_lines(plan)[:2]
-    assert "(Laplace for TCM users, randomized response on LM devices)" in head
-    assert "the plan pays (20% lower), but hybridpriv release cannot carry it out yet" in tail
-    assert "hybridpriv release carries it out" not in tail
-
-
-def test_a_plan_recommended_on_held_out_evidence_says_how_to_carry_it_out_by_hand():
-    import xarray as xr
-
-    from hybridpriv.engine.plan import plan_lines
-
-    plan = xr.Dataset({"plan_loss": 5.5, "now_loss": 5.0, "difference": 0.5, "difference_mcse": 0.1, "ess": 40.0},
-                      attrs={"criterion": "loss", "share": 0.1, "what": "the cells", "recommended_now": "tcm-T1",
-                             "pays": 1, "pays_by": "held-out", "held_out": "(numbers)", "significant": 0,
-                             "gain": -0.1, "by_hand": BY_HAND})
-    tail = plan_lines(plan)[1]
-    assert "The plan is recommended: hybridpriv release cannot carry it out yet" in tail
-    assert "hybridpriv release carries it out" not in tail

@@ -1,0 +1,245 @@
+"""K-means' two-stage plan carried out by ``release``: the LM devices' cells (``device cell``), the probe's one
+round (:mod:`hybridpriv.families.kmeans.plan_rounds`), then the refit's choice released in rounds on the same
+ledger, over several commands."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hybridpriv.families.kmeans.algorithms import PointCloud, nearest_centre
+from hybridpriv.families.kmeans.device import Device, cell_report, centres_digest
+from hybridpriv.families.kmeans.device import main as device_main
+from hybridpriv.families.kmeans.plan import CellCountsProbe
+from hybridpriv.families.kmeans.plan_rounds import CellCountsRounds
+from hybridpriv.noise import rr_probabilities
+from hybridpriv.release.data import PrivateDataError
+from hybridpriv.release.noise import OpenDPGenerator
+
+EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
+CENTRES = [[0.2, 0.3], [0.7, 0.7], [0.5, 0.1]]
+
+
+def _probe_round(centres=CENTRES, epsilon=0.5, release="p", bounds=(0.0, 1.0)):
+    return {"format": "hybridpriv-kmeans-cells", "release": release, "round": 1, "centres": centres,
+            "digest": centres_digest(centres, 1, release), "epsilon": epsilon, "k": len(centres),
+            "bounds": list(bounds)}
+
+
+# -- the device ------------------------------------------------------------------------------------------------
+def test_the_device_cell_is_k_ary_randomized_response_of_the_nearest_pilot_centre():
+    """4,000 fresh devices at a point nearest centre 1: the share reporting 1 is e^eps / (k - 1 + e^eps) within 4
+    standard errors (at eps 0.5, k 3: 0.452, s.e. 0.0079: a 5% bias, 0.023, is 2.9 s.e.), the others split evenly."""
+    published = _probe_round()
+    cells = np.array([int(cell_report(f"u{i}", [0.72, 0.66], published, 5.0)[0].split(",")[1]) for i in range(4000)])
+    p, q = rr_probabilities(0.5, 3)
+    se = math.sqrt(p * (1 - p) / cells.size)
+    assert abs((cells == 1).mean() - p) < 4 * se
+    for other in (0, 2):
+        assert abs((cells == other).mean() - q) < 4 * math.sqrt(q * (1 - q) / cells.size)
+
+
+def test_the_device_spends_its_cell_and_report_from_one_budget_and_refuses_more():
+    published = _probe_round(epsilon=0.5)
+    line, state = cell_report("u1", [0.4, 1.7], published, 5.0)  # clipped into the box
+    user, cell, digest = line.split(",")
+    assert user == "u1" and cell in {"0", "1", "2"} and digest == published["digest"]
+    assert state["point"] == [0.4, 1.0] and state["cell"]["epsilon"] == 0.5 and state["budget"] == 5.0
+    with pytest.raises(ValueError, match="already sent its cell"):
+        cell_report("u1", [0.4, 0.7], published, 5.0, state)
+    # the K-means report at the rest of the budget is sent; above it, refused before any noise
+    with pytest.raises(ValueError, match=r"spent epsilon 0.5 on its cell .* budget 5; a K-means report at epsilon 5 "
+                                         "would exceed it"):
+        Device("u1", state["point"], 5.0, 2, 3, (0.0, 1.0), state).report()
+    dev = Device("u1", state["point"], 4.5, 2, 3, (0.0, 1.0), state)
+    dev.report()
+    assert dev.to_state()["cell"] == state["cell"] and dev.to_state()["reported"]
+    with pytest.raises(ValueError, match="already sent its cell"):
+        cell_report("u1", [0.4, 0.7], published, 5.0, dev.to_state())
+    plain = Device("u3", [0.4, 0.7], 5.0, 2, 3, (0.0, 1.0))
+    plain.report()  # a K-means report without a plan spent the budget: no cell after it
+    with pytest.raises(ValueError, match="cell comes first"):
+        cell_report("u3", [0.4, 0.7], published, 5.0, plain.to_state())
+    with pytest.raises(ValueError, match="asks for epsilon 6; this device's budget is 5"):
+        cell_report("u2", [0.4, 0.7], _probe_round(epsilon=6.0), 5.0)
+    tampered = {**published, "centres": [[0.2, 0.3], [0.7, 0.8], [0.5, 0.1]]}
+    with pytest.raises(ValueError, match="digest does not match its centres"):
+        cell_report("u2", [0.4, 0.7], tampered, 5.0)
+    with pytest.raises(ValueError, match="'format' is 'hybridpriv-kmeans-round'"):
+        cell_report("u2", [0.4, 0.7], {**published, "format": "hybridpriv-kmeans-round"}, 5.0)
+
+
+def test_the_device_command_answers_cells_then_reports_at_the_rest(tmp_path, capsys):
+    round_file = tmp_path / "round.json"
+    round_file.write_text(json.dumps(_probe_round(epsilon=1.0)))
+    points = tmp_path / "points.csv"
+    points.write_text("user,x,y\nu1,0.1,0.2\nu2,0.8,0.9\n")
+    states = tmp_path / "states"
+    argv = ["cell", "--round", str(round_file), "--budget", "5", "--points", str(points), "--state-dir", str(states)]
+    assert device_main([*argv, "--header"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "user,cell,digest" and [x.split(",")[0] for x in lines[1:]] == ["u1", "u2"]
+    assert device_main(argv) == 2 and "already sent its cell" in capsys.readouterr().err
+    report = ["report", "--points", str(points), "--state-dir", str(states), "--tau", "2", "--k", "3", "--bounds",
+              "0", "1"]
+    assert device_main([*report, "--epsilon", "4.5"]) == 2  # 1 + 4.5 > 5: refused, nothing saved
+    assert "would exceed it" in capsys.readouterr().err
+    assert device_main([*report, "--epsilon", "4"]) == 0
+    assert [x.split(",")[0] for x in capsys.readouterr().out.splitlines()] == ["u1", "u2"]
+    state = json.loads((states / "u2.json").read_text())
+    assert state["reported"] and state["cell"]["epsilon"] == 1.0 and state["point"] == [0.8, 0.9]
+    # one device, its state in a file: the report carries the cell on without --point
+    one = tmp_path / "u9.json"
+    assert device_main(["cell", "--round", str(round_file), "--budget", "2", "--user", "u9", "--point", "0.5", "0.5",
+                        "--state", str(one)]) == 0
+    assert device_main(["report", "--user", "u9", "--state", str(one), "--epsilon", "1", "--tau", "1", "--k", "3",
+                        "--bounds", "0", "1"]) == 0
+    assert device_main(["report", "--user", "u9", "--state", str(one), "--epsilon", "1", "--tau", "1", "--k", "3",
+                        "--bounds", "0", "1"]) == 2
+    assert "already sent its report" in capsys.readouterr().err
+
+
+# -- the curator's round ---------------------------------------------------------------------------------------
+class _Spec:
+    def __init__(self):
+        self.values = type("V", (), {"bounds": (0.0, 1.0)})()
+
+
+def _rounds(n_tcm=6, n_lm=5, epsilon=2.0, share=0.25):
+    return CellCountsRounds(CellCountsProbe(CENTRES, n_tcm, n_lm, epsilon, share), _Spec())
+
+
+def test_the_probe_round_releases_the_simulations_counts(tmp_path):
+    """The round's release has the law of CellCountsProbe.release (its simulation): the TCM counts' mean and sd
+    (Laplace of scale 1 / (share eps)) and the LM counts debiased from the answers, which sum to n_lm exactly."""
+    proto = _rounds()
+    rng = np.random.default_rng(0)
+    x_tcm, x_lm = rng.random((6, 2)), rng.random((5, 2))
+    (tmp_path / "tcm.csv").write_text("x,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in x_tcm))
+    data = proto.load(tmp_path)
+    state0 = proto.begin(rng)
+    published = proto.published(state0, 1, "rel")
+    assert proto.answers(tmp_path, data, published) is None  # the cells are not in yet
+    lines = [cell_report(f"d{i}", x, published, 2.0)[0] for i, x in enumerate(x_lm)]
+    (tmp_path / "lm-cells.csv").write_text("user,cell,digest\n" + "\n".join(lines) + "\n")
+    answers = proto.answers(tmp_path, data, published)
+    exact_tcm = np.bincount(nearest_centre(x_tcm, np.array(CENTRES))[0], minlength=3)
+    draws = np.array([proto.result(proto.step(state0, data, answers, OpenDPGenerator())) for _ in range(3000)])
+    assert np.allclose(draws[:, 3:].sum(axis=1), 5.0)
+    se = math.sqrt(2) * 2 / math.sqrt(3000)  # Laplace sd sqrt(2) b, b = 1 / 0.5
+    assert np.all(np.abs(draws[:, :3].mean(axis=0) - exact_tcm) < 4 * se)
+    assert np.all(np.abs(draws[:, :3].std(axis=0) / (math.sqrt(2) * 2) - 1) < 0.06)
+    cloud = PointCloud(np.r_[x_tcm, x_lm], np.arange(11) < 6, (0.0, 1.0), np.array(CENTRES))
+    assert np.array_equal(proto.probe.exact(cloud)[:3], exact_tcm)
+
+
+def test_the_probe_round_refuses_bad_answers_naming_the_row_and_rule(tmp_path):
+    proto = _rounds(n_tcm=2, n_lm=2)
+    (tmp_path / "tcm.csv").write_text("0.1,0.2\n0.3,0.4\n")
+    data = proto.load(tmp_path)
+    published = proto.published(proto.begin(None), 1, "rel")
+    d = published["digest"]
+
+    def refused(text: str, match: str) -> None:
+        (tmp_path / "lm-cells.csv").write_text(text)
+        with pytest.raises(PrivateDataError, match=match) as info:
+            proto.answers(tmp_path, data, published)
+        assert "0.1" not in str(info.value)  # never a value
+
+    refused(f"a,0,{d}\na,1,{d}\n", r"group 'lm': data row 2 of lm-cells.csv names a user twice \(rule: one cell")
+    refused(f"a,0,{d}\nb,3,{d}\n", r"data row 2 of lm-cells.csv: the cell is not one of 0..2 \(rule: a cell index")
+    refused(f"a,0,{d}\nb,1,other\n", r"data row 2 of lm-cells.csv answers other centres .* \(rule: a cell carries")
+    refused(f"a,0,{d}\n", r"does not hold the group's public size of cells")
+    refused("a,0\n", r"data row 1 of lm-cells.csv is not a cell line \(rule: user,cell,digest\)")
+    (tmp_path / "tcm.csv").write_text("0.1,0.2\n")
+    with pytest.raises(PrivateDataError, match="group 'tcm': tcm.csv does not hold the group's public size"):
+        proto.load(tmp_path)
+
+
+# -- the command: select -> release --plan over several runs ----------------------------------------------------
+def _faithful(tmp_path: Path) -> tuple[Path, Path, Path]:
+    for f in EXAMPLES.glob("faithful*"):
+        shutil.copy(f, tmp_path / f.name)
+    rows = [r for r in csv.DictReader((tmp_path / "faithful.csv").open()) if r["role"] != "pilot"]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "tcm.csv").write_text("x,y\n" + "".join(f"{r['x']},{r['y']}\n" for r in rows[:58]))
+    points = tmp_path / "lm-points.csv"
+    points.write_text("user,x,y\n" + "".join(f"u{r['source_row']},{r['x']},{r['y']}\n" for r in rows[58:]))
+    return tmp_path / "faithful.toml", data, points
+
+
+def _devices(capsys, *argv: str) -> str:
+    capsys.readouterr()
+    assert device_main(list(argv)) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_release_carries_out_the_kmeans_plan_with_the_devices_on_one_ledger(tmp_path, capsys):
+    from hybridpriv.cli import main
+
+    spec, data, points = _faithful(tmp_path)
+    # the hybrid candidates only (any choice then reads the LM devices, so their reports are part of the plan)
+    text = spec.read_text().replace("iterations = [1, 2, 3, 5]", "iterations = [1, 2]")
+    spec.write_text(text.replace("[evaluation]\n", '[evaluation]\ncandidates = ["hybrid"]\n'))
+    sel, out, states = tmp_path / "sel", tmp_path / "r", str(tmp_path / "devices")
+    assert main(["select", str(spec), "--draws", "20", "--trials", "2", "--out", str(sel), "--quiet"]) == 0
+    argv = ["release", str(spec), "--data", str(data), "--selection", str(sel / "selection.nc"), "--plan",
+            "--out", str(out)]
+    capsys.readouterr()
+    assert main(argv) == 0  # the probe begins: charged, its round published
+    assert "release of probe:cell-counts in progress: waiting for the devices' answers to round 1 of 1" in (
+        capsys.readouterr().out)
+    ledger = json.loads((data / "hybridpriv-ledger.json").read_text())
+    assert [r["label"] for r in ledger["releases"]] == ["probe:cell-counts"]
+    assert ledger["releases"][0]["spent"]["lm"]["epsilon"] == pytest.approx(0.5)  # 10% of 5
+    (data / "lm-cells.csv").write_text(_devices(capsys, "cell", "--round", str(out / "probe" / "round.json"),
+                                                "--budget", "5", "--points", str(points), "--state-dir", states,
+                                                "--header"))
+    assert main(argv) == 0  # the probe released, the model fitted again, a candidate chosen
+    said = capsys.readouterr().out
+    probe = json.loads((out / "probe" / "release.json").read_text())
+    assert len(probe["released"]) == 4 and sum(probe["released"][2:]) == pytest.approx(len(points.read_text()
+                                                                                             .splitlines()) - 1)
+    choice = json.loads((out / "probe" / "choice.json").read_text())
+    assert choice["probe_release_id"] == probe["release_id"]
+    # the choice reads the LM devices: they report at the rest of their budget, then answer its rounds
+    assert choice["chosen"] in {"hybrid-T1", "hybrid-T2"} and "waiting for lm-reports.csv" in said
+    tau = int(choice["chosen"][-1])
+    assert f"--epsilon 4.5 --tau {tau} --k 2" in said
+    assert f"two-stage plan: the probe is released and {choice['chosen']} chosen" in said, said
+    report = ["report", "--points", str(points), "--state-dir", states, "--tau", str(tau), "--k", "2",
+              "--bounds", "0", "1", "--header"]
+    capsys.readouterr()
+    assert device_main([*report, "--epsilon", "5"]) == 2  # the cell's 0.5 is spent: 5 more is refused
+    (data / "lm-reports.csv").write_text(_devices(capsys, *report, "--epsilon", "4.5"))
+    # a kept choice that does not match the probe's release is refused, not reused
+    kept = (out / "probe" / "choice.json").read_text()
+    (out / "probe" / "choice.json").write_text(kept.replace(probe["release_id"], "another"))
+    assert main(argv) == 2 and "holds the choice made given another" in capsys.readouterr().err
+    (out / "probe" / "choice.json").write_text(kept)
+    for t in range(1, tau + 1):
+        assert main(argv) == 0
+        assert f"waiting for the devices' answers to round {t} of {tau}" in capsys.readouterr().out
+        (data / f"lm-round-{t}.csv").write_text(_devices(capsys, "answer", "--points", str(points), "--state-dir",
+                                                         states, "--round", str(out / "round.json")))
+    assert main(argv) == 0
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["candidate"]["coordinate"] == choice["chosen"] and rec["rounds"]["total"] == tau
+    assert rec["decision"]["plan"]["probe_release_id"] == probe["release_id"]
+    assert rec["decision"]["plan"]["chosen"] == choice["chosen"]
+    ledger = json.loads((data / "hybridpriv-ledger.json").read_text())
+    charges = [r["spent"] for r in ledger["releases"] if r.get("spent")]  # the rounds' entries charge nothing
+    assert len(charges) == 2
+    spent = {u: sum(c[u]["epsilon"] for c in charges) for u in ("tcm", "lm")}
+    assert spent == pytest.approx({"tcm": 5.0, "lm": 5.0})  # the probe's 0.5 and the rest: the budget, no more
+    # the plan is done: the same command is refused (the folder holds a release)
+    assert main(argv) == 2 and "already holds a release" in capsys.readouterr().err
