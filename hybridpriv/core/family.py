@@ -101,11 +101,8 @@ class Family:
         p90), "refit": (mean, p90)}}}`` (relative regret in %; ``"plan"``: the second stage by the analysis's
         importance weights; ``"refit"``, for a probe that refits (:attr:`hybridpriv.engine.plan.Probe.refit`): the
         model fitted again on the release and the choice made again, the budget-spending selector's procedure;
-        either may be missing on a seed; ``{}``: not measured); optionally ``"pooled": {"seeds": (...), "truths": N,
-        "now": (mean, p90), "refit": (mean, p90), "gain": (mean, low, high)}``, every truth of those seeds at once
-        (``"gain"``: mean(now - refit) in points with a paired bootstrap's 90% interval).  Where the refit did better
-        than choosing now in the mean and at the 90th percentile on every seed, or pooled with the gain's interval
-        above 0, ``select`` recommends the plan whatever its analysis found
+        either may be missing on a seed; ``{}``: not measured).  Where the refit did better than choosing now in the
+        mean and at the 90th percentile on every seed, ``select`` recommends the plan whatever its analysis found
         (:func:`hybridpriv.engine.plan.held_out_pays`), and ``release`` carries it out by refitting; under a verdict
         that the plan does not pay, ``select`` notes where the weighted plan did better on every seed, or where the
         refit did worse on some (:func:`hybridpriv.engine.plan.plan_held_line`).  A test keeps these numbers equal

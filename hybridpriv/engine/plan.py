@@ -423,35 +423,16 @@ def _held_numbers(held: Mapping[str, Any], key: str, rows: list[tuple[int, Mappi
             "seed")
 
 
-def _pooled_lower(held: Mapping[str, Any]) -> bool:
-    """Whether ``held["pooled"]`` shows the refit lower than choosing now in the mean and at p90, with the paired
-    bootstrap's 90% interval of the mean's gain above 0."""
-    pooled = held.get("pooled")
-    return bool(pooled) and _lower(pooled, "refit") and float(pooled["gain"][1]) > 0
-
-
 def held_out_pays(held: Mapping[str, Any], probe: Probe | None) -> str:
     """Whether the family's held-out truths (``held``: :attr:`hybridpriv.core.family.Family.plan_held_out`) show a
-    probe that refits (:attr:`Probe.refit`) paying, carried out that way on every truth (each seed's ``"refit"``):
-    the plan's relative regret lower than choosing now's in the mean and at the 90th percentile **on every seed**,
-    or, pooled over every truth (``held["pooled"]``), lower in both with the paired bootstrap's 90% interval of the
-    mean's gain above 0 (the rule written before K-means' seeds 29 and 30 tested it: docs/calibration-history.md).
-    Returns those numbers in words, or ``""`` (no refit, not measured, or neither rule holds)."""
+    probe that refits (:attr:`Probe.refit`) paying: carried out that way on every truth (each seed's ``"refit"``),
+    the plan's relative regret was lower than choosing now's in the mean and at the 90th percentile **on every
+    seed** (one seed where it was not is evidence enough that the gain does not hold).  Returns those numbers in
+    words, or ``""`` (no refit, not measured, or not better on every seed)."""
     rows = _seeds(held)
-    if probe is None or probe.refit is None or not rows:
+    if probe is None or probe.refit is None or not rows or not all(_lower(row, "refit") for _, row in rows):
         return ""
-    if all(_lower(row, "refit") for _, row in rows):
-        return _held_numbers(held, "refit", rows)
-    if not _pooled_lower(held):
-        return ""
-    pooled = held["pooled"]
-    gain, low, high = (float(x) for x in pooled["gain"])
-    measured = [(seed, row) for seed, row in rows if "refit" in row]
-    return (f"pooled over {pooled['truths']} truths ({_which(list(pooled['seeds']))}), relative regret in the mean / "
-            f"at the 90th percentile {_pct(pooled['refit'][0])} / {_pct(pooled['refit'][1])} against "
-            f"{_pct(pooled['now'][0])} / {_pct(pooled['now'][1])}, the mean {gain:.2f} points lower (90% interval "
-            f"{low:.2f} to {high:.2f}, a paired bootstrap over the truths); seed by seed, "
-            f"{_held_numbers(held, 'refit', measured)}")
+    return _held_numbers(held, "refit", rows)
 
 
 def plan_held_line(held: Mapping[str, Any], pays: bool, short: bool = False) -> str:

@@ -240,33 +240,6 @@ def test_held_out_evidence_recommends_a_refitting_plan_only_where_the_refit_did_
     assert said in tail and "select again given its release" in tail
 
 
-def test_held_out_evidence_pooled_over_every_truth_recommends_only_with_a_gain_whose_interval_is_above_zero():
-    """The pooled rule (written before K-means' seeds 29-30 tested it): a seed where the refit did a little worse
-    does not veto it where, pooled, the refit is lower in the mean and at p90 and the bootstrap's 90% interval of the
-    mean's gain lies above 0; lower with an interval reaching 0, or higher at p90, says no."""
-    import dataclasses
-
-    from hybridpriv.engine.plan import held_out_pays, plan_held_line
-
-    refitting = dataclasses.replace(_probe(0.1), refit=lambda raw, observed: dict(raw))
-    seeds = {23: {"now": (8.0, 26.1), "refit": (6.8, 10.5)}, 24: {"now": (2.3, 0.9), "refit": (1.4, 1.1)}}
-    pooled = {"seeds": (23, 24), "truths": 68, "now": (5.1, 9.0), "refit": (4.1, 5.0), "gain": (1.0, 0.2, 1.9)}
-    held = {"truths": 34, "seeds": seeds, "pooled": pooled}
-    said = held_out_pays(held, refitting)
-    assert said == ("pooled over 68 truths (seeds 23 and 24), relative regret in the mean / at the 90th percentile "
-                    "4.1% / 5.0% against 5.1% / 9.0%, the mean 1.00 points lower (90% interval 0.20 to 1.90, a "
-                    "paired bootstrap over the truths); seed by seed, relative regret in the mean / at the 90th "
-                    "percentile 6.8% / 10% against 8.0% / 26% (seed 23); 1.4% / 1.1% against 2.3% / 0.9% (seed 24), "
-                    "34 truths a seed")
-    assert held_out_pays({"truths": 34, "seeds": seeds}, refitting) == ""  # without the pooled numbers: per seed
-    assert held_out_pays({**held, "pooled": {**pooled, "gain": (1.0, -0.1, 1.9)}}, refitting) == ""  # could be 0
-    assert held_out_pays({**held, "pooled": {**pooled, "refit": (4.1, 9.5)}}, refitting) == ""  # p90 higher
-    assert held_out_pays({**held, "pooled": {**pooled, "refit": (5.2, 5.0)}}, refitting) == ""  # mean higher
-    assert held_out_pays(held, _probe(0.1)) == ""  # a probe that does not refit: the evidence is not about it
-    # the note for a verdict that does not pay still reads seed by seed (select sets pays where the pooled rule holds)
-    assert "better on seed 23 but not on seed 24" in plan_held_line(held, pays=False)
-
-
 def test_the_plans_error_is_printed_to_its_first_significant_digit():
     """A Monte Carlo error below half a percent printed as "± 0%" read as no error at all: the difference and its
     error take the places the error needs (at most two), and an error below 0.005% says so."""
