@@ -76,7 +76,7 @@ def release_plan(plan: xr.Dataset, posterior: Any, decision_info: dict[str, Any]
 
     share = float(plan.attrs["share"])
     first_out = Path(job.out) / "probe"
-    record = _probe_released(first_out, probe.mechanism)
+    record = _probe_released(first_out, probe.mechanism, job)
     if record is None:
         if not (first_out / ROUNDS_FILE).exists():
             job.log(f"carrying out the selection's two-stage plan: {share:.0%} of each unit's budget on "
@@ -118,19 +118,25 @@ def release_plan(plan: xr.Dataset, posterior: Any, decision_info: dict[str, Any]
     return _release_mech(job, mech, coord, name, info)
 
 
-def _probe_released(out: Path, mech: Any) -> dict[str, Any] | None:
+def _probe_released(out: Path, mech: Any, job: Any) -> dict[str, Any] | None:
     """``OUT/probe/release.json`` if the probe was released already (a plan carried out over several commands, its
-    probe or second stage made in rounds), checked to be this probe's (label and parameters); ``None`` if not."""
+    probe or second stage made in rounds), checked to be this probe's (label and parameters) and charged to the
+    ledger this release uses (its id, and a release of that id in it); ``None`` if not."""
     import json
 
     from ..core.params import describe
+    from .ledger import Ledger, ledger_for_data
 
     path = out / "release.json"
     if not path.exists():
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        label, params, _ = record["candidate"]["label"], record["candidate"]["params"], record["release_id"]
+        label, params, rid = record["candidate"]["label"], record["candidate"]["params"], record["release_id"]
+        ledger_id = record["ledger"]["id"]
+        released = np.asarray(record["released"], dtype=float)
+        if released.ndim != 1 or not np.isfinite(released).all():
+            raise ValueError
     except (OSError, ValueError, KeyError, TypeError):
         raise ValueError(f"{path} (the plan's probe, released and charged) is damaged; the plan cannot go on") from None
     mine = json.loads(json.dumps(describe(mech.get_params()), default=str))
@@ -138,6 +144,11 @@ def _probe_released(out: Path, mech: Any) -> dict[str, Any] | None:
         raise ValueError(f"{path} is the release of another probe ({label}, other parameters) than the one the SPEC "
                          "and selection now give: finish the plan with the same SPEC and selection, or choose "
                          "another --out")
+    ledger = Ledger(ledger_for_data(job.data_dir, job.ledger_path)[0])
+    state = ledger.read() if ledger.path.exists() else None
+    if state is None or state.id != ledger_id or not any(r.get("id") == rid for r in state.data["releases"]):
+        raise ValueError(f"{path} was charged to another ledger (id {ledger_id}) than {ledger.path}: the plan goes on "
+                         "only on the ledger its probe was charged to")
     return record
 
 
@@ -163,14 +174,18 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id
     raw["evaluation"] = {**raw.get("evaluation", {}), **evaluation}  # the selection's --draws/--trials/--seed
     text = json.dumps(raw, indent=2, default=str) + "\n"
     key = {"probe_release_id": probe_id, "spec_sha256": sha256(text.encode()).hexdigest(), "evaluation": evaluation}
-    path, kept = Path(probe_out).parent / "spec-given-release.json", Path(probe_out) / "choice.json"
+    path, kept = Path(probe_out) / "spec-given-release.json", Path(probe_out) / "choice.json"
     if kept.exists():
-        choice = json.loads(kept.read_text(encoding="utf-8"))
-        if {k: choice.get(k) for k in key} != key:
+        try:
+            choice = json.loads(kept.read_text(encoding="utf-8"))
+            name, loss, same = str(choice["chosen"]), float(choice["expected_loss"]), {k: choice.get(k) for k in key}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise ValueError(f"{kept} (the plan's kept choice) is damaged; the probe is released and charged: "
+                             "restore it, or delete it to choose again given the same release") from None
+        if same != key:
             raise ValueError(f"{kept} holds the choice made given another probe release, SPEC or evaluation than "
                              "now (was the SPEC or the selection changed?); finish the plan with the same SPEC and "
                              "selection, or choose another --out")
-        name = str(choice["chosen"])
         problem = parse_spec(raw, job.spec.base_dir, f"{job.spec.source} given the probe's release").problem()
         try:  # candidates that need no fitted model are rebuilt as they are; the others by selecting again
             candidates = problem.candidates(None)
@@ -185,7 +200,7 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id
             candidates = problem.candidates(selection.posterior)
         coord, mech = _pick(candidates, name)
         job.log(f"the second stage was chosen before ({kept}): {name}")
-        return coord, mech, name, {"refit_spec": str(path), "refit_expected_loss": float(choice["expected_loss"])}
+        return coord, mech, name, {"refit_spec": str(path), "refit_expected_loss": loss}
     path.write_text(text)
     spec = parse_spec(raw, job.spec.base_dir, f"{job.spec.source} given the probe's release")
     job.log("fitting the model again given the probe's release and choosing again (select on "
@@ -194,7 +209,7 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id
         problem = spec.problem()
         selection = run_selection(problem)
     except Exception as exc:  # the probe is charged: say how to finish the plan by hand
-        raise RuntimeError(f"the plan's probe was released and charged ({Path(probe_out).parent}), but selecting again "
+        raise RuntimeError(f"the plan's probe was released and charged ({Path(probe_out)}), but selecting again "
                            f"given it failed: {exc}.  Finish the plan by hand: {path} holds the SPEC given the "
                            "release (JSON; copy what it adds to your SPEC: the released features under private, "
                            "the rest of the budget, evaluation.plan_share = 0), select on it (with more draws if it "

@@ -23,8 +23,9 @@ As functions::
 **A two-stage plan** (``select`` judged it; :mod:`hybridpriv.families.kmeans.plan`) asks each device one thing
 before the K-means release: its **cell**, the pilot start's centre nearest to ``x``, by K-ary randomized response at
 ``share x epsilon`` (:func:`cell_report`, against the probe's ``OUT/probe/round.json``).  The device is given the
-user's whole ``budget`` then, keeps the cell's epsilon in its state, and refuses a second cell or a K-means report
-whose ``epsilon`` would take it over that budget (the plan's second stage reports at ``(1 - share) x epsilon``).
+user's whole ``budget`` and the cell's ``epsilon`` the user agreed to (a round asking for another is refused), keeps
+the cell's epsilon in its state, and refuses a second cell or a K-means report whose ``epsilon`` would take it over
+that budget (the plan's second stage reports at ``(1 - share) x epsilon``).
 
 As a command, one device (its state in a file) or a batch of simulated devices (``--points FILE`` of
 ``user,x1,...,xd`` rows, states in ``--state-dir``: a demonstration or a test, each row its own device)::
@@ -34,7 +35,7 @@ As a command, one device (its state in a file) or a batch of simulated devices (
 
 and in a two-stage plan, first (the K-means report then at the rest of the budget)::
 
-    python -m hybridpriv.families.kmeans.device cell --round OUT/probe/round.json --budget 5 --user u17 --point 0.4 0.7 --state u17.json
+    python -m hybridpriv.families.kmeans.device cell --round OUT/probe/round.json --budget 5 --epsilon 0.5 --user u17 --point 0.4 0.7 --state u17.json
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ import numpy as np
 
 from ...core.io import iter_rows
 
-__all__ = ["ANSWER_HEADER", "CELL_HEADER", "Device", "REPORT_HEADER", "cell_report", "centres_digest", "main"]
+__all__ = ["ANSWER_HEADER", "CELL_HEADER", "Device", "REPORT_HEADER", "cell_report", "cells_digest", "centres_digest",
+           "main"]
 
 #: The report line's columns (``x1..xd``: one per coordinate).
 REPORT_HEADER = "user,{coords},epsilon,tau,k,lower,upper"
@@ -70,6 +72,17 @@ def centres_digest(centres: Any, round_: int, release: str) -> str:
     c = np.asarray(centres, dtype=float)
     return sha256(json.dumps({"centres": [[float(v) for v in row] for row in c], "round": int(round_),
                               "release": str(release)}, sort_keys=True).encode()).hexdigest()
+
+
+def cells_digest(published: Mapping[str, Any]) -> str:
+    """SHA-256 of everything a probe round (``OUT/probe/round.json``) publishes but its digest: the release, the
+    round, the centres, the epsilon, ``k`` and the box (binds a cell to all of them)."""
+    keys = ("format", "release", "round", "centres", "epsilon", "k", "bounds")
+    body = {k: published.get(k) for k in keys}
+    body["centres"] = [[float(v) for v in row] for row in np.asarray(body["centres"], dtype=float)]
+    body["epsilon"], body["bounds"] = float(body["epsilon"]), [float(b) for b in body["bounds"]]
+    body["round"], body["k"] = int(body["round"]), int(body["k"])
+    return sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def report_header(d: int) -> str:
@@ -182,14 +195,16 @@ class Device:
         return f"{self.user},{cluster},{t},{digest}"
 
 
-def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any], budget: float,
+def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any], budget: float, epsilon: float,
                 state: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """A two-stage plan's probe on one LM device: the cell line ``user,cell,digest`` (the pilot start's centre
-    nearest to ``point``, clipped into the published box, by K-ary randomized response at the published
-    ``epsilon``) and the device's state after it.  ``published``: the probe's ``OUT/probe/round.json``;
-    ``budget``: the user's whole epsilon, which the cell and a later K-means report share; ``state``: what the
-    device sent before (``None``: fresh).  Refused: a second cell, a cell after the K-means report, an epsilon above
-    the budget, or centres that do not match their digest."""
+    nearest to ``point``, clipped into the published box, by K-ary randomized response at ``epsilon``) and the
+    device's state after it.  ``published``: the probe's ``OUT/probe/round.json``; ``budget``: the user's whole
+    epsilon, which the cell and a later K-means report share; ``epsilon``: what the user agreed to spend on the
+    cell (``plan_share x`` the SPEC's epsilon): a round that asks for another is refused, so the curator cannot
+    make the device spend more than it charges; ``state``: what the device sent before (``None``: fresh).  Also
+    refused: a second cell, a cell after the K-means report, an epsilon above the budget, and a round whose digest
+    does not match what it publishes."""
     from ...core.privacy import Bounds, check_epsilon
     from .algorithms.algorithm import nearest_centre
 
@@ -197,32 +212,39 @@ def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any],
     if not user or any(c in user for c in ",\n\r"):
         raise ValueError(f"user must be a non-empty identifier without commas or newlines, got {user!r}")
     budget = check_epsilon(budget, allow_inf=False)
+    mine = check_epsilon(epsilon, allow_inf=False)
     try:
         if published.get("format") != CELLS_FORMAT:
             raise ValueError(f"'format' is {published.get('format')!r}, not {CELLS_FORMAT!r}")
-        centres, epsilon = np.asarray(published["centres"], dtype=float), float(published["epsilon"])
+        centres, asked = np.asarray(published["centres"], dtype=float), float(published["epsilon"])
         k, bounds = int(published["k"]), Bounds.from_pair(tuple(float(b) for b in published["bounds"]))
         release, digest = str(published["release"]), str(published["digest"])
+        expected = cells_digest(published)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"the published probe round lacks or mangles {exc}") from None
     if state and (state.get("cell") or state.get("reported")):
         raise ValueError(f"device {user!r} has already sent its "
                          + ("cell (a two-stage plan's probe): it sends one" if state.get("cell") else
                             "K-means report: the cell comes first, before the report"))
-    if not 0 < epsilon <= budget * (1 + 1e-9):
-        raise ValueError(f"the probe asks for epsilon {epsilon:g}; this device's budget is {budget:g}: it does not "
-                         "answer")
+    if not math.isclose(asked, mine, rel_tol=1e-9):
+        raise ValueError(f"the probe asks for epsilon {asked:g}; this device agreed to {mine:g} for its cell: it "
+                         "does not answer")
+    if mine > budget * (1 + 1e-9):
+        raise ValueError(f"the probe's epsilon {mine:g} is above this device's budget {budget:g}: it does not answer")
     x = np.asarray(point, dtype=float).ravel()
     if x.size < 1 or not np.isfinite(x).all():
         raise ValueError("point must hold at least one finite coordinate")
-    if k < 2 or centres.shape != (k, x.size) or not np.isfinite(centres).all():
-        raise ValueError(f"the probe's centres must be k >= 2 finite points of {x.size} coordinates")
-    if centres_digest(centres, 1, release) != digest:
-        raise ValueError("the probe round's digest does not match its centres: the round file was changed")
+    if k < 2 or centres.ndim != 2 or centres.shape[0] != k or not np.isfinite(centres).all():
+        raise ValueError(f"the probe's centres must be k = {k} >= 2 finite points")
+    if centres.shape[1] != x.size:
+        raise ValueError(f"the probe's centres have {centres.shape[1]} coordinates; this device's point has {x.size}")
+    if expected != digest:
+        raise ValueError("the probe round's digest does not match what it publishes (centres, epsilon, k, box): the "
+                         "round file was changed")
     x = np.clip(x, bounds.lower, bounds.upper)
-    cell = int(_rr(k, epsilon)(int(nearest_centre(x[None], centres)[0][0])))
+    cell = int(_rr(k, mine)(int(nearest_centre(x[None], centres)[0][0])))
     after = {"user": user, "point": [float(v) for v in x], "bounds": [bounds.lower, bounds.upper], "budget": budget,
-             "cell": {"release": release, "digest": digest, "epsilon": epsilon}}
+             "cell": {"release": release, "digest": digest, "epsilon": mine}}
     return f"{user},{cell},{digest}", after
 
 
@@ -280,17 +302,26 @@ def _users(args: argparse.Namespace) -> list[tuple[str, list[float] | None, Path
     """``(user, point, state file)`` of each device the command speaks for: the ``--points`` rows (states in
     ``--state-dir``) or the one ``--user``/``--point``/``--state``."""
     if args.points is None:
-        point = None if args.point is None else list(args.point)
-        return [(args.user, point, Path(args.state))]
+        point = getattr(args, "point", None)
+        return [(getattr(args, "user", None), None if point is None else list(point), Path(args.state))]
     sdir = Path(args.state_dir)
     sdir.mkdir(parents=True, exist_ok=True)
-    out = []
-    for _, row in iter_rows(args.points, "--points"):
+    out, seen = [], set()
+    for number, (line, row) in enumerate(iter_rows(args.points, "--points")):
+        user = row[0].strip()
         try:
             point = [float(c) for c in row[1:]]
         except ValueError:
-            continue  # a header line
-        out.append((row[0].strip(), point, sdir / f"{row[0].strip()}.json"))
+            if number == 0:
+                continue  # the header line
+            raise ValueError(f"--points line {line}: a coordinate is not a number (rule: user,x1,...,xd)") from None
+        if not user or user in (".", "..") or any(c in user for c in "/\\"):
+            raise ValueError(f"--points line {line}: the user {user!r} cannot name a state file (rule: no path "
+                             "separators)")
+        if user in seen:  # one device per user: a second row would spend the same user's budget again
+            raise ValueError(f"--points line {line}: user {user!r} appears twice (rule: one device per user)")
+        seen.add(user)
+        out.append((user, point, sdir / f"{user}.json"))
     return out
 
 
@@ -314,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cel.add_argument("--round", required=True, help="the curator's OUT/probe/round.json")
     cel.add_argument("--budget", type=float, required=True, help="the user's whole epsilon (the cell and the "
                                                                  "K-means report share it)")
+    cel.add_argument("--epsilon", type=float, required=True, help="what the user agreed to spend on the cell "
+                                                                  "(plan_share x the SPEC's epsilon)")
     cel.add_argument("--user")
     cel.add_argument("--point", type=float, nargs="+")
     for s in (rep, ans, cel):
@@ -329,13 +362,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         done: list[tuple[str, dict[str, Any], Path]] = []
         for user, point, path in _users(args):
             if args.command == "answer":
-                dev = Device.from_state(_load(path))
+                state = _load(path)
+                if not state.get("reported"):
+                    raise ValueError(f"device {state.get('user', user or '')!r} has not sent its K-means report yet "
+                                     f"({path}): report first")
+                dev = Device.from_state(state)
                 done.append((dev.answer(published), dev.to_state(), path))
                 continue
             if user is None or (point is None and args.command == "cell"):
                 raise ValueError(f"{args.command} needs --user and --point")
             if args.command == "cell":
-                done.append((*cell_report(user, point, published, args.budget,
+                done.append((*cell_report(user, point, published, args.budget, args.epsilon,
                                           _load(path) if path.exists() else None), path))
                 continue
             if point is None and _existing(path, user) is None:

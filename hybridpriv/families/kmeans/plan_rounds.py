@@ -8,7 +8,9 @@ release made in rounds (:mod:`hybridpriv.release.rounds` drives it and keeps the
 * round 1: the curator publishes ``OUT/probe/round.json`` (the pilot start's centres, ``share x epsilon``, ``k``, the
   box and a digest binding them to this release); each LM device answers its cell by K-ary randomized response
   (``python -m hybridpriv.families.kmeans.device cell``), collected as ``DATA/lm-cells.csv``
-  (``user,cell,digest``, one line per LM user);
+  (``user,cell,digest``, one line per LM user, a header line allowed first); the digest binds each cell to all
+  the round publishes (:func:`~.device.cells_digest`), and each device answers only at the epsilon its user agreed
+  to (``--epsilon``);
 * the release: the TCM counts per cell plus OpenDP Laplace noise of scale ``1 / (share x epsilon)``
   (:func:`~.cells.laplace_counts`), then the LM answers' counts debiased
   (:func:`hybridpriv.noise.rr_debias_counts`): the same ``2k`` numbers, by the same functions, as the
@@ -25,13 +27,26 @@ from typing import Any
 import numpy as np
 
 from ...release.data import PrivateDataError, data_file, read_rows
-from .device import CELLS_FORMAT, centres_digest
+from .device import CELL_HEADER, CELLS_FORMAT, cells_digest
 from .rounds import _read_points
 
-__all__ = ["CellCountsRounds", "CELLS_FILE"]
+__all__ = ["CellCountsRounds", "CELLS_FILE", "cell_users"]
 
 #: The LM devices' answers to the probe, in the data folder.
 CELLS_FILE = "lm-cells.csv"
+
+
+def _rows(path: Path) -> list[list[str]]:
+    """``lm-cells.csv``'s rows, its header line (first or nowhere) dropped."""
+    rows = read_rows(path)
+    if rows and ",".join(c.strip() for c in rows[0]) == CELL_HEADER:
+        rows = rows[1:]
+    return rows
+
+
+def cell_users(path: Path) -> list[str]:
+    """The users who answered the probe (``lm-cells.csv``), in file order."""
+    return [row[0].strip() for row in _rows(path)]
 
 
 class CellCountsRounds:
@@ -76,10 +91,9 @@ class CellCountsRounds:
 
     def published(self, state: dict[str, Any], t: int, release: str) -> dict[str, Any]:
         """``OUT/probe/round.json``: what the devices read (:func:`~.device.cell_report`)."""
-        c = state["centres"]
-        return {"format": CELLS_FORMAT, "release": release, "round": t, "centres": c,
-                "digest": centres_digest(c, t, release), "epsilon": self.probe.spent, "k": self.k,
-                "bounds": [self.lower, self.upper]}
+        out = {"format": CELLS_FORMAT, "release": release, "round": t, "centres": state["centres"],
+               "epsilon": self.probe.spent, "k": self.k, "bounds": [self.lower, self.upper]}
+        return {**out, "digest": cells_digest(out)}
 
     def answers(self, directory: str | Path, data: dict[str, Any], published: dict[str, Any]
                 ) -> dict[str, np.ndarray] | None:
@@ -87,7 +101,7 @@ class CellCountsRounds:
         path = Path(directory) / CELLS_FILE
         if not path.is_file():
             return None
-        rows = [r for r in read_rows(path) if r and r[0].strip() != "user"]
+        rows = _rows(path)
         seen: set[str] = set()
         cells = np.empty(len(rows), dtype=np.intp)
         for line, row in enumerate(rows, start=1):

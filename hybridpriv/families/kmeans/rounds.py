@@ -100,8 +100,9 @@ class KMeansRounds:
         if not missing:
             return ""
         lo, hi = self.bounds.lower, self.bounds.upper
-        return (f"{', '.join(f'{u}-reports.csv' for u in missing)} in the data folder: each LM device's report "
-                f"(python -m hybridpriv.families.kmeans.device report --epsilon "
+        return (f"{', '.join(f'{u}-reports.csv' for u in missing)} in the data folder: the report of each device "
+                f"of group {', '.join(repr(u) for u in missing)} (python -m hybridpriv.families.kmeans.device report "
+                "--epsilon "
                 f"{float(self.mech.epsilon)!r} --tau {self.total} --k {self.k} --bounds {lo!r} {hi!r} ...)")
 
     # -- private data before round 1 ------------------------------------------------------------
@@ -145,8 +146,22 @@ class KMeansRounds:
             if len(users) != self.sizes[u]:
                 raise PrivateDataError(f"group {u!r}: {path.name} does not hold the group's public size of reports "
                                        "(rule: group sizes are public, the file must match)")
+            self._same_users_as_cells(directory, u, users)
             data["reports"][u], data["users"][u] = reports, users
         return data
+
+    @staticmethod
+    def _same_users_as_cells(directory: str | Path, unit: str, users: list[str]) -> None:
+        """After a two-stage plan's probe (``lm-cells.csv`` in the data folder), the LM users who report must be
+        the ones who answered their cells: the probe counted them (the names are compared, never a point)."""
+        from .plan_rounds import CELLS_FILE, cell_users
+
+        path = Path(directory) / CELLS_FILE
+        if unit != "lm" or not path.is_file():
+            return
+        if set(cell_users(path)) != set(users):
+            raise PrivateDataError(f"group 'lm': the users of lm-reports.csv are not those of {CELLS_FILE} (rule: the "
+                                   "LM users who report are the ones who answered the plan's probe)")
 
     def data_bytes(self, data: dict[str, Any]) -> dict[str, bytes]:
         """Each unit's points or reports, in file order (the ledger's salted fingerprints)."""
