@@ -3,28 +3,23 @@ charged when the release begins (composed), the state bound to the ledger round 
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import shutil
-from importlib import resources
-from pathlib import Path
 
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _support.kmeans_devices import faithful_release_folder, run_devices
 from scipy import stats
 
 from hybridpriv.families.kmeans.algorithms import HybridKMeans, PointCloud
 from hybridpriv.families.kmeans.algorithms.algorithm import noise_scales
 from hybridpriv.families.kmeans.device import Device, centres_digest
-from hybridpriv.families.kmeans.device import main as device_main
 from hybridpriv.families.kmeans.rounds import KMeansRounds
 from hybridpriv.noise import rr_probabilities
 from hybridpriv.release.noise import OpenDPGenerator
 
-EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
 
 
 def _published(centres, t=1, release="r", epsilon=5.0, tau=2, k=2, bounds=(0.0, 1.0)):
@@ -167,32 +162,14 @@ def test_the_release_in_rounds_has_the_law_of_the_simulation():
 
 
 # -- the command: select -> release (in rounds) -> a second release refused ---------------------------------
-def _faithful(tmp_path: Path) -> tuple[Path, Path, Path]:
-    for f in EXAMPLES.glob("faithful*"):
-        shutil.copy(f, tmp_path / f.name)
-    rows = [r for r in csv.DictReader((tmp_path / "faithful.csv").open()) if r["role"] != "pilot"]
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "tcm.csv").write_text("x,y\n" + "".join(f"{r['x']},{r['y']}\n" for r in rows[:58]))
-    points = tmp_path / "lm-points.csv"
-    points.write_text("user,x,y\n" + "".join(f"u{r['source_row']},{r['x']},{r['y']}\n" for r in rows[58:]))
-    return tmp_path / "faithful.toml", data, points
-
-
-def _devices(capsys, *argv: str) -> str:
-    capsys.readouterr()
-    assert device_main(list(argv)) == 0, capsys.readouterr().err
-    return capsys.readouterr().out
-
-
 @pytest.mark.slow
 def test_select_release_in_rounds_and_a_second_release_refused(tmp_path, capsys):
     from hybridpriv.cli import main
 
-    spec, data, points = _faithful(tmp_path)
+    spec, data, points = faithful_release_folder(tmp_path)
     assert main(["select", str(spec), "--draws", "20", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
     states = str(tmp_path / "devices")
-    (data / "lm-reports.csv").write_text(_devices(capsys, "report", "--points", str(points), "--state-dir", states,
+    (data / "lm-reports.csv").write_text(run_devices(capsys, "report", "--points", str(points), "--state-dir", states,
                                                   "--epsilon", "5", "--tau", "2", "--k", "2", "--bounds", "0", "1",
                                                   "--header"))
     argv = ["release", str(spec), "--data", str(data), "--selection", str(tmp_path / "sel" / "selection.nc"),
@@ -204,7 +181,7 @@ def test_select_release_in_rounds_and_a_second_release_refused(tmp_path, capsys)
     assert ledger["releases"][0]["spent"]["lm"]["epsilon"] == pytest.approx(5.0)  # every round charged at once
     assert len(ledger["releases"][0]["plan"]) == 1 + 2 * 3  # line 4, then lines 9, 10, 7 per iteration
     for t in (1, 2):
-        (data / f"lm-round-{t}.csv").write_text(_devices(capsys, "answer", "--points", str(points), "--state-dir",
+        (data / f"lm-round-{t}.csv").write_text(run_devices(capsys, "answer", "--points", str(points), "--state-dir",
                                                          states, "--round", str(tmp_path / "r1" / "round.json")))
         assert main(argv) == 0
     rec = json.loads((tmp_path / "r1" / "release.json").read_text())
@@ -221,17 +198,17 @@ def test_select_release_in_rounds_and_a_second_release_refused(tmp_path, capsys)
 def test_a_release_in_rounds_refuses_a_restored_state_stale_answers_and_changed_data(tmp_path, capsys):
     from hybridpriv.cli import main
 
-    spec, data, points = _faithful(tmp_path)
+    spec, data, points = faithful_release_folder(tmp_path)
     assert main(["select", str(spec), "--draws", "20", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
     states = str(tmp_path / "devices")
-    (data / "lm-reports.csv").write_text(_devices(capsys, "report", "--points", str(points), "--state-dir", states,
+    (data / "lm-reports.csv").write_text(run_devices(capsys, "report", "--points", str(points), "--state-dir", states,
                                                   "--epsilon", "5", "--tau", "3", "--k", "2", "--bounds", "0", "1"))
     out = tmp_path / "r1"
     argv = ["release", str(spec), "--data", str(data), "--selection", str(tmp_path / "sel" / "selection.nc"),
             "--candidate", "hybrid-T3", "--out", str(out)]
     assert main(argv) == 0
     old_round = (out / "round.json").read_text()
-    (data / "lm-round-1.csv").write_text(_devices(capsys, "answer", "--points", str(points), "--state-dir", states,
+    (data / "lm-round-1.csv").write_text(run_devices(capsys, "answer", "--points", str(points), "--state-dir", states,
                                                   "--round", str(out / "round.json")))
     saved = (out / "rounds.json").read_text()
     assert main(argv) == 0  # round 1 done, waiting for round 2
@@ -269,7 +246,7 @@ def test_the_public_start_is_released_reading_no_data_and_charging_nothing(tmp_p
     from hybridpriv.families.kmeans.model import pilot_start
     from hybridpriv.spec import load_spec
 
-    spec, data, _ = _faithful(tmp_path)
+    spec, data, _ = faithful_release_folder(tmp_path)
     assert main(["select", str(spec), "--draws", "20", "--trials", "2", "--out", str(tmp_path / "sel"), "--quiet"]) == 0
     empty = tmp_path / "nothing"
     empty.mkdir()

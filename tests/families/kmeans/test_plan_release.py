@@ -4,15 +4,13 @@ ledger, over several commands."""
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import shutil
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _support.kmeans_devices import faithful_release_folder, run_devices
 
 from hybridpriv.families.kmeans.algorithms import PointCloud, nearest_centre
 from hybridpriv.families.kmeans.device import Device, cell_report, cells_digest
@@ -23,7 +21,6 @@ from hybridpriv.noise import rr_probabilities
 from hybridpriv.release.data import PrivateDataError
 from hybridpriv.release.noise import OpenDPGenerator
 
-EXAMPLES = Path(str(resources.files("hybridpriv") / "examples"))
 CENTRES = [[0.2, 0.3], [0.7, 0.7], [0.5, 0.1]]
 
 
@@ -214,29 +211,11 @@ def test_the_probe_round_refuses_bad_answers_naming_the_row_and_rule(tmp_path):
 
 
 # -- the command: select -> release --plan over several runs ----------------------------------------------------
-def _faithful(tmp_path: Path) -> tuple[Path, Path, Path]:
-    for f in EXAMPLES.glob("faithful*"):
-        shutil.copy(f, tmp_path / f.name)
-    rows = [r for r in csv.DictReader((tmp_path / "faithful.csv").open()) if r["role"] != "pilot"]
-    data = tmp_path / "data"
-    data.mkdir()
-    (data / "tcm.csv").write_text("x,y\n" + "".join(f"{r['x']},{r['y']}\n" for r in rows[:58]))
-    points = tmp_path / "lm-points.csv"
-    points.write_text("user,x,y\n" + "".join(f"u{r['source_row']},{r['x']},{r['y']}\n" for r in rows[58:]))
-    return tmp_path / "faithful.toml", data, points
-
-
-def _devices(capsys, *argv: str) -> str:
-    capsys.readouterr()
-    assert device_main(list(argv)) == 0, capsys.readouterr().err
-    return capsys.readouterr().out
-
-
 @pytest.mark.slow
 def test_release_carries_out_the_kmeans_plan_with_the_devices_on_one_ledger(tmp_path, capsys):
     from hybridpriv.cli import main
 
-    spec, data, points = _faithful(tmp_path)
+    spec, data, points = faithful_release_folder(tmp_path)
     # the hybrid candidates only (any choice then reads the LM devices, so their reports are part of the plan)
     text = spec.read_text().replace("iterations = [1, 2, 3, 5]", "iterations = [1, 2]")
     spec.write_text(text.replace("[evaluation]\n", '[evaluation]\ncandidates = ["hybrid"]\n'))
@@ -251,7 +230,7 @@ def test_release_carries_out_the_kmeans_plan_with_the_devices_on_one_ledger(tmp_
     ledger = json.loads((data / "hybridpriv-ledger.json").read_text())
     assert [r["label"] for r in ledger["releases"]] == ["probe:cell-counts"]
     assert ledger["releases"][0]["spent"]["lm"]["epsilon"] == pytest.approx(0.5)  # 10% of 5
-    (data / "lm-cells.csv").write_text(_devices(capsys, "cell", "--round", str(out / "probe" / "round.json"),
+    (data / "lm-cells.csv").write_text(run_devices(capsys, "cell", "--round", str(out / "probe" / "round.json"),
                                                 "--budget", "5", "--epsilon", "0.5", "--points", str(points),
                                                 "--state-dir", states, "--header"))
     assert main(argv) == 0  # the probe released, the model fitted again, a candidate chosen
@@ -270,7 +249,7 @@ def test_release_carries_out_the_kmeans_plan_with_the_devices_on_one_ledger(tmp_
               "--bounds", "0", "1", "--header"]
     capsys.readouterr()
     assert device_main([*report, "--epsilon", "5"]) == 2  # the cell's 0.5 is spent: 5 more is refused
-    reports = _devices(capsys, *report, "--epsilon", "4.5")
+    reports = run_devices(capsys, *report, "--epsilon", "4.5")
     assert (out / "probe" / "spec-given-release.json").is_file()
     # the LM users who report must be those the probe counted
     first_user = reports.splitlines()[1].split(",")[0]
@@ -293,7 +272,7 @@ def test_release_carries_out_the_kmeans_plan_with_the_devices_on_one_ledger(tmp_
     for t in range(1, tau + 1):
         assert main(argv) == 0
         assert f"waiting for the devices' answers to round {t} of {tau}" in capsys.readouterr().out
-        (data / f"lm-round-{t}.csv").write_text(_devices(capsys, "answer", "--points", str(points), "--state-dir",
+        (data / f"lm-round-{t}.csv").write_text(run_devices(capsys, "answer", "--points", str(points), "--state-dir",
                                                          states, "--round", str(out / "round.json")))
     assert main(argv) == 0
     rec = json.loads((out / "release.json").read_text())
