@@ -241,7 +241,8 @@ def test_release_carries_out_the_kmeans_plan_with_the_devices_on_one_ledger(tmp_
     choice = json.loads((out / "probe" / "choice.json").read_text())
     assert choice["probe_release_id"] == probe["release_id"]
     # the choice reads the LM devices: they report at the rest of their budget, then answer its rounds
-    assert choice["chosen"] in {"hybrid-T1", "hybrid-T2"} and "waiting for lm-reports.csv" in said
+    assert choice["chosen"] in {"hybrid-T1", "hybrid-T2"}
+    assert "waiting for lm-reports.csv in the data folder: the report of each device of group 'lm'" in said
     tau = int(choice["chosen"][-1])
     assert f"--epsilon 4.5 --tau {tau} --k 2" in said
     assert f"two-stage plan: the probe is released and {choice['chosen']} chosen" in said, said
