@@ -187,3 +187,40 @@ for _eps, _share in ((1.0, 0.5), (4.0, 0.25)):
         CORRECT[_case] = _cells_probe_run(_eps, _share, box=_box)
         COVERS[_case] = "CellCountsProbe"
 BROKEN["CellCountsProbe at twice its share, eps=4"] = (_cells_probe_run(4.0, 0.25, released_share=0.5), "tcm")
+
+
+def _cells_round_run(epsilon: float, share: float, released_share: float | None = None,
+                     box: tuple[float, float] = _KM_BOUNDS) -> Run:
+    """The probe as ``release --plan`` carries it out: its one round
+    (:class:`~hybridpriv.families.kmeans.plan_rounds.CellCountsRounds`), whose TCM counts the curator computes from
+    the raw points (add/remove-one: a TCM user added in cell 1 beside one in cell 0; statistic: the noisy count of
+    cell 1), in the one-dimensional ``box``.  The LM users' cells are randomized on their devices by OpenDP's
+    randomized response, whose privacy map each device checks against the epsilon it spends (``device._rr``); the
+    round only debiases their counts.  ``released_share``: the round computed at that share (broken)."""
+    from types import SimpleNamespace
+
+    from ...families.kmeans.plan import CellCountsProbe
+    from ...families.kmeans.plan_rounds import CellCountsRounds
+
+    lo, hi = box
+    centres = np.array([[lo + 0.25 * (hi - lo)], [lo + 0.75 * (hi - lo)]])
+    declared = CellCountsProbe(centres, 1, 1, epsilon, share).privacy["tcm"]
+    spec = SimpleNamespace(values=SimpleNamespace(bounds=box))
+    rounds = [CellCountsRounds(CellCountsProbe(centres, t, 1, epsilon, released_share or share), spec) for t in (1, 2)]
+    lm = {"lm": np.array([0])}  # the LM user's (randomized) cell, the same on both datasets
+
+    def release(points, rng, size):
+        proto = rounds[len(points) - 1]
+        state = proto.begin(rng)
+        return np.array([proto.result(proto.step(state, {"points": points}, lm, rng))[1] for _ in range(size)])
+
+    pair = (np.array([[lo]]), np.array([[lo], [hi]]))  # the TCM points: one in cell 0, then one added in cell 1
+    return lambda seed: {"tcm": audit(release, pair, declared.epsilon, declared.delta, samples=SAMPLES,
+                                      confidence=CONFIDENCE, seed=seed)}
+
+
+for _box in ((0.0, 1.0), (10.0, 20.0)):
+    _case = f"CellCountsRounds (the probe as released) eps=4 share=0.25 box=[{_box[0]:g}, {_box[1]:g}]"
+    CORRECT[_case] = _cells_round_run(4.0, 0.25, box=_box)
+    COVERS[_case] = "CellCountsProbe"
+BROKEN["CellCountsRounds at twice its share, eps=4"] = (_cells_round_run(4.0, 0.25, released_share=0.5), "tcm")
