@@ -9,7 +9,7 @@ refits (:attr:`hybridpriv.engine.plan.Probe.refit`) chooses by ``select`` again 
 (written to ``OUT/probe/spec-given-release.json``, the choice kept in ``OUT/probe/choice.json``); otherwise the
 choice is the plan's importance-weighted one.
 
-Either stage may be a release made in rounds (:mod:`hybridpriv.release.rounds`: K-means, whose LM users' devices
+Either stage may be a release made in rounds (:mod:`hybridpriv.release.rounds`: a family whose users' devices
 answer the probe and then every iteration): the command then stops while it waits for the devices, and the same
 command run again goes on where it stopped (the probe's rounds, then, once ``OUT/probe/release.json`` exists, the
 second stage's), refusing a probe release or a kept choice that is not the one the SPEC and selection now give.
@@ -191,7 +191,7 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id
             candidates = problem.candidates(None)
         except (TypeError, ValueError, AttributeError):
             job.log("rebuilding the second stage's candidates: selecting again given the probe's release ...")
-            selection = run_selection(problem)
+            selection = _quietly(run_selection, problem, job.log)
             if str(selection.decision.attrs["recommended"]) != name:
                 raise ValueError(f"selecting again given the probe's release now recommends "
                                  f"{selection.decision.attrs['recommended']!r}, not {name!r} as before ({kept}): "
@@ -207,7 +207,7 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id
             f"{path.name}) ...")
     try:
         problem = spec.problem()
-        selection = run_selection(problem)
+        selection = _quietly(run_selection, problem, job.log)
     except Exception as exc:  # the probe is charged: say how to finish the plan by hand
         raise RuntimeError(f"the plan's probe was released and charged ({Path(probe_out)}), but selecting again "
                            f"given it failed: {exc}.  Finish the plan by hand: {path} holds the SPEC given the "
@@ -221,6 +221,20 @@ def _refit(job: Any, probe: Any, observed: np.ndarray, probe_out: Path, probe_id
 
     write_json_atomic(kept, {**key, "chosen": name, "expected_loss": loss})
     return coord, mech, name, {"refit_spec": str(path), "refit_expected_loss": loss}
+
+
+def _quietly(run: Any, problem: Any, log: Any) -> Any:
+    """``run(problem)`` with the warnings it raises (``select``'s own: premises, sensitivity) passed to ``log`` as
+    ``select given the probe's release: warning ...`` lines, not printed by Python with a file and line."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = run(problem)
+    for w in caught:
+        text = str(w.message)
+        log(f"select given the probe's release: {text if text.startswith('warning') else 'warning: ' + text}")
+    return out
 
 
 def _replace(job: Any, **changes: Any) -> Any:

@@ -465,7 +465,8 @@ def _release_mech(job: _Job, mech: Any, coord: Any, name: Any, decision_info: di
                 doc = begin_doc(entry, state.id, label, params, state0, proto.total)
                 doc.update(checked=checked, decision=decision_info)
                 write_json_atomic(out / ROUNDS_FILE, doc)
-                log(f"charged every round of {label} in {ledger.path} (release {entry['id']}, {proto.total} rounds)")
+                rounds = f"{proto.total} round{'' if proto.total == 1 else 's'}"
+                log(f"charged every round of {label} in {ledger.path} (release {entry['id']}, {rounds})")
         if proto is not None:
             doc = advance(proto, doc, data, data_dir, out, state, rng, log)
             if doc["round"] < doc["total"]:

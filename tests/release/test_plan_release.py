@@ -175,3 +175,23 @@ def test_plan_without_a_selection_or_with_a_candidate_is_refused(planned, tmp_pa
     code, _, err = run(capsys, "release", spec, "--data", fresh_data(planned, tmp_path), "--selection", sel, "--plan",
                        "--candidate", "weighted", "--ledger", tmp_path / "l.json", "--out", tmp_path / "r")
     assert code == 2 and "--plan carries out a selection's two-stage plan" in err, err
+
+
+def test_the_refits_warnings_are_lines_of_the_release_log_not_python_warnings():
+    """select run inside release (the refit) warns as select does; release shows those as log lines, not as Python
+    warnings with a file and line."""
+    import warnings
+
+    from hybridpriv.release.plan import _quietly
+
+    def run(problem):
+        warnings.warn("warning (premise: pilot-sample): it rests on the pilot", UserWarning, stacklevel=2)
+        warnings.warn("the model cannot reproduce x", UserWarning, stacklevel=2)
+        return problem + 1
+
+    lines: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one escaping would raise here
+        assert _quietly(run, 1, lines.append) == 2
+    assert lines == ["select given the probe's release: warning (premise: pilot-sample): it rests on the pilot",
+                     "select given the probe's release: warning: the model cannot reproduce x"]

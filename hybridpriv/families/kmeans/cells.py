@@ -35,11 +35,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "laplace_cell_counts", "laplace_counts", "pythia_kmeans",
+__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "group_sizes", "laplace_cell_counts", "laplace_counts", "pythia_kmeans",
            "randomized_response_counts", "rr_count_sd", "rr_counts"]
 
 #: The groups a cell release may describe.
 CELL_GROUPS = ("tcm", "lm")
+
+
+def group_sizes(spec: Any) -> dict[str, int]:
+    """The public group sizes of a ``kmeans`` SPEC (its values, or anything with ``c`` and ``n``): ``round(c n)`` TCM
+    users, the rest LM users, as a release counts them."""
+    n_t = int(round(float(spec.c) * int(spec.n)))
+    return {"tcm": n_t, "lm": int(spec.n) - n_t}
 
 
 @dataclass(frozen=True)

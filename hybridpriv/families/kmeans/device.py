@@ -85,6 +85,22 @@ def cells_digest(published: Mapping[str, Any]) -> str:
     return sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
+def _check_user(user: Any) -> str:
+    """A device's user identifier: non-empty, no comma or newline (it is a CSV cell)."""
+    text = str(user)
+    if not text or any(c in text for c in ",\n\r"):
+        raise ValueError(f"user must be a non-empty identifier without commas or newlines, got {user!r}")
+    return text
+
+
+def _check_point(point: Sequence[float]) -> np.ndarray:
+    """A device's point: at least one finite coordinate, flattened."""
+    x = np.asarray(point, dtype=float).ravel()
+    if x.size < 1 or not np.isfinite(x).all():
+        raise ValueError("point must hold at least one finite coordinate")
+    return x
+
+
 def report_header(d: int) -> str:
     return REPORT_HEADER.format(coords=",".join(f"x{j + 1}" for j in range(d)))
 
@@ -109,12 +125,8 @@ class Device:
                  bounds: tuple[float, float], state: Mapping[str, Any] | None = None) -> None:
         from ...core.privacy import Bounds, check_epsilon, check_integer
 
-        self.user = str(user)
-        if not self.user or any(c in self.user for c in ",\n\r"):
-            raise ValueError(f"user must be a non-empty identifier without commas or newlines, got {user!r}")
-        x = np.asarray(point, dtype=float).ravel()
-        if x.size < 1 or not np.isfinite(x).all():
-            raise ValueError("point must hold at least one finite coordinate")
+        self.user = _check_user(user)
+        x = _check_point(point)
         self.epsilon = check_epsilon(epsilon, allow_inf=False)
         self.tau = check_integer(tau, "tau", 1)
         self.k = check_integer(k, "k", 1)
@@ -208,9 +220,7 @@ def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any],
     from ...core.privacy import Bounds, check_epsilon
     from .algorithms.algorithm import nearest_centre
 
-    user = str(user)
-    if not user or any(c in user for c in ",\n\r"):
-        raise ValueError(f"user must be a non-empty identifier without commas or newlines, got {user!r}")
+    user = _check_user(user)
     budget = check_epsilon(budget, allow_inf=False)
     mine = check_epsilon(epsilon, allow_inf=False)
     try:
@@ -222,6 +232,8 @@ def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any],
         expected = cells_digest(published)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"the published probe round lacks or mangles {exc}") from None
+    if state and state.get("user", user) != user:
+        raise ValueError(f"the device state is {state.get('user')!r}'s, not {user!r}'s")
     if state and (state.get("cell") or state.get("reported")):
         raise ValueError(f"device {user!r} has already sent its "
                          + ("cell (a two-stage plan's probe): it sends one" if state.get("cell") else
@@ -231,9 +243,7 @@ def cell_report(user: str, point: Sequence[float], published: Mapping[str, Any],
                          "does not answer")
     if mine > budget * (1 + 1e-9):
         raise ValueError(f"the probe's epsilon {mine:g} is above this device's budget {budget:g}: it does not answer")
-    x = np.asarray(point, dtype=float).ravel()
-    if x.size < 1 or not np.isfinite(x).all():
-        raise ValueError("point must hold at least one finite coordinate")
+    x = _check_point(point)
     if k < 2 or centres.ndim != 2 or centres.shape[0] != k or not np.isfinite(centres).all():
         raise ValueError(f"the probe's centres must be k = {k} >= 2 finite points")
     if centres.shape[1] != x.size:
@@ -290,12 +300,12 @@ def _existing(path: Path, user: str) -> dict[str, Any] | None:
     return state if state.get("cell") else None
 
 
-def _report_device(user: str, point: Sequence[float], args: argparse.Namespace, path: Path) -> Device:
+def _report_device(user: str, point: Sequence[float] | None, args: argparse.Namespace, path: Path) -> Device:
     """A device about to report: fresh, or carrying its cell (its point is then the one it answered the cell with)."""
     state = _existing(path, user)
-    if state is not None:
-        point = state["point"]
-    return Device(user, point, args.epsilon, args.tau, args.k, tuple(args.bounds), state)
+    if state is None and point is None:
+        raise ValueError("report needs --user and --point")
+    return Device(user, state["point"] if state else point, args.epsilon, args.tau, args.k, tuple(args.bounds), state)
 
 
 def _users(args: argparse.Namespace) -> list[tuple[str, list[float] | None, Path]]:
@@ -313,7 +323,7 @@ def _users(args: argparse.Namespace) -> list[tuple[str, list[float] | None, Path
             point = [float(c) for c in row[1:]]
         except ValueError:
             if number == 0:
-                continue  # the header line
+                continue  # the header line: the first row, or none
             raise ValueError(f"--points line {line}: a coordinate is not a number (rule: user,x1,...,xd)") from None
         if not user or user in (".", "..") or any(c in user for c in "/\\"):
             raise ValueError(f"--points line {line}: the user {user!r} cannot name a state file (rule: no path "
@@ -375,9 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 done.append((*cell_report(user, point, published, args.budget, args.epsilon,
                                           _load(path) if path.exists() else None), path))
                 continue
-            if point is None and _existing(path, user) is None:
-                raise ValueError("report needs --user and --point")
-            dev = _report_device(user, point or [], args, path)
+            dev = _report_device(user, point, args, path)
             done.append((dev.report(), dev.to_state(), path))
         for _, state, path in done:
             _save(path, state)

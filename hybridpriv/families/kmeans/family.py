@@ -87,9 +87,9 @@ class KMeansFamily(Family):
 
         from .model import pilot_start
         from .algorithms import PointCloud
-        from .rounds import _sizes
+        from .cells import group_sizes
 
-        sizes = _sizes(spec)
+        sizes = group_sizes(spec)
         lo, hi = spec.values.bounds
         pilot = spec.values.model.pilot
         points = np.full((sizes["tcm"] + sizes["lm"], pilot.shape[1]), (lo + hi) / 2.0)

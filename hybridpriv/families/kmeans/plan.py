@@ -161,12 +161,12 @@ def kmeans_probe(v: Any, share: float, candidates: Any) -> Any:
     labels."""
     from ...engine.plan import Probe
     from .model import pilot_start
-    from .rounds import _sizes
+    from .cells import group_sizes
 
     kn = v.model
     if kn.start != "pilot" or v.k < 2 or kn.released_cells:
         return None
-    sizes = _sizes(v)  # the public group sizes, as a release counts them
+    sizes = group_sizes(v)  # the public group sizes, as a release counts them
     probe = CellCountsProbe(pilot_start(kn.pilot, v.k), sizes["tcm"], sizes["lm"], v.epsilon, share)
     rest = v.replace(epsilon=v.epsilon * (1.0 - share))
 

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ...release.data import PrivateDataError, data_file, read_rows
+from ...release.data import PrivateDataError, read_rows
 from .device import CELL_HEADER, CELLS_FORMAT, cells_digest
-from .rounds import _read_points
+from .rounds import load_points
 
 __all__ = ["CellCountsRounds", "CELLS_FILE", "cell_users"]
 
@@ -74,12 +74,7 @@ class CellCountsRounds:
 
     def load(self, directory: str | Path) -> dict[str, Any]:
         """The TCM users' points (checked: the public group size, every coordinate in the box)."""
-        path = data_file(directory, "tcm.csv", "group 'tcm': its users' points")
-        x = _read_points(path, "tcm", self.d, self.lower, self.upper)
-        if x.shape[0] != self.sizes["tcm"]:
-            raise PrivateDataError(f"group 'tcm': {path.name} does not hold the group's public size of points (rule: "
-                                   "group sizes are public, the file must match)")
-        return {"points": x}
+        return {"points": load_points(directory, "tcm", self.d, self.lower, self.upper, self.sizes["tcm"])}
 
     def data_bytes(self, data: dict[str, Any]) -> dict[str, bytes]:
         """The TCM points in file order (the ledger's salted fingerprints; the LM devices send only their answer)."""

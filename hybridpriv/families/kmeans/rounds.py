@@ -30,15 +30,10 @@ from typing import Any
 import numpy as np
 
 from ...release.data import PrivateDataError, data_file, is_number, read_rows
+from .cells import group_sizes
 from .device import centres_digest
 
 __all__ = ["KMeansRounds"]
-
-
-def _sizes(spec: Any) -> dict[str, int]:
-    """The public group sizes: ``round(c n)`` TCM users, the rest LM users."""
-    n_t = int(round(float(spec.c) * int(spec.n)))
-    return {"tcm": n_t, "lm": int(spec.n) - n_t}
 
 
 def _read_points(path: Path, unit: str, d: int, lo: float, hi: float) -> np.ndarray:
@@ -61,6 +56,17 @@ def _read_points(path: Path, unit: str, d: int, lo: float, hi: float) -> np.ndar
     return out
 
 
+def load_points(directory: str | Path, unit: str, d: int, lo: float, hi: float, size: int) -> np.ndarray:
+    """``DIR/<unit>.csv``: the group's raw points, checked (``d`` coordinates each, in the box, the group's public
+    ``size`` of rows)."""
+    path = data_file(directory, f"{unit}.csv", f"group {unit!r}: its users' points")
+    x = _read_points(path, unit, d, lo, hi)
+    if x.shape[0] != size:
+        raise PrivateDataError(f"group {unit!r}: {path.name} does not hold the group's public size of points "
+                               "(rule: group sizes are public, the file must match)")
+    return x
+
+
 class KMeansRounds:
     """The rounds of one K-means candidate's release (the protocol :mod:`hybridpriv.release.rounds` drives).
 
@@ -78,7 +84,7 @@ class KMeansRounds:
         self.total = int(mech.tau)
         self.central = tuple(mech._tcm_units or ())
         self.local = tuple(mech._lm_units or ())
-        self.sizes = _sizes(spec)
+        self.sizes = group_sizes(spec)
         self.k, self.d, self.bounds = int(mech.k), int(mech.d), mech.bounds
 
     @property
@@ -111,12 +117,7 @@ class KMeansRounds:
         lo, hi = self.bounds.lower, self.bounds.upper
         data: dict[str, Any] = {"points": {}, "reports": {}, "users": {}}
         for u in self.central:
-            path = data_file(directory, f"{u}.csv", f"group {u!r}: its users' points")
-            x = _read_points(path, u, self.d, lo, hi)
-            if x.shape[0] != self.sizes[u]:
-                raise PrivateDataError(f"group {u!r}: {path.name} does not hold the group's public size of points "
-                                       "(rule: group sizes are public, the file must match)")
-            data["points"][u] = x
+            data["points"][u] = load_points(directory, u, self.d, lo, hi, self.sizes[u])
         want = (float(self.mech.epsilon), self.total, self.k, lo, hi)
         for u in self.local:
             path = data_file(directory, f"{u}-reports.csv", f"group {u!r}: its devices' reports (line 4)")
