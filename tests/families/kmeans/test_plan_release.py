@@ -64,6 +64,8 @@ def test_the_device_spends_its_cell_and_report_from_one_budget_and_refuses_more(
     plain.report()  # a K-means report without a plan spent the budget: no cell after it
     with pytest.raises(ValueError, match="cell comes first"):
         cell_report("u3", [0.4, 0.7], published, 5.0, 0.5, plain.to_state())
+    with pytest.raises(ValueError, match="the device state is 'u1''s, not 'u9''s"):  # another device's file
+        cell_report("u9", [0.4, 0.7], published, 5.0, 0.5, {"user": "u1"})
     # the curator cannot choose what the device spends: a round asking for more than the user agreed is refused
     with pytest.raises(ValueError, match="asks for epsilon 4; this device agreed to 0.5 for its cell"):
         cell_report("u2", [0.4, 0.7], _probe_round(epsilon=4.0), 5.0, 0.5)
