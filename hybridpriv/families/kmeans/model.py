@@ -22,15 +22,11 @@ Dirichlet-process limit as the prior, the posterior of ``F`` is the **Bayesian b
 
 Who trusts the curator is public only as a share ``c``; whether it goes with where a user's point lies
 is not (the setosa irises trust, the others do not).  With ``trust_may_follow_clusters`` (the
-default) the model says so: in each draw trust follows the points with probability 1/2
-(``trust_follows``), with a strength ``trust_share ~ Uniform(0, 1)``, in one of two ways, each with probability 1/2
-(``trust_by_direction``): a share ``trust_share`` of the TCM users come from one cluster (``trust_cluster``,
-uniform over the ``k`` clusters of :func:`pilot_start`, each user in the cluster of the nearest centre) and the
-rest from all users at random (:func:`trust_split`); or the TCM users lie further along a direction in space
-(``trust_axis``, uniform on the unit sphere), each user's odds ``exp(4 trust_share z)`` with ``z`` its standardised
-projection on the axis (:func:`trust_along`: the deep earthquakes near Fiji are spread over every cluster, on one
-side of each).  Otherwise, and always with ``trust_may_follow_clusters = False``, the TCM users are a random share
-of all users.  The two
+default) the model says so: in each draw trust follows the clusters with probability 1/2
+(``trust_follows``); then a share ``trust_share ~ Uniform(0, 1)`` of the TCM users come from one
+cluster (``trust_cluster``, uniform over the ``k`` clusters of :func:`pilot_start`, each user in the
+cluster of the nearest centre) and the rest from all users at random.  Otherwise, and always with
+``trust_may_follow_clusters = False``, the TCM users are a random share of all users.  The two
 alternatives are a :class:`~hybridpriv.core.assumptions.Branch`: the selection checks its decision
 within each and warns when it rests on one.
 
@@ -55,8 +51,7 @@ from ...core.privacy import Bounds, check_integer
 from ...core.model import KnowledgeModel, Posterior
 
 __all__ = ["KMeansPilotModel", "KMeansPilotPosterior", "MAX_SPREAD", "SMOOTHING_FOLDS", "SMOOTHING_RULES", "START_MODES",
-           "TRUST_DIRECTION_PRIOR", "TRUST_FOLLOWS_PRIOR", "TRUST_TILT", "cross_validated_smoothing", "pilot_start",
-           "refit_spread", "trust_along", "trust_split"]
+           "TRUST_FOLLOWS_PRIOR", "cross_validated_smoothing", "pilot_start", "refit_spread", "trust_split"]
 
 #: How the public start (line 1 of Algorithm 1) is chosen: from the pilot, or uniform per dataset.
 START_MODES = ("pilot", "uniform")
@@ -66,11 +61,6 @@ PILOT_LLOYD_ITERATIONS = 100
 SMOOTHING_FOLDS = 20
 #: With ``trust_may_follow_clusters``: the prior probability that trust follows the clusters in a draw.
 TRUST_FOLLOWS_PRIOR = 0.5
-#: Where trust follows the points: the prior probability that it follows a direction in space (:func:`trust_along`)
-#: rather than one cluster (:func:`trust_split`).
-TRUST_DIRECTION_PRIOR = 0.5
-#: :func:`trust_along`'s tilt: a user's odds of trusting are ``exp(TRUST_TILT * share * z)``.
-TRUST_TILT = 4.0
 #: ``smoothing="refit"``: the largest spread factor a draw may take (a pilot of k distinct points fits itself exactly).
 MAX_SPREAD = 100.0
 #: The values of ``smoothing`` that are rules rather than a number.
@@ -97,31 +87,6 @@ def trust_split(labels: np.ndarray, n_trusted: int, share: float, cluster: int, 
         trusted[rng.choice(inside, first, replace=False)] = True
     rest = np.flatnonzero(~trusted)
     trusted[rest[rng.permutation(rest.size)[: n_trusted - first]]] = True
-    return trusted
-
-
-def trust_along(points: np.ndarray, n_trusted: int, share: float, axis: np.ndarray, rng: np.random.Generator
-                ) -> np.ndarray:
-    """Which of the users trust the curator when trust follows a direction: ``n_trusted`` users drawn one by one
-    without replacement, each with odds ``exp(TRUST_TILT * share * z)``, ``z`` its point's standardised projection on
-    ``axis`` (users further along it trust more often: the deep earthquakes, spread over every cluster but on one side
-    of each).  ``share = 0``, or points that do not vary along ``axis``, is a random split.  Returns a boolean mask
-    with exactly ``n_trusted`` entries set."""
-    points = np.asarray(points, dtype=float)
-    n = points.shape[0]
-    if not 0 <= n_trusted <= n:
-        raise ValueError(f"n_trusted must be in [0, {n}], got {n_trusted!r}")
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"share must be in [0, 1], got {share!r}")
-    axis = np.asarray(axis, dtype=float)
-    if axis.shape != (points.shape[1],) or not np.isfinite(axis).all() or not np.linalg.norm(axis) > 0:
-        raise ValueError(f"axis must be a nonzero finite vector of {points.shape[1]} coordinates, got {axis!r}")
-    z = points @ (axis / np.linalg.norm(axis))
-    spread = z.std()
-    z = (z - z.mean()) / spread if spread > 0 else np.zeros(n)
-    odds = np.exp(TRUST_TILT * share * z)
-    trusted = np.zeros(n, dtype=bool)
-    trusted[rng.choice(n, n_trusted, replace=False, p=odds / odds.sum())] = True
     return trusted
 
 
@@ -224,8 +189,7 @@ class KMeansPilotPosterior(Posterior):
 
     ``idata["posterior"]`` holds ``weights (chain, draw, pilot)``, the summaries ``mean`` and
     ``sd`` ``(chain, draw, coordinate)`` and, with ``trust_may_follow_clusters``, ``trust_follows``,
-    ``trust_share``, ``trust_by_direction``, ``trust_cluster`` ``(chain, draw)`` and ``trust_axis``
-    ``(chain, draw, coordinate)``, and with ``smoothing="refit"`` each draw's ``spread``.
+    ``trust_share`` and ``trust_cluster`` ``(chain, draw)``, and with ``smoothing="refit"`` each draw's ``spread``.
     ``start`` is the public start shared by every dataset (``None`` with ``start="uniform"``: each dataset draws its
     own, uniform in the box); :attr:`clusters` the pilot start's centres (whichever the start), the clusters trust
     may follow and users spread about.
@@ -245,9 +209,7 @@ class KMeansPilotPosterior(Posterior):
         self._trust = None
         if "trust_share" in post.data_vars:
             self._trust = (np.asarray(post["trust_share"].transpose("chain", "draw").values, dtype=float),
-                           np.asarray(post["trust_cluster"].transpose("chain", "draw").values, dtype=int),
-                           np.asarray(post["trust_by_direction"].transpose("chain", "draw").values) > 0,
-                           np.asarray(post["trust_axis"].transpose("chain", "draw", "coordinate").values, dtype=float))
+                           np.asarray(post["trust_cluster"].transpose("chain", "draw").values, dtype=int))
         self._spread = (np.asarray(post["spread"].transpose("chain", "draw").values, dtype=float)
                         if "spread" in post.data_vars else None)
         self._cells = None
@@ -266,17 +228,15 @@ class KMeansPilotPosterior(Posterior):
 
         follows = np.asarray(self.idata["posterior"]["trust_follows"].transpose("chain", "draw").values) > 0
         return [Branch("trust", "the users who trust the curator are a random share of every cluster",
-                       "who trusts the curator follows where the points lie (one cluster, or one side of them)",
-                       ~follows,
+                       "many of the users who trust the curator come from one cluster", ~follows,
                        advice="if you know, say so: model.trust_may_follow_clusters = false if who trusts the curator "
                               "has nothing to do with where their point lies")]
 
     def dataset(self, points: np.ndarray, rng: np.random.Generator, share: float = 0.0, cluster: int = 0,
-                trusted: np.ndarray | None = None, axis: np.ndarray | None = None):
+                trusted: np.ndarray | None = None):
         """``points`` as a :class:`PointCloud` with the public start and ``round(c n)`` TCM users, a share ``share``
-        of them from cluster ``cluster`` of the pilot start's (:func:`trust_split`; 0: a random split), or, given
-        ``axis``, tilted along it with strength ``share`` (:func:`trust_along`), or the TCM users ``trusted`` says
-        (a boolean mask: drawn with the points, from released cells).
+        of them from cluster ``cluster`` of the pilot start's (:func:`trust_split`; 0: a random split), or the TCM
+        users ``trusted`` says (a boolean mask: drawn with the points, from released cells).
 
         The step :meth:`generate` ends with, exposed so that real points can be scored the same way.
         """
@@ -284,8 +244,6 @@ class KMeansPilotPosterior(Posterior):
 
         m = self.model_spec
         n, d = points.shape
-        if trusted is None and axis is not None:
-            trusted = trust_along(points, m.n_trusted(n), share, axis, rng)
         if trusted is None:
             labels = nearest_centre(points, self.clusters)[0] if share > 0 else np.zeros(n, dtype=int)
             trusted = trust_split(labels, m.n_trusted(n), share, cluster, rng)
@@ -338,9 +296,8 @@ class KMeansPilotPosterior(Posterior):
             return self.dataset(np.asarray(points, dtype=float), rng, trusted=trusted)
         if self._trust is None:
             return self.dataset(np.asarray(points, dtype=float), rng)
-        share, cluster, by_direction, axis = self._trust
-        return self.dataset(np.asarray(points, dtype=float), rng, float(share[chain, draw]), int(cluster[chain, draw]),
-                            axis=axis[chain, draw] if by_direction[chain, draw] else None)
+        share, cluster = self._trust
+        return self.dataset(np.asarray(points, dtype=float), rng, float(share[chain, draw]), int(cluster[chain, draw]))
 
 
 class KMeansPilotModel(KnowledgeModel):
@@ -372,8 +329,8 @@ class KMeansPilotModel(KnowledgeModel):
         ``smoothing_rule`` says which was asked for (``"given"`` for a number).
     trust_may_follow_clusters
         ``True`` (default): public knowledge (the share ``c``) cannot rule out that who trusts the curator goes
-        with where their point lies, so in half the draws it follows them: a ``Uniform(0, 1)`` share of the TCM
-        users come from one cluster, or they lie further along a direction (the module's docstring); ``False``: the user states that trust was split at random.
+        with where their point lies, so in half the draws a ``Uniform(0, 1)`` share of the TCM users come from
+        one cluster (the module's docstring); ``False``: the user states that trust was split at random.
     released_cells
         :class:`~hybridpriv.families.kmeans.cells.ReleasedCells`, at most one per group: earlier DP counts of the
         group's users per cluster of :func:`pilot_start` (:mod:`.cells`).  Each draw then holds each group's
@@ -481,8 +438,7 @@ class KMeansPilotModel(KnowledgeModel):
     def build(self) -> Any:
         """The PyMC model: ``weights ~ Dirichlet(1, ..., 1)`` over the pilot points, ``mean`` and ``sd`` of ``F``;
         with ``trust_may_follow_clusters``, ``trust_follows ~ Bernoulli(1/2)``, ``trust_share`` (``Uniform(0, 1)``
-        where trust follows, else 0), ``trust_by_direction ~ Bernoulli(1/2)``, ``trust_cluster ~ Categorical(1/k,
-        ..., 1/k)`` and ``trust_axis`` (a standard normal vector over its length: uniform on the unit sphere)."""
+        where trust follows, else 0) and ``trust_cluster ~ Categorical(1/k, ..., 1/k)``."""
         import pymc as pm
 
         x = self.pilot
@@ -493,10 +449,7 @@ class KMeansPilotModel(KnowledgeModel):
             if self.trust_may_follow_clusters and not self.released_cells:
                 follows = pm.Bernoulli("trust_follows", TRUST_FOLLOWS_PRIOR)
                 pm.Deterministic("trust_share", follows * pm.Uniform("trust_share_if_follows", 0.0, 1.0))
-                pm.Bernoulli("trust_by_direction", TRUST_DIRECTION_PRIOR)
                 pm.Categorical("trust_cluster", p=np.full(self.k, 1.0 / self.k))
-                raw = pm.Normal("trust_axis_normal", 0.0, 1.0, dims="coordinate")
-                pm.Deterministic("trust_axis", raw / pm.math.sqrt((raw**2).sum()), dims="coordinate")
         return model
 
     def _sample(self, model: Any, draws: int, tune: int, chains: int, random_seed: list[int], progressbar: bool,
@@ -520,13 +473,8 @@ class KMeansPilotModel(KnowledgeModel):
             follows = np.stack([g.random(draws) < TRUST_FOLLOWS_PRIOR for g in gens])
             share = np.stack([g.random(draws) for g in gens])
             cluster = np.stack([g.integers(self.k, size=draws) for g in gens])
-            by_direction = np.stack([g.random(draws) < TRUST_DIRECTION_PRIOR for g in gens])
-            normal = np.stack([g.standard_normal((draws, x.shape[1])) for g in gens])
             trust = {"trust_follows": (cd, follows.astype(np.int64)), "trust_share_if_follows": (cd, share),
-                     "trust_share": (cd, np.where(follows, share, 0.0)), "trust_cluster": (cd, cluster.astype(np.int64)),
-                     "trust_by_direction": (cd, by_direction.astype(np.int64)),
-                     "trust_axis_normal": (cd + ("coordinate",), normal),
-                     "trust_axis": (cd + ("coordinate",), normal / np.linalg.norm(normal, axis=-1, keepdims=True))}
+                     "trust_share": (cd, np.where(follows, share, 0.0)), "trust_cluster": (cd, cluster.astype(np.int64))}
         if self.smoothing_rule == "refit":  # after the trust draws, from the same generators
             trust["spread"] = (cd, np.stack([refit_spread(x, self.k, w[c], g) for c, g in enumerate(gens)]))
         if self.released_cells:  # last, from the same generators: without a release the draws above are unchanged

@@ -1,12 +1,11 @@
 """``trust_may_follow_clusters``: the K-means model admits that who trusts the curator may go with where a point lies.
 
-The claim (``hybridpriv.families.kmeans.model``): in each posterior draw trust follows the points with
-probability 1/2, with a strength ``s ~ Uniform(0, 1)``; then, with probability 1/2 each, a share ``s`` of the
-``round(c n)`` TCM users come from one cluster (uniform over the pilot start's ``k``), the rest at random from the
-other users, or the TCM users are drawn one by one without replacement with odds ``exp(4 s z)`` (``z`` the
-standardised projection on an axis uniform on the sphere); otherwise the split is random.  Tested against
-independent computations: the hypergeometric count of TCM users in a cluster, brute-force enumerations of small
-splits, the PyMC model's own prior draws, and Monte Carlo frequencies with enough draws to see a 5% bias.
+The claim (``hybridpriv.families.kmeans.model``): in each posterior draw trust follows the clusters with
+probability 1/2; then a ``Uniform(0, 1)`` share of the ``round(c n)`` TCM users come from one cluster (uniform
+over the pilot start's ``k``), the rest at random from the other users; otherwise the split is random.  Tested
+against independent computations: the hypergeometric count of TCM users in a cluster, a brute-force
+enumeration of a small split, the PyMC model's own prior draws, and Monte Carlo frequencies with enough draws
+to see a 5% bias.
 """
 
 import itertools
@@ -16,8 +15,7 @@ import pytest
 from scipy import stats
 
 from hybridpriv.core.random import rng
-from hybridpriv.families.kmeans.model import (TRUST_DIRECTION_PRIOR, TRUST_FOLLOWS_PRIOR, TRUST_TILT, pilot_start,
-                                              trust_along, trust_split)
+from hybridpriv.families.kmeans.model import TRUST_FOLLOWS_PRIOR, pilot_start, trust_split
 from hybridpriv.models import KMeansPilotModel
 from hybridpriv.spec import parse_spec
 
@@ -94,102 +92,15 @@ def test_exact_draws_follow_the_pymc_model():
     assert abs(c.mean() - cluster.mean()) < 5 * np.sqrt(0.25 / 4000 + 0.25 / 8000)
 
 
-def test_the_direction_draws_follow_the_pymc_model():
-    model = KMeansPilotModel(PILOT, (0, 1), n=100, c=0.3, k=2)
-    post = model.fit(draws=4000, chains=2, seed=3).idata["posterior"]
-    by_direction = post["trust_by_direction"].values.astype(bool)
-    axis = post["trust_axis"].values
-    assert abs(by_direction.mean() - TRUST_DIRECTION_PRIOR) < 4 * np.sqrt(0.25 / by_direction.size)
-    np.testing.assert_allclose(np.linalg.norm(axis, axis=-1), 1.0)
-    # uniform on the circle: the angle is Uniform(-pi, pi), independent of the draw's share
-    angle = np.arctan2(axis[..., 1], axis[..., 0]).ravel()
-    assert stats.kstest(angle, "uniform", args=(-np.pi, 2 * np.pi)).pvalue > 1e-4
-    import pymc as pm
-
-    m = model.build()
-    b, a = (np.asarray(v) for v in pm.draw([m["trust_by_direction"], m["trust_axis"]], draws=4000, random_seed=5))
-    assert abs(b.mean() - by_direction.mean()) < 5 * np.sqrt(0.25 / 4000 + 0.25 / 8000)
-    np.testing.assert_allclose(np.linalg.norm(a, axis=-1), 1.0, rtol=1e-6)
-    assert stats.ks_2samp(np.arctan2(a[:, 1], a[:, 0]), angle).pvalue > 1e-4
-
-
-def _successive(odds: np.ndarray, size: int) -> dict[frozenset, float]:
-    """Brute force: the probability of each set of ``size`` users drawn one by one without replacement with ``odds``."""
-    out: dict[frozenset, float] = {}
-    for order in itertools.permutations(range(odds.size), size):
-        p, left = 1.0, odds.sum()
-        for i in order:
-            p *= odds[i] / left
-            left -= odds[i]
-        out[frozenset(order)] = out.get(frozenset(order), 0.0) + p
-    return out
-
-
-def test_trust_along_draws_each_set_with_its_successive_sampling_probability():
-    points = np.array([[0.1, 0.9], [0.4, 0.1], [0.5, 0.5], [0.9, 0.3]])
-    axis = np.array([3.0, -1.0])
-    z = points @ (axis / np.linalg.norm(axis))
-    z = (z - z.mean()) / z.std()
-    share = 0.6
-    exact = _successive(np.exp(TRUST_TILT * share * z), 2)
-    g = rng(3, "trust-along")
-    draws = 40_000
-    seen = dict.fromkeys(exact, 0)
-    for _ in range(draws):
-        t = trust_along(points, 2, share, axis, g)
-        assert t.sum() == 2
-        seen[frozenset(np.flatnonzero(t).tolist())] += 1
-    observed = np.array([seen[k] for k in exact])
-    expected = draws * np.array(list(exact.values()))
-    assert stats.chisquare(observed, expected).pvalue > 1e-4
-    # the set of the two users furthest along the axis is the likeliest, and at least 5x the rarest: a 5% bias in it
-    # is many standard errors at 40,000 draws
-    top = frozenset(np.argsort(z)[-2:].tolist())
-    assert exact[top] == max(exact.values()) and exact[top] > 5 * min(exact.values())
-    assert abs(seen[top] / draws - exact[top]) < 4 * np.sqrt(exact[top] * (1 - exact[top]) / draws)
-
-
-def test_trust_along_at_share_zero_or_without_spread_is_a_random_split():
-    g = rng(4, "trust-along")
-    points = np.array([[0.1, 0.9], [0.4, 0.1], [0.5, 0.5], [0.9, 0.3], [0.2, 0.2]])
-    flat = np.full((5, 2), 0.5)
-    for pts, share in ((points, 0.0), (flat, 1.0)):
-        counts = np.zeros(5)
-        for _ in range(20_000):
-            counts += trust_along(pts, 2, share, np.array([1.0, 0.0]), g)
-        # each user trusted with probability 2/5: 20,000 draws, se 0.0035; a 5% bias (0.02) is 5.8 se
-        assert np.abs(counts / 20_000 - 0.4).max() < 4 * np.sqrt(0.24 / 20_000)
-
-
-def test_trust_along_refuses_bad_input_naming_the_parameter():
-    pts = np.zeros((4, 2))
-    with pytest.raises(ValueError, match="axis must be a nonzero finite vector of 2 coordinates"):
-        trust_along(pts, 2, 0.5, np.zeros(2), rng(0, "t"))
-    with pytest.raises(ValueError, match="axis must be a nonzero finite vector of 2 coordinates"):
-        trust_along(pts, 2, 0.5, np.ones(3), rng(0, "t"))
-    with pytest.raises(ValueError, match=r"share must be in \[0, 1\], got 2"):
-        trust_along(pts, 2, 2.0, np.ones(2), rng(0, "t"))
-    with pytest.raises(ValueError, match=r"n_trusted must be in \[0, 4\], got 5"):
-        trust_along(pts, 5, 0.5, np.ones(2), rng(0, "t"))
-
-
 def test_datasets_take_each_draws_trust():
     model = KMeansPilotModel(PILOT, (0, 1), n=2000, c=0.2, k=2, smoothing=0)
     post = model.fit(draws=200, chains=1, seed=4)
     p = post.idata["posterior"]
     labels_of = lambda pts: np.argmin(((pts[:, None] - pilot_start(PILOT, 2)[None]) ** 2).sum(-1), 1)  # noqa: E731
-    tilted = []
     for d in range(200):
         data = post.generate(0, d, rng(d, "t"))
         assert data.n_trusted == 400
         share, j = float(p["trust_share"].values[0, d]), int(p["trust_cluster"].values[0, d])
-        if p["trust_by_direction"].values[0, d] and share > 0:
-            # tilted along the draw's axis: the TCM users' mean standardised projection, against a random split's
-            # (0, sd sqrt((1 - 400/2000) / 400) = 0.045 for 400 of 2000)
-            z = data.points @ p["trust_axis"].values[0, d]
-            z = (z - z.mean()) / z.std()
-            tilted.append((share, float(z[data.trusted].mean())))
-            continue
         inside = (data.trusted & (labels_of(data.points) == j)).sum()
         size = (labels_of(data.points) == j).sum()
         first = min(round(share * 400), size)
@@ -199,10 +110,6 @@ def test_datasets_take_each_draws_trust():
         mean = taken * good / m
         var = taken * good / m * (m - good) / m * (m - taken) / max(m - 1, 1)
         assert abs(inside - first - mean) <= 6 * np.sqrt(var) + 1e-9
-    strong = [m for s, m in tilted if s > 0.3]
-    weak = [m for s, m in tilted if s < 0.02]
-    assert len(strong) >= 15 and min(strong) > 6 * 0.045
-    assert all(abs(m) < 6 * 0.045 for m in weak)
 
 
 def test_the_branch_is_the_draws_where_trust_is_random_and_false_removes_it():
