@@ -490,8 +490,9 @@ def test_trust_by_cluster_concentrates_the_tcm_users_in_one_cluster():
 def test_real_kmeans_truths_keep_every_point_once_and_split_trust_by_the_attribute():
     from hybridpriv.families.kmeans.heldout import REAL_KMEANS, real_kmeans_truth
 
-    totals = {"faithful": 272, "iris-petals": 150, "quakes-fiji": 1000, "crabs": 200}
-    tcm = {"iris-petals": 50, "quakes-fiji": 453, "crabs": 100}  # setosa, deep (>= 300 km), blue: in the source
+    totals = {"faithful": 272, "iris-petals": 150, "quakes-fiji": 1000, "crabs": 200, "penguins-sex": 333}
+    # setosa, deep (>= 300 km), blue, male: in the source
+    tcm = {"iris-petals": 50, "quakes-fiji": 453, "crabs": 100, "penguins-sex": 168}
     for name, (k, _) in REAL_KMEANS.items():
         t = real_kmeans_truth(name, rng(0, "r"))
         pilot = np.array(t.spec["model"]["pilot"])

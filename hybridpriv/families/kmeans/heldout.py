@@ -13,8 +13,10 @@ Real truths (:data:`REAL_KMEANS`, ``calibration-kmeans.csv`` and ``faithful.csv`
 quarter of the 232 others trust the curator), and three whose trust follows a real attribute, each with
 a random public pilot of 20% of its points: ``iris-petals`` (petal length x width, the setosa irises
 trust the curator), ``quakes-fiji`` (longitude x latitude of 1,000 earthquakes near Fiji, the deep ones,
-300 km or more), ``crabs`` (frontal lobe x rear width of 200 crabs, the blue species).  Epsilon 5, the
-example's, for the real ones.
+300 km or more), ``crabs`` (frontal lobe x rear width of 200 crabs, the blue species), ``penguins-sex`` (bill
+length x flipper length of the 333 Palmer penguins whose sex is recorded, three species; the males trust the
+curator: they lie 0.7-1.4 standard deviations from the females within every species, as the deep quakes do).
+Epsilon 5, the example's, for the real ones.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ CLUSTER_LAWS = ("separated", "overlapping", "unequal", "elongated", "noisy", "pi
 #: Every user's epsilon in a synthetic truth (one per truth).
 KMEANS_EPSILONS = (1.0, 2.0, 5.0, 10.0)
 #: Real datasets: name -> (k, the attribute value whose users trust the curator, or None: a random quarter).
-REAL_KMEANS = {"faithful": (2, None), "iris-petals": (3, "setosa"), "quakes-fiji": (3, "deep"), "crabs": (2, "blue")}
+REAL_KMEANS = {"faithful": (2, None), "iris-petals": (3, "setosa"), "quakes-fiji": (3, "deep"), "crabs": (2, "blue"),
+               "penguins-sex": (3, "male")}
 ITERATIONS = [1, 2, 3, 5]
 
 
