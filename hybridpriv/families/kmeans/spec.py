@@ -62,9 +62,9 @@ START = "public-start"
 #: Every candidate name ``evaluation.candidates`` may list.
 CANDIDATES = (*ALGORITHMS, START)
 #: What the pilot-sample premise's warning advises (measured on the calibration's held-out pilot-biased truths).
-PILOT_ADVICE = ("Every candidate here starts from the pilot's clustering, so none is safe then: where the pilot "
-                "over-sampled some clusters, the iterated candidate the table ranked best did no better on average "
-                "than the public start (docs/kmeans-select.md); a representative pilot is the remedy")
+PILOT_ADVICE = ("Every candidate here starts from the pilot's clustering, so none is safe then: on held-out truths "
+                "whose pilot over-sampled some clusters the public start and the iterated candidates failed alike "
+                "(docs/kmeans-select.md); a representative pilot is the remedy")
 #: Most point-operations of a whole evaluation (datasets x trials x candidates x iterations x users x k).
 MAX_WORK = 2e11
 #: Most users in one simulated dataset.
@@ -285,7 +285,7 @@ def build(v: Config):
                                  smoothing=kn.smoothing, trust_may_follow_clusters=kn.trust_may_follow_clusters,
                                  released_cells=[ReleasedCells(r.group, tuple(r.counts), r.noise_sd)
                                                  for r in kn.released_cells])
-        make_candidates(v)  # every candidate can be built (refuses extreme epsilons or boxes before sampling)
+        built_in = list(make_candidates(v))  # every candidate can be built (refuses extreme epsilons or boxes first)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
         raise SpecError(msg if msg.startswith("spec:") else f"model: {msg}") from None
@@ -306,12 +306,13 @@ def build(v: Config):
                                                                           "= false)")]
     if kn.pilot_is_random_sample:
         header.append("pilot: a random sample of these users (model.pilot_is_random_sample = true)")
-    # the public start alone is the pilot's own clustering: its error on the users is the pilot's (a uniform start
-    # rests on no pilot)
+    # every built-in candidate starts from the pilot's clustering (the public start alone is it): on the held-out
+    # pilot-biased truths the iterated ones failed as the start did (docs/calibration.md, premises); a uniform start
+    # rests on no pilot
     premises = [] if kn.start != "pilot" else [
         Premise("pilot-sample", "the pilot being a random sample of these users",
                 "recruited elsewhere, earlier, or more from some clusters than others", "model.pilot_is_random_sample",
-                stated=bool(kn.pilot_is_random_sample), candidates=(START,), advice=PILOT_ADVICE)]
+                stated=bool(kn.pilot_is_random_sample), candidates=tuple(built_in), advice=PILOT_ADVICE)]
     return Problem(
         kind="kmeans", description=v.description, model=model, candidates=lambda posterior: make_candidates(v, posterior),
         task=WCSS(), dim="algorithm", requirements=requirements(v), assumptions=kmeans_assumptions(tuple(v.bounds)),

@@ -31,9 +31,11 @@ def test_every_kmeans_spec_declares_it():
     assert [a.name for a in problem.assumptions] == ["pilot"] and problem.assumptions[0].scale == 1.0
 
 
-def test_public_start_rests_on_the_pilot_being_a_random_sample_unless_the_spec_says_so():
-    """The pilot-sample premise: public-start (the pilot's own clustering) rests on it; stated by
-    model.pilot_is_random_sample = true (then in the header and no warning); no premise with a uniform start."""
+def test_every_candidate_rests_on_the_pilot_being_a_random_sample_unless_the_spec_says_so():
+    """The pilot-sample premise: every built-in candidate rests on it (public-start is the pilot's own clustering,
+    the iterated ones start from it; since the forty-fifth session, after pilot-biased failures with iterated
+    candidates); a candidate a SPEC leaves out is not named; stated by model.pilot_is_random_sample = true (then in
+    the header and no warning); no premise with a uniform start."""
     from hybridpriv.engine.decision import premise_lines
     from hybridpriv.spec import parse_spec
 
@@ -41,7 +43,11 @@ def test_public_start_rests_on_the_pilot_being_a_random_sample_unless_the_spec_s
     raw = {"kind": "kmeans", "bounds": [0.0, 1.0], "n": 200, "c": 0.3, "epsilon": 4.0, "k": 2, "iterations": [1],
            "model": {"pilot": pilot.tolist()}}
     (premise,) = parse_spec(raw).problem().premises
-    assert premise.name == "pilot-sample" and not premise.stated and premise.candidates == ("public-start",)
+    assert premise.name == "pilot-sample" and not premise.stated
+    assert set(premise.candidates) == {f"{a}-T1" for a in ("hybrid", "tcm", "lm", "hybrid-debiased", "lm-debiased")
+                                       } | {"public-start"}
+    few = {**raw, "iterations": [1, 3], "evaluation": {"candidates": ["hybrid", "public-start"]}}
+    assert parse_spec(few).problem().premises[0].candidates == ("hybrid-T1", "hybrid-T3", "public-start")
     assert premise.key == "model.pilot_is_random_sample" and "none is safe" in premise.advice
     stated = parse_spec({**raw, "model": {**raw["model"], "pilot_is_random_sample": True}}).problem()
     assert stated.premises[0].stated and any("pilot: a random sample of these users" in h for h in stated.header)
@@ -56,7 +62,9 @@ def test_public_start_rests_on_the_pilot_being_a_random_sample_unless_the_spec_s
     (line,) = premise_lines(dec, [premise])
     assert "warning (premise: pilot-sample): public-start rests on the pilot being a random sample" in line
     assert premise_lines(dec, stated.premises) == []
-    assert premise_lines(dec.assign_attrs(recommended="hybrid-T1"), [premise]) == []
+    (line,) = premise_lines(dec.assign_attrs(recommended="hybrid-T1"), [premise])
+    assert "hybrid-T1 rests on the pilot being a random sample" in line and "failed alike" in line
+    assert premise_lines(dec.assign_attrs(recommended="hybrid-T1"), stated.premises) == []
 
 
 @pytest.mark.slow
