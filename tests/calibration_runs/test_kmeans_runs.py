@@ -101,6 +101,16 @@ def test_kmeans_p_best_held_is_its_stored_seeds_pooled():
     assert late["0.3-0.5"][2] == 16 and late["0.3-0.5"][1] - late["0.3-0.5"][0] > 0.2
 
 
+def _stored_decision(ds: xr.Dataset, i: int) -> xr.Dataset:
+    """Truth ``i``'s decision rebuilt from a stored run's columns (what premise_warnings reads)."""
+    have = ~np.isnan(ds.expected_loss.values[i])
+    names = [str(c).removeprefix("algorithm:") for c in ds.candidate.values[have]]
+    return xr.Dataset({"expected_loss": ("algorithm", ds.expected_loss.values[i, have]),
+                       "meets_requirements": ("algorithm", ds.eligible.values[i, have] == 1)},
+                      coords={"algorithm": names},
+                      attrs={"candidate_dim": "algorithm", "recommended": str(ds.recommended.values[i])})
+
+
 def test_kmeans_pilot_premise_names_every_silent_failure_and_switching_away_does_not_help():
     """The pilot-sample premise warning as first declared (after seeds 4-7 were stored; until the forty-fifth
     session) was printed exactly where public-start is recommended (no truth's SPEC states the premise), so the
@@ -115,13 +125,7 @@ def test_kmeans_pilot_premise_names_every_silent_failure_and_switching_away_does
     pilot = dataclasses.replace(pilot, candidates=("public-start",))  # as first declared: the start alone
 
     def warns(ds, i):  # the code's rule, on the truth's decision rebuilt from the stored columns
-        have = ~np.isnan(ds.expected_loss.values[i])
-        names = [str(c).removeprefix("algorithm:") for c in ds.candidate.values[have]]
-        dec = xr.Dataset({"expected_loss": ("algorithm", ds.expected_loss.values[i, have]),
-                          "meets_requirements": ("algorithm", ds.eligible.values[i, have] == 1)},
-                         coords={"algorithm": names},
-                         attrs={"candidate_dim": "algorithm", "recommended": str(ds.recommended.values[i])})
-        return bool(premise_warnings(dec, [pilot]))
+        return bool(premise_warnings(_stored_decision(ds, i), [pilot]))
 
     above_all, silent_before, silent_after, warned = 0, 0, 0, 0
     kept, switched, kept_biased, switched_biased = [], [], [], []
@@ -407,13 +411,7 @@ def test_kmeans_pilot_premise_rests_every_built_in_candidate_and_names_the_pilot
         ds = stored(f"kmeans-seed{seed}")
         other = (ds.sensitivity_warning.values != "") | (ds.p_costly_recommended.values >= 0.25)
         for i in range(ds.sizes["truth"]):
-            have = ~np.isnan(ds.expected_loss.values[i])
-            names = [str(c).removeprefix("algorithm:") for c in ds.candidate.values[have]]
-            dec = xr.Dataset({"expected_loss": ("algorithm", ds.expected_loss.values[i, have]),
-                              "meets_requirements": ("algorithm", ds.eligible.values[i, have] == 1)},
-                             coords={"algorithm": names},
-                             attrs={"candidate_dim": "algorithm", "recommended": str(ds.recommended.values[i])})
-            named = bool(premise_warnings(dec, [pilot]))
+            named = bool(premise_warnings(_stored_decision(ds, i), [pilot]))
             warned += named
             truths += 1
             if ds.final_regret.values[i] > 0.25 and not other[i] and ds.recommended.values[i] != "public-start":
