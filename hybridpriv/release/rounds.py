@@ -6,10 +6,10 @@ protocol object (``total`` rounds; ``load`` / ``data_bytes`` of the private data
 ``answers`` their answers, or ``None`` while they are not all in; ``step`` one round; ``result`` the
 released values; ``needs_devices``; optionally ``answer_files(t)``, the data files round ``t``'s answers arrive
 in, default ``<unit>-round-<t>.csv``, and ``waiting_for(directory)``, what the devices must send before round 1
-and is not there yet, in words (``""``: all there), which a two-stage plan's second stage asks before it begins).  ``hybridpriv release`` then runs as many rounds as the answers in
-the data folder allow and stops, publishing ``OUT/round.json`` for the devices; the same command,
-run again once their answers are in, goes on.  The K-means family is the one that needs it today
-(:mod:`hybridpriv.families.kmeans.rounds`).
+and is not there yet, in words (``""``: all there), which a two-stage plan's second stage asks before it begins).
+``hybridpriv release`` then runs as many rounds as the answers in the data folder allow and stops, publishing
+``OUT/round.json`` for the devices; the same command, run again once their answers are in, goes on.  The K-means
+family is the one that needs it today (:mod:`hybridpriv.families.kmeans.rounds`).
 
 The ledger: the release's **whole charge** (every round, composed) is recorded when it begins, before
 the data are read, so a release abandoned half-way has spent what it could have spent.  Each round

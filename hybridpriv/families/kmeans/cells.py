@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "group_sizes", "laplace_cell_counts", "laplace_counts", "pythia_kmeans",
-           "randomized_response_counts", "rr_count_sd", "rr_counts"]
+__all__ = ["CELL_GROUPS", "ReleasedCells", "draw_cell_shares", "group_sizes", "laplace_cell_counts", "laplace_counts",
+           "pythia_kmeans", "randomized_response_counts", "rr_count_sd", "rr_counts"]
 
 #: The groups a cell release may describe.
 CELL_GROUPS = ("tcm", "lm")
